@@ -1,0 +1,40 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+  .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+  name: "AppGroupMailbox",
+  products: [
+    .library(name: "AppGroupMailbox", targets: ["AppGroupMailbox"]),
+    .executable(name: "mailboxctl", targets: ["mailboxctl"]),
+  ],
+  targets: [
+    .target(name: "CMailboxShims"),
+    .target(
+      name: "AppGroupMailbox",
+      dependencies: ["CMailboxShims"],
+      swiftSettings: strictSettings
+    ),
+    .executableTarget(
+      name: "mailboxctl",
+      dependencies: ["AppGroupMailbox"],
+      swiftSettings: strictSettings
+    ),
+    .executableTarget(
+      name: "MailboxTestWorker",
+      dependencies: ["AppGroupMailbox"],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "AppGroupMailboxTests",
+      dependencies: ["AppGroupMailbox", "MailboxTestWorker", "mailboxctl"],
+      swiftSettings: strictSettings
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

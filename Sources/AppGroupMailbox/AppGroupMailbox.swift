@@ -1,0 +1,211 @@
+public import Foundation
+
+/// A bounded, durable, file-backed mailbox through which processes that share a directory pass
+/// typed messages, at least once, oldest first.
+///
+/// Each namespace is a directory `<container>/AppGroupMailbox/<namespace>/` (see docs/FORMAT.md).
+/// A message is one file, published by an atomic rename; a consumer claims it by another rename,
+/// so two consumers never hold the same message; ``Claim/acknowledge()`` deletes it and
+/// ``Claim/release()`` puts it back at its original position. A claim whose holder died is
+/// restored after ``Limits/claimTimeout``.
+///
+/// Thread and process safety: every member may be called from any thread, and any number of
+/// processes may open the same namespace. Claims never wait for a lock; enqueues, acknowledges
+/// and maintenance hold the namespace's lock (flock(2) on its `state` file) for a few system
+/// calls.
+public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
+  /// Resource limits; see ``AppGroupMailboxLimits``.
+  public typealias Limits = AppGroupMailboxLimits
+  /// What to do when full; see ``AppGroupMailboxOverflowPolicy``.
+  public typealias OverflowPolicy = AppGroupMailboxOverflowPolicy
+  /// Content-free events; see ``AppGroupMailboxDiagnostic``.
+  public typealias Diagnostic = AppGroupMailboxDiagnostic
+  /// Errors; see ``AppGroupMailboxError``.
+  public typealias MailboxError = AppGroupMailboxError
+  /// Flush policy; see ``AppGroupMailboxDurability``.
+  public typealias Durability = AppGroupMailboxDurability
+  /// File modes; see ``AppGroupMailboxPermissions``.
+  public typealias Permissions = AppGroupMailboxPermissions
+
+  /// The limits this mailbox enforces.
+  public var limits: Limits { spool.configuration.limits }
+  /// The name posted to after each enqueue, release and recovery (see the watcher API).
+  public let notificationName: String?
+  /// The type tag stored with every message and required of every message claimed (an empty
+  /// tag is accepted too).
+  public let messageType: String
+  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
+  public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
+
+  let spool: Spool
+  private let encoder = JSONEncoder()
+
+  /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
+  ///
+  /// - Parameters:
+  ///   - containerURL: The shared directory; created when missing.
+  ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots; case-sensitive.
+  ///   - limits: Bounds, checked here.
+  ///   - overflowPolicy: What a full mailbox does with a new message.
+  ///   - notificationName: A name consumers of several mailboxes can wait on together.
+  ///   - messageType: The tag stored with each message; defaults to
+  ///     `String(reflecting: Message.self)`.
+  ///   - diagnostic: Receives content-free events, outside every lock, on the calling thread.
+  ///   - durability: Linux addition; ``Durability/full`` (the default) flushes before returning.
+  ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared.
+  /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)``, or
+  ///   ``MailboxError/containerUnavailable`` (cannot create or open, a symlink, or areas on
+  ///   different filesystems). Nothing is created before the arguments are checked.
+  public convenience init(
+    containerURL: URL,
+    namespace: String,
+    limits: Limits = .init(),
+    overflowPolicy: OverflowPolicy = .rejectNewest,
+    notificationName: String? = nil,
+    messageType: String? = nil,
+    diagnostic: (@Sendable (Diagnostic) -> Void)? = nil,
+    durability: Durability = .full,
+    permissions: Permissions = .private
+  ) throws {
+    try self.init(
+      containerURL: containerURL, namespace: namespace, limits: limits,
+      overflowPolicy: overflowPolicy, notificationName: notificationName,
+      messageType: messageType, diagnostic: diagnostic, durability: durability,
+      permissions: permissions, clock: .system)
+  }
+
+  /// The designated initialiser; `clock` lets tests control time.
+  init(
+    containerURL: URL, namespace: String, limits: Limits, overflowPolicy: OverflowPolicy,
+    notificationName: String?, messageType: String?,
+    diagnostic: (@Sendable (Diagnostic) -> Void)?, durability: Durability,
+    permissions: Permissions, clock: MailboxClock
+  ) throws {
+    guard NamespaceRule.isValid(namespace) else { throw MailboxError.invalidNamespace }
+    try limits.validate()
+    let type = messageType ?? String(reflecting: Message.self)
+    self.messageType = type
+    self.notificationName = notificationName
+    let configuration = SpoolConfiguration(
+      limits: limits, overflowPolicy: overflowPolicy, durability: durability,
+      permissions: permissions, expectedMessageType: type, clock: clock,
+      diagnostic: diagnostic, onPending: nil)
+    self.spool = try Spool(
+      container: containerURL, namespace: namespace, configuration: configuration)
+  }
+
+  /// Opens the mailbox `namespace` in the container of the app group `appGroupIdentifier`.
+  ///
+  /// The container is `$APP_GROUP_CONTAINER_ROOT/<identifier>` when that variable is set, else
+  /// `$XDG_DATA_HOME/app-groups/<identifier>`, else `~/.local/share/app-groups/<identifier>`
+  /// (XDG Base Directory Specification). See ``AppGroupContainer/url(forIdentifier:)``.
+  ///
+  /// - Throws: ``MailboxError/containerUnavailable`` for an invalid identifier, and whatever
+  ///   ``init(containerURL:namespace:limits:overflowPolicy:notificationName:messageType:diagnostic:durability:permissions:)``
+  ///   throws.
+  public convenience init(
+    appGroupIdentifier: String,
+    namespace: String,
+    limits: Limits = .init(),
+    overflowPolicy: OverflowPolicy = .rejectNewest,
+    notificationName: String? = nil,
+    messageType: String? = nil,
+    diagnostic: (@Sendable (Diagnostic) -> Void)? = nil,
+    durability: Durability = .full,
+    permissions: Permissions = .private
+  ) throws {
+    guard NamespaceRule.isValid(namespace) else { throw MailboxError.invalidNamespace }
+    try self.init(
+      containerURL: try AppGroupContainer.url(forIdentifier: appGroupIdentifier),
+      namespace: namespace, limits: limits, overflowPolicy: overflowPolicy,
+      notificationName: notificationName, messageType: messageType, diagnostic: diagnostic,
+      durability: durability, permissions: permissions)
+  }
+
+  /// Adds a message under a fresh random id and returns the id.
+  ///
+  /// Its `enqueuedAt` is now, or the newest implicit `enqueuedAt` already recorded in this
+  /// namespace if the clock stepped back, so insertion order holds. With ``Durability/full`` the
+  /// message survives a crash or power loss once this returns.
+  /// - Throws: ``MailboxError/mailboxFull``, ``MailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
+  ///   (nothing written), ``MailboxError/encodingFailure``, ``MailboxError/ioFailure(_:)``.
+  /// - Complexity: O(1) system calls; O(n) in the depth only when the depth counter says full.
+  @discardableResult
+  public func enqueue(_ message: Message) throws -> UUID {
+    try enqueue(message, id: UUID(), explicitMicros: nil, unique: false)
+  }
+
+  /// Adds a message with a caller-chosen id, writing nothing while a message with that id is
+  /// pending, claimed or quarantined (also when processes race). Returns `id` either way.
+  ///
+  /// An id that was acknowledged (or expired, or discarded) is gone: the mailbox keeps no
+  /// tombstones, so enqueueing it again adds it again.
+  /// - Throws: as ``enqueue(_:)``.
+  /// - Complexity: O(n) in the entries of the namespace (the duplicate check reads names only).
+  @discardableResult
+  public func enqueue(_ message: Message, id: UUID) throws -> UUID {
+    try enqueue(message, id: id, explicitMicros: nil, unique: true)
+  }
+
+  /// Imports a message at its original position: ordered by `enqueuedAt` as given (to the
+  /// microsecond, clamped to 1970...2286), equal dates in insertion order; writes nothing while
+  /// `id` is pending, claimed or quarantined. `messageLifetime` counts from `enqueuedAt`.
+  /// - Throws: as ``enqueue(_:)``.
+  /// - Complexity: as ``enqueue(_:id:)``.
+  @discardableResult
+  public func enqueue(_ message: Message, id: UUID, enqueuedAt: Date) throws -> UUID {
+    try enqueue(
+      message, id: id, explicitMicros: enqueuedAt.timeIntervalSince1970.microseconds, unique: true)
+  }
+
+  private func enqueue(_ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool)
+    throws -> UUID
+  {
+    let payload: Data
+    do {
+      payload = try encoder.encode(message)
+    } catch {
+      throw MailboxError.encodingFailure
+    }
+    var diagnostics: [Diagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.sweepIfDue(diagnostics: &diagnostics)
+    let outcome = try spool.enqueue(
+      payload: payload, id: id, messageType: messageType, explicitMicros: explicitMicros,
+      unique: unique, diagnostics: &diagnostics)
+    if case .published = outcome { spool.configuration.onPending?() }
+    return id
+  }
+
+  /// Claims up to `limit` pending messages (all when nil), oldest first.
+  ///
+  /// Each claim is an atomic rename, so no other consumer holds the same message until this
+  /// claim is acknowledged, released, or abandoned past ``Limits/claimTimeout``. Abandoned claims
+  /// are recovered first; expired messages are deleted; hostile or undecodable files are
+  /// quarantined and reported and do not count toward `limit`.
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
+  ///   ``MailboxError/ioFailure(_:)``.
+  /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one
+  ///   read per claimed message.
+  public func claimPending(limit: Int? = nil) throws -> [Claim] {
+    if let limit, limit <= 0 { throw MailboxError.invalidLimit("claim limit") }
+    var diagnostics: [Diagnostic] = []
+    defer { spool.emit(diagnostics) }
+    let decoder = JSONDecoder()
+    return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
+      guard let message = try? decoder.decode(Message.self, from: raw.payload) else { return nil }
+      return Claim(raw: raw, message: message, mailbox: self)
+    }
+  }
+
+  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
+  /// quarantine and rebuilds the depth counter. Claims and enqueues already do the first part at
+  /// most once a second; call this from a timer to bound disk use while idle.
+  /// - Throws: ``MailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n log n) in the entries of the namespace.
+  public func performMaintenance() throws {
+    var diagnostics: [Diagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.maintain(diagnostics: &diagnostics)
+  }
+}

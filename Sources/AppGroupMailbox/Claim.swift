@@ -1,0 +1,77 @@
+public import Foundation
+import Synchronization
+
+extension AppGroupMailbox {
+  /// A message this process holds exclusively until it acknowledges or releases it, or until
+  /// its lease (``Limits/claimTimeout``) runs out.
+  ///
+  /// Thread safety: the methods may be called from any thread; they are serialised per claim.
+  /// After a recovery gave the message to another consumer, every method of the old claim throws
+  /// ``MailboxError/claimNoLongerExists`` and changes nothing of the new holder's.
+  public final class Claim: Sendable {
+    /// The message id: stable across redeliveries, so handlers can deduplicate effects.
+    public let id: UUID
+    /// The decoded message.
+    public let message: Message
+    /// When the message was enqueued (microsecond precision).
+    public let enqueuedAt: Date
+    /// 1 on the first delivery, one more each time it is claimed again after a release or a
+    /// recovery.
+    public let deliveryCount: Int
+
+    private weak let mailbox: AppGroupMailbox?
+    private let name: Mutex<ClaimedName?>
+
+    init(raw: RawClaim, message: Message, mailbox: AppGroupMailbox) {
+      self.id = raw.name.message.id
+      self.message = message
+      self.enqueuedAt = Date(
+        timeIntervalSince1970: Double(raw.name.message.key.micros) / 1_000_000)
+      self.deliveryCount = raw.name.message.attempts
+      self.mailbox = mailbox
+      self.name = Mutex(raw.name)
+    }
+
+    /// Deletes the message: it has been handled.
+    /// - Throws: ``MailboxError/claimNoLongerExists`` when already finished or recovered;
+    ///   ``MailboxError/mailboxDeallocated``; ``MailboxError/ioFailure(_:)``.
+    public func acknowledge() throws {
+      try finish { spool, name in try spool.acknowledge(name) }
+    }
+
+    /// Returns the message to pending at its original position; its lifetime is not extended.
+    /// - Throws: as ``acknowledge()``.
+    public func release() throws {
+      try finish { spool, name in try spool.release(name) }
+    }
+
+    /// Starts a fresh lease of ``Limits/claimTimeout`` seconds from now.
+    /// - Throws: as ``acknowledge()``.
+    public func renew() throws {
+      guard let mailbox else { throw MailboxError.mailboxDeallocated }
+      try name.withLock { current in
+        guard let claimed = current else { throw MailboxError.claimNoLongerExists }
+        do {
+          current = try mailbox.spool.renew(claimed)
+        } catch MailboxError.claimNoLongerExists {
+          current = nil
+          throw MailboxError.claimNoLongerExists
+        }
+      }
+    }
+
+    private func finish(_ body: (Spool, ClaimedName) throws -> Void) throws {
+      guard let mailbox else { throw MailboxError.mailboxDeallocated }
+      try name.withLock { current in
+        guard let claimed = current else { throw MailboxError.claimNoLongerExists }
+        do {
+          try body(mailbox.spool, claimed)
+          current = nil
+        } catch MailboxError.claimNoLongerExists {
+          current = nil
+          throw MailboxError.claimNoLongerExists
+        }
+      }
+    }
+  }
+}

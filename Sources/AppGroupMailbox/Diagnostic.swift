@@ -1,0 +1,29 @@
+/// A content-free event for application logging (``AppGroupMailbox/Diagnostic``).
+///
+/// No case carries message bytes, and diagnostics are delivered after the mailbox has released
+/// its locks, so a handler may call back into the mailbox. Cases may be added in later versions;
+/// switch with a `default`.
+public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
+  /// A message older than ``AppGroupMailboxLimits/messageLifetime`` was deleted.
+  case expiredMessageRemoved
+  /// A claim whose lease ran out was restored to pending at its original position.
+  case abandonedClaimRecovered
+  /// A symlink, FIFO, socket, device, directory or hard-linked file under a message name was
+  /// moved to quarantine (the entry itself; a link's target is never touched).
+  case unsafeFileQuarantined
+  /// A message file that could not be read as a message (empty, truncated, not JSON, wrong
+  /// type, a future format, too large, or undecodable) was moved to quarantine.
+  case malformedMessageQuarantined
+  /// ``AppGroupMailboxOverflowPolicy/discardOldest`` deleted the oldest pending message.
+  case oldestMessageDiscarded
+  /// The mailbox is full of entries nothing can claim (compatibility with the package we follow).
+  case unclaimableFilesPresent
+  /// Quarantine was over ``AppGroupMailboxLimits/maxQuarantinedFiles``; its oldest file was
+  /// deleted.
+  case quarantinedFileDiscarded
+  /// A temporary file left by a crashed writer was deleted after its grace period.
+  case staleTemporaryFileRemoved
+  /// A message reached ``AppGroupMailboxLimits/maxDeliveryAttempts`` without an acknowledge and
+  /// was moved to quarantine as a dead letter.
+  case deadLetterQuarantined
+}

@@ -1,0 +1,104 @@
+public import Foundation
+
+/// Resource limits and retention policy for a mailbox (``AppGroupMailbox/Limits``).
+///
+/// Every bound is checked by ``validate()`` when a mailbox is created; a mailbox never holds more
+/// than ``maxMessages`` pending plus claimed messages.
+public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
+  /// Largest number of messages pending plus claimed at once; at least 1. Default 100.
+  public var maxMessages: Int
+  /// Largest size in bytes of one message file (envelope header plus encoded message), from 1
+  /// to 64 MiB (67,108,864). Default 65,536.
+  public var maxPayloadBytes: Int
+  /// Seconds a message may live, counted from its `enqueuedAt`; greater than 0. Default 86,400.
+  /// Release, recovery and renewal never extend it; an active (unexpired) claim is never removed.
+  public var messageLifetime: TimeInterval
+  /// Seconds a claim's lease lasts before it counts as abandoned and is restored to pending;
+  /// greater than 0. ``AppGroupMailbox/Claim/renew()`` starts a fresh lease. Default 600.
+  public var claimTimeout: TimeInterval
+  /// Largest number of files kept in quarantine; the newest are kept. 0 deletes instead of
+  /// keeping. Default 20.
+  public var maxQuarantinedFiles: Int
+  /// Deliveries after which a message that was never acknowledged goes to quarantine as a dead
+  /// letter instead of being delivered again; nil (the default) means unlimited. At least 1.
+  public var maxDeliveryAttempts: Int?
+
+  /// The largest accepted ``maxPayloadBytes``: 64 MiB.
+  public static let payloadCeiling = 64 * 1024 * 1024
+
+  /// Creates limits; units are messages, bytes and seconds. Nothing is checked until a mailbox
+  /// is created with them (see ``validate()``).
+  public init(
+    maxMessages: Int = 100,
+    maxPayloadBytes: Int = 65_536,
+    messageLifetime: TimeInterval = 86_400,
+    claimTimeout: TimeInterval = 600,
+    maxQuarantinedFiles: Int = 20,
+    maxDeliveryAttempts: Int? = nil
+  ) {
+    self.maxMessages = maxMessages
+    self.maxPayloadBytes = maxPayloadBytes
+    self.messageLifetime = messageLifetime
+    self.claimTimeout = claimTimeout
+    self.maxQuarantinedFiles = maxQuarantinedFiles
+    self.maxDeliveryAttempts = maxDeliveryAttempts
+  }
+
+  /// Checks every bound.
+  ///
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` with the first offending field's name
+  ///   (`"maxMessages"`, `"maxPayloadBytes"`, `"messageLifetime"`, `"claimTimeout"`,
+  ///   `"maxQuarantinedFiles"`, `"maxDeliveryAttempts"`).
+  public func validate() throws {
+    guard maxMessages >= 1 else { throw AppGroupMailboxError.invalidLimit("maxMessages") }
+    guard (1...Self.payloadCeiling).contains(maxPayloadBytes) else {
+      throw AppGroupMailboxError.invalidLimit("maxPayloadBytes")
+    }
+    guard messageLifetime > 0, messageLifetime.isFinite else {
+      throw AppGroupMailboxError.invalidLimit("messageLifetime")
+    }
+    guard claimTimeout > 0, claimTimeout.isFinite else {
+      throw AppGroupMailboxError.invalidLimit("claimTimeout")
+    }
+    guard maxQuarantinedFiles >= 0 else {
+      throw AppGroupMailboxError.invalidLimit("maxQuarantinedFiles")
+    }
+    if let attempts = maxDeliveryAttempts, attempts < 1 {
+      throw AppGroupMailboxError.invalidLimit("maxDeliveryAttempts")
+    }
+  }
+}
+
+/// What to do when an enqueue finds the mailbox full (``AppGroupMailbox/OverflowPolicy``).
+public enum AppGroupMailboxOverflowPolicy: Sendable, Equatable, Hashable {
+  /// Refuse the new message with ``AppGroupMailboxError/mailboxFull``; nothing is written.
+  case rejectNewest
+  /// Delete the oldest pending message (never a claimed one) and report
+  /// ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``; when every message is claimed the
+  /// enqueue fails with ``AppGroupMailboxError/mailboxFull``.
+  case discardOldest
+}
+
+/// How hard an operation works to survive a power loss (a Linux addition).
+public enum AppGroupMailboxDurability: Sendable, Equatable, Hashable {
+  /// The default: a message file is flushed (fsync(2)) before it is renamed into place, and the
+  /// destination directory is flushed before `enqueue`, `release` or a recovery returns, so a
+  /// returned enqueue survives a crash or a power loss.
+  case full
+  /// Skips every flush. A process crash still loses nothing (the page cache survives it), but a
+  /// power loss or kernel crash can lose messages whose enqueue returned, or leave a zero-length
+  /// file under a message name (quarantined on the next claim). For caches and hints, not work.
+  case relaxed
+}
+
+/// File modes the mailbox gives what it creates, whatever the process umask (a Linux addition).
+public enum AppGroupMailboxPermissions: Sendable, Equatable, Hashable {
+  /// The default: directories 0700, files 0600; only the owning user can use the mailbox.
+  case `private`
+  /// For a container shared by a Unix group: directories 02770 (setgid, so new entries inherit
+  /// the directory's group), files 0660. Every user must be in the container's group.
+  case groupShared
+
+  var directoryMode: mode_t { self == .private ? 0o700 : 0o2770 }
+  var fileMode: mode_t { self == .private ? 0o600 : 0o660 }
+}

@@ -1,0 +1,91 @@
+public import Foundation
+import Glibc
+
+/// Why a mailbox operation failed (``AppGroupMailbox/MailboxError``). No case, and no
+/// description, contains message contents.
+public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, LocalizedError {
+  /// The namespace is not 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, or is all dots.
+  case invalidNamespace
+  /// A limit or argument is out of range; the associated value names it (for example
+  /// `"maxMessages"` or `"claim limit"`).
+  case invalidLimit(String)
+  /// The container or a mailbox directory cannot be opened or created, is a symlink, or spans
+  /// filesystems.
+  case containerUnavailable
+  /// The mailbox holds ``AppGroupMailboxLimits/maxMessages`` messages and the policy rejects
+  /// the new one.
+  case mailboxFull
+  /// The encoded message file would be `actualBytes` long, more than `maximumBytes`.
+  case payloadTooLarge(actualBytes: Int, maximumBytes: Int)
+  /// A file failed a safety check (kept for compatibility; the Linux mailbox quarantines such
+  /// files instead of throwing).
+  case unsafeFile
+  /// The claim was acknowledged, released, or recovered after its lease ran out; the caller no
+  /// longer holds it and nothing was changed.
+  case claimNoLongerExists
+  /// The mailbox that made the claim has been deallocated.
+  case mailboxDeallocated
+  /// The insertion sequence is exhausted (kept for compatibility; a 64-bit sequence does not
+  /// run out in practice).
+  case ordinalExhausted
+  /// A file-system operation failed; the ``IOFailure`` names the operation, the system call
+  /// and its errno.
+  ///
+  /// Unlike the package we follow, this case carries its cause, so two `ioFailure` values
+  /// compare equal only when their causes do. Match it with `case .ioFailure:` to ignore it.
+  case ioFailure(IOFailure)
+  /// `JSONEncoder` could not encode the message.
+  case encodingFailure
+  /// A message could not be decoded (the file is quarantined; this is thrown only where a
+  /// caller asked for one message).
+  case decodingFailure
+
+  /// The cause of an ``AppGroupMailboxError/ioFailure(_:)``: never file contents or message
+  /// bytes.
+  public struct IOFailure: Sendable, Equatable, Hashable, CustomStringConvertible {
+    /// The mailbox operation, for example `"enqueue"` or `"acknowledge"`.
+    public var operation: String
+    /// The failing system call, for example `"fsync"` or `"renameat2"`.
+    public var systemCall: String
+    /// The errno value (errno(3)), for example 28 for `ENOSPC`.
+    public var errno: Int32
+
+    /// Creates a cause.
+    public init(operation: String, systemCall: String, errno: Int32) {
+      self.operation = operation
+      self.systemCall = systemCall
+      self.errno = errno
+    }
+
+    /// `"<operation>: <systemCall> failed: <strerror> (errno <n>)"`.
+    public var description: String {
+      "\(operation): \(systemCall) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+  }
+
+  /// A sentence for people; names fields and causes, never contents.
+  public var errorDescription: String? {
+    switch self {
+    case .invalidNamespace: "The mailbox namespace is invalid."
+    case .invalidLimit(let name): "The mailbox limit '\(name)' is invalid."
+    case .containerUnavailable: "The mailbox container is unavailable."
+    case .mailboxFull: "The mailbox is full."
+    case .payloadTooLarge(let actual, let maximum):
+      "The encoded message is \(actual) bytes, which exceeds the limit of \(maximum) bytes."
+    case .unsafeFile: "A mailbox file failed safety checks."
+    case .claimNoLongerExists: "The claim no longer exists."
+    case .mailboxDeallocated: "The mailbox has been deallocated."
+    case .ordinalExhausted: "The mailbox ordinal space is exhausted."
+    case .ioFailure(let cause): "A mailbox file operation failed: \(cause)."
+    case .encodingFailure: "Encoding the message failed."
+    case .decodingFailure: "Decoding the message failed."
+    }
+  }
+}
+
+extension SystemCallError {
+  /// The public error for this failure during `operation`.
+  func mailboxError(_ operation: String) -> AppGroupMailboxError {
+    .ioFailure(.init(operation: operation, systemCall: call, errno: errno))
+  }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+/// The ordering key of a message: `enqueuedAt` in microseconds since the Unix epoch, then the
+/// namespace's insertion sequence. Sorting names as text sorts keys, because both are fixed width.
+struct MessageKey: Comparable, Hashable, Sendable {
+  var micros: Int64
+  var sequence: UInt64
+
+  static func < (lhs: Self, rhs: Self) -> Bool {
+    (lhs.micros, lhs.sequence) < (rhs.micros, rhs.sequence)
+  }
+
+  /// The latest time a name can hold: 16 decimal digits of microseconds (year 2286).
+  static let maxMicros: Int64 = 9_999_999_999_999_999
+}
+
+/// The name of a pending message: `<micros:16>-<sequence:20>-<uuid>-<attempts>.msg`, all digits
+/// decimal and zero-padded, the UUID in lower case; `attempts` is how many times the message has
+/// been claimed so far (0 for a new message). See docs/FORMAT.md.
+struct PendingName: Hashable, Sendable {
+  var key: MessageKey
+  var id: UUID
+  var attempts: Int
+
+  static let suffix = ".msg"
+
+  var fileName: String {
+    "\(Self.stem(key, id, attempts))\(Self.suffix)"
+  }
+
+  static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int) -> String {
+    pad(UInt64(key.micros), 16) + "-" + pad(key.sequence, 20) + "-" + id.uuidString.lowercased()
+      + "-" + String(attempts)
+  }
+
+  /// Parses a pending name; nil for anything else (temporary names, foreign files).
+  init?(parsing name: String) {
+    guard name.hasSuffix(Self.suffix) else { return nil }
+    guard let parsed = Self.parseStem(name.utf8.dropLast(Self.suffix.utf8.count)) else {
+      return nil
+    }
+    self = parsed
+  }
+
+  init(key: MessageKey, id: UUID, attempts: Int) {
+    self.key = key
+    self.id = id
+    self.attempts = attempts
+  }
+
+  /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
+  static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
+    let array = Array(bytes)
+    // 16 + 1 + 20 + 1 + 36 + 1 + at least one digit.
+    guard array.count >= 76, array.count <= 84 else { return nil }
+    guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
+      array[74] == UInt8(ascii: "-")
+    else { return nil }
+    guard let micros = digits(array[0..<16]), let sequence = digits(array[17..<37]),
+      let attempts = digits(array[75...]), attempts <= UInt64(Int32.max)
+    else { return nil }
+    guard array[75] != UInt8(ascii: "0") || array.count == 76 else { return nil }
+    let uuidBytes = array[38..<74]
+    guard uuidBytes.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
+      let id = UUID(uuidString: String(decoding: uuidBytes, as: UTF8.self))
+    else { return nil }
+    return PendingName(
+      key: MessageKey(micros: Int64(micros), sequence: sequence), id: id, attempts: Int(attempts))
+  }
+
+  static func digits(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+    guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+    var value: UInt64 = 0
+    for byte in bytes {
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+      let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+      let (sum, overflow2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+      guard !overflow1, !overflow2 else { return nil }
+      value = sum
+    }
+    return value
+  }
+
+  static func pad(_ value: UInt64, _ width: Int) -> String {
+    let text = String(value)
+    return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+  }
+}
+
+/// The name of a claimed message: `<pending stem with attempts counting this delivery>.<token:16
+/// hex>.<lease deadline micros:16>.claim`. The random token makes every claim's name unique, so a
+/// stale holder can never act on a newer claim of the same message; the lease deadline lets any
+/// process see an abandoned claim from the name alone. A renewal renames to a new deadline.
+struct ClaimedName: Hashable, Sendable {
+  /// The message as it returns to pending on release or recovery (attempts already counted).
+  var message: PendingName
+  var token: UInt64
+  var leaseUntilMicros: Int64
+
+  static let suffix = ".claim"
+
+  var fileName: String {
+    let token = String(self.token, radix: 16)
+    let paddedToken = String(repeating: "0", count: 16 - token.count) + token
+    return PendingName.stem(message.key, message.id, message.attempts) + "." + paddedToken + "."
+      + PendingName.pad(UInt64(leaseUntilMicros), 16) + Self.suffix
+  }
+
+  init(message: PendingName, token: UInt64, leaseUntilMicros: Int64) {
+    self.message = message
+    self.token = token
+    self.leaseUntilMicros = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
+  }
+
+  init?(parsing name: String) {
+    guard name.hasSuffix(Self.suffix) else { return nil }
+    let body = name.utf8.dropLast(Self.suffix.utf8.count)
+    let bytes = Array(body)
+    // stem . token(16) . lease(16)
+    guard bytes.count >= 76 + 34 else { return nil }
+    let leaseStart = bytes.count - 16
+    let tokenStart = leaseStart - 17
+    guard bytes[leaseStart - 1] == UInt8(ascii: "."), bytes[tokenStart - 1] == UInt8(ascii: ".")
+    else { return nil }
+    guard let lease = PendingName.digits(bytes[leaseStart...]),
+      let token = UInt64(
+        String(decoding: bytes[tokenStart..<(leaseStart - 1)], as: UTF8.self), radix: 16),
+      bytes[tokenStart..<(leaseStart - 1)].allSatisfy({
+        !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0)
+      })
+    else { return nil }
+    let stem = String(decoding: bytes[..<(tokenStart - 1)], as: UTF8.self)
+    guard let message = PendingName.parseStem(Substring(stem).utf8) else { return nil }
+    self.init(message: message, token: token, leaseUntilMicros: Int64(lease))
+  }
+}
+
+/// Why a file was quarantined; part of its quarantine name.
+enum QuarantineReason: String, Sendable, CaseIterable {
+  /// Not a regular file, or more than one link.
+  case unsafe
+  /// Empty, truncated, not an envelope, or a message that does not decode.
+  case malformed
+  /// Larger than the payload limit.
+  case oversized
+  /// An envelope format newer than this build reads.
+  case future
+  /// A `messageType` other than the consumer's.
+  case wrongtype
+  /// Claimed `maxDeliveryAttempts` times without an acknowledge.
+  case deadletter
+
+  var diagnostic: AppGroupMailboxDiagnostic {
+    switch self {
+    case .unsafe: .unsafeFileQuarantined
+    case .deadletter: .deadLetterQuarantined
+    default: .malformedMessageQuarantined
+    }
+  }
+}
+
+/// The name of a quarantined file: `<quarantined micros:16>-<reason>-<uuid or "unknown">-<random
+/// 8 hex>.q`; unique, sortable by quarantine time, listing id and reason without reading it.
+struct QuarantineName: Hashable, Sendable {
+  var micros: Int64
+  var reason: QuarantineReason
+  var id: UUID?
+  var nonce: UInt32
+
+  var fileName: String {
+    let nonce = String(self.nonce, radix: 16)
+    return PendingName.pad(UInt64(max(0, micros)), 16) + "-" + reason.rawValue + "-"
+      + (id?.uuidString.lowercased() ?? "unknown") + "-"
+      + String(repeating: "0", count: 8 - nonce.count) + nonce + ".q"
+  }
+
+  init(micros: Int64, reason: QuarantineReason, id: UUID?, nonce: UInt32) {
+    self.micros = micros
+    self.reason = reason
+    self.id = id
+    self.nonce = nonce
+  }
+
+  init?(parsing name: String) {
+    guard name.hasSuffix(".q") else { return nil }
+    let parts = name.dropLast(2).split(separator: "-", maxSplits: 2)
+    guard parts.count == 3, let micros = PendingName.digits(ArraySlice(parts[0].utf8)),
+      parts[0].utf8.count == 16
+    else { return nil }
+    let rest = parts[2]
+    guard let reason = QuarantineReason(rawValue: String(parts[1])), rest.utf8.count >= 9 else {
+      return nil
+    }
+    let idText = rest.dropLast(9)
+    guard let nonce = UInt32(rest.suffix(8), radix: 16) else { return nil }
+    self.micros = Int64(micros)
+    self.reason = reason
+    self.id = idText == "unknown" ? nil : UUID(uuidString: String(idText))
+    self.nonce = nonce
+  }
+}

@@ -1,0 +1,23 @@
+/// The namespace rule: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots.
+///
+/// Names are case-sensitive, as Linux file names are: `Jobs` and `jobs` are two namespaces (the
+/// library and `mailboxctl` apply this same function). No accepted name can contain `/` or NUL or
+/// be `.` or `..`, so a namespace never names a path outside the container.
+enum NamespaceRule {
+  static let maxBytes = 64
+
+  static func isValid(_ name: String) -> Bool {
+    let bytes = Array(name.utf8)
+    guard (1...maxBytes).contains(bytes.count) else { return false }
+    guard !bytes.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return false }
+    return bytes.allSatisfy { byte in
+      switch byte {
+      case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+        UInt8(ascii: "-"):
+        true
+      default: false
+      }
+    }
+  }
+}

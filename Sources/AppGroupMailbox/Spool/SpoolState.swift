@@ -1,0 +1,40 @@
+import Glibc
+
+/// The counters in a namespace's `state` file, guarded by an exclusive flock(2) on that file.
+///
+/// The file holds one line of fixed width: `1 <sequence:20> <depth:20> <newest:20>\n` (format,
+/// last insertion sequence handed out, messages pending plus claimed, newest implicit
+/// `enqueuedAt` in microseconds). It is a cache of what the names say: a missing, torn or
+/// unparsable line, or one a power loss rolled back, is rebuilt from the listing (see
+/// ``Spool/recount()``), so the file is never flushed.
+struct SpoolCounters: Equatable, Sendable {
+  var sequence: UInt64
+  var depth: Int
+  var newestImplicitMicros: Int64
+
+  static let lineLength = 65
+
+  var line: [UInt8] {
+    let text =
+      "1 " + PendingName.pad(sequence, 20) + " " + PendingName.pad(UInt64(max(0, depth)), 20)
+      + " " + PendingName.pad(UInt64(max(0, newestImplicitMicros)), 20) + "\n"
+    return Array(text.utf8)
+  }
+
+  init(sequence: UInt64, depth: Int, newestImplicitMicros: Int64) {
+    self.sequence = sequence
+    self.depth = depth
+    self.newestImplicitMicros = newestImplicitMicros
+  }
+
+  init?(line bytes: [UInt8]) {
+    guard bytes.count == Self.lineLength, bytes[0] == UInt8(ascii: "1"),
+      bytes[1] == UInt8(ascii: " "), bytes[22] == UInt8(ascii: " "),
+      bytes[43] == UInt8(ascii: " "), bytes[64] == UInt8(ascii: "\n"),
+      let sequence = PendingName.digits(bytes[2..<22]),
+      let depth = PendingName.digits(bytes[23..<43]), depth <= UInt64(Int32.max),
+      let newest = PendingName.digits(bytes[44..<64]), newest <= UInt64(MessageKey.maxMicros)
+    else { return nil }
+    self.init(sequence: sequence, depth: Int(depth), newestImplicitMicros: Int64(newest))
+  }
+}

@@ -1,0 +1,150 @@
+import CMailboxShims
+import Glibc
+
+/// Thin wrappers over the system calls the spool uses. Each retries `EINTR` (never for `close`),
+/// consults ``FaultInjection`` in debug builds, and throws ``SystemCallError`` naming the call.
+enum Syscall {
+  @inline(__always)
+  private static func check(_ call: String) throws {
+    if let injected = FaultInjection.check(call) {
+      throw SystemCallError(call: call, errno: injected)
+    }
+  }
+
+  /// Runs `body` until it stops failing with EINTR; a negative result throws with errno.
+  @inline(__always)
+  static func retrying<R: BinaryInteger>(_ call: String, _ body: () -> R) throws -> R {
+    try check(call)
+    while true {
+      let result = body()
+      if result >= 0 { return result }
+      let code = Glibc.errno
+      if code != EINTR { throw SystemCallError(call: call, errno: code) }
+    }
+  }
+
+  /// openat(2). `flags` always gain `O_CLOEXEC`.
+  static func open(_ directory: Int32, _ name: String, _ flags: Int32, mode: mode_t = 0) throws
+    -> Int32
+  {
+    try retrying("openat") { openat(directory, name, flags | O_CLOEXEC, mode) }
+  }
+
+  /// close(2); never retried (see close(2), NOTES: retrying after EINTR may close another file).
+  static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+  /// Writes all of `bytes` at the current offset (write(2) until done).
+  static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let written = try retrying("write") {
+        Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+      }
+      offset += written
+    }
+  }
+
+  /// Writes all of `bytes` at `position` (pwrite(2) until done).
+  static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let written = try retrying("pwrite") {
+        Glibc.pwrite(
+          fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position + offset))
+      }
+      offset += written
+    }
+  }
+
+  /// Reads up to `limit` bytes from `position` with pread(2); fewer at end of file.
+  static func pread(_ fd: Int32, limit: Int, at position: Int = 0) throws -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: limit)
+    var total = 0
+    try buffer.withUnsafeMutableBytes { raw in
+      while total < limit {
+        let got = try retrying("pread") {
+          Glibc.pread(fd, raw.baseAddress! + total, limit - total, off_t(position + total))
+        }
+        if got == 0 { break }
+        total += got
+      }
+    }
+    buffer.removeSubrange(total...)
+    return buffer
+  }
+
+  /// fsync(2) (also valid on a directory opened read-only).
+  static func fsync(_ fd: Int32) throws { _ = try retrying("fsync") { Glibc.fsync(fd) } }
+
+  /// ftruncate(2).
+  static func truncate(_ fd: Int32, _ length: Int) throws {
+    _ = try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
+  }
+
+  /// fstat(2).
+  static func fstat(_ fd: Int32) throws -> stat {
+    var info = stat()
+    _ = try retrying("fstat") { Glibc.fstat(fd, &info) }
+    return info
+  }
+
+  /// fstatat(2) with `AT_SYMLINK_NOFOLLOW`: describes the entry itself, never a link's target.
+  static func lstat(_ directory: Int32, _ name: String) throws -> stat {
+    var info = stat()
+    _ = try retrying("fstatat") { fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) }
+    return info
+  }
+
+  /// renameat(2): replaces an existing destination.
+  static func rename(_ from: Int32, _ old: String, _ to: Int32, _ new: String) throws {
+    _ = try retrying("renameat") { renameat(from, old, to, new) }
+  }
+
+  /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.
+  /// Where the filesystem lacks the flag (EINVAL, ENOSYS) it falls back to linkat(2) then
+  /// unlinkat(2), which shows two links for an instant (see LINUX-NOTES, hard links).
+  static func renameNoReplace(_ from: Int32, _ old: String, _ to: Int32, _ new: String) throws {
+    do {
+      _ = try retrying("renameat2") { cmailbox_rename_noreplace(from, old, to, new) }
+    } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
+      _ = try retrying("linkat") { linkat(from, old, to, new, 0) }
+      try unlink(from, old)
+    }
+  }
+
+  /// unlinkat(2) of a non-directory entry.
+  static func unlink(_ directory: Int32, _ name: String) throws {
+    _ = try retrying("unlinkat") { unlinkat(directory, name, 0) }
+  }
+
+  /// unlinkat(2) with `AT_REMOVEDIR` (the directory must be empty).
+  static func removeDirectory(_ directory: Int32, _ name: String) throws {
+    _ = try retrying("unlinkat") { unlinkat(directory, name, AT_REMOVEDIR) }
+  }
+
+  /// mkdirat(2).
+  static func makeDirectory(_ directory: Int32, _ name: String, mode: mode_t) throws {
+    _ = try retrying("mkdirat") { mkdirat(directory, name, mode) }
+  }
+
+  /// fchmod(2): sets exact permission bits, whatever the umask did.
+  static func chmod(_ fd: Int32, _ mode: mode_t) throws {
+    _ = try retrying("fchmod") { fchmod(fd, mode) }
+  }
+
+  /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`).
+  static func lock(_ fd: Int32, _ operation: Int32) throws {
+    _ = try retrying("flock") { cmailbox_flock(fd, operation) }
+  }
+
+  /// Fills a buffer with random bytes from getrandom(2).
+  static func randomBytes(count: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBytes { raw in
+      if cmailbox_random_bytes(raw.baseAddress, UInt(count)) != 0 {
+        for index in 0..<count { raw[index] = UInt8.random(in: .min ... .max) }
+      }
+    }
+    return bytes
+  }
+}

@@ -1,0 +1,16 @@
+#ifndef CMAILBOX_SHIMS_H
+#define CMAILBOX_SHIMS_H
+
+/// Renames `oldpath` (relative to `olddirfd`) to `newpath` (relative to `newdirfd`) and fails with
+/// EEXIST instead of replacing an existing destination: renameat2(2) with RENAME_NOREPLACE.
+/// Returns 0 on success, -1 with errno set on failure (EINVAL or ENOSYS where the filesystem or
+/// kernel lacks the flag; callers fall back to link(2) then unlink(2)).
+int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+
+/// Fills `buffer` with `length` random bytes from getrandom(2). Returns 0 or -1 with errno.
+int cmailbox_random_bytes(void *buffer, unsigned long length);
+
+/// flock(2): Swift sees only `struct flock` under that name, so the call goes through here.
+int cmailbox_flock(int fd, int operation);
+
+#endif

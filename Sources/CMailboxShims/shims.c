@@ -1,0 +1,30 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "CMailboxShims.h"
+
+int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+  return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
+}
+
+int cmailbox_random_bytes(void *buffer, unsigned long length) {
+  unsigned char *out = buffer;
+  while (length > 0) {
+    ssize_t got = getrandom(out, length, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    out += got;
+    length -= (unsigned long)got;
+  }
+  return 0;
+}
+
+int cmailbox_flock(int fd, int operation) { return flock(fd, operation); }

@@ -1,1 +1,24 @@
-print("worker")
+// A worker process for multi-process tests: `MailboxTestWorker <command> [arguments]`.
+// Each command lives in its own file as a `WorkerCommand`; add new ones to `commands` below.
+import Foundation
+
+/// One worker command: reads its arguments, prints results on stdout, exits non-zero on failure.
+struct WorkerCommand: Sendable {
+  var name: String
+  var run: @Sendable ([String]) throws -> Void
+}
+
+let commands: [WorkerCommand] = coreCommands
+
+let arguments = CommandLine.arguments.dropFirst()
+guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {
+  FileHandle.standardError.write(
+    Data("usage: MailboxTestWorker <\(commands.map(\.name).joined(separator: "|"))> ...\n".utf8))
+  exit(64)
+}
+do {
+  try command.run(Array(arguments.dropFirst()))
+} catch {
+  FileHandle.standardError.write(Data("worker \(name) failed: \(error)\n".utf8))
+  exit(1)
+}

@@ -56,8 +56,8 @@ struct PendingName: Hashable, Sendable {
   /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
   static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
     let array = Array(bytes)
-    // 16 + 1 + 20 + 1 + 36 + 1 + at least one digit.
-    guard array.count >= 76, array.count <= 84 else { return nil }
+    // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
+    guard array.count >= 76, array.count <= 85 else { return nil }
     guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
       array[74] == UInt8(ascii: "-")
     else { return nil }

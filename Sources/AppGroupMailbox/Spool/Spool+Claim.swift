@@ -56,7 +56,17 @@ extension Spool {
       case .skipped: continue
       case .removed: removed += 1
       case .claimed(let claimed):
-        switch try read(claimed) {
+        let outcome: Result<RawClaim, ReadFailure>
+        do {
+          outcome = try read(claimed)
+        } catch {
+          // An I/O error (EMFILE, EIO...) says nothing about the file: put it back so it is not
+          // stuck in claimed/ until its lease runs out, then report the error.
+          try? Syscall.renameNoReplace(
+            directories.claimed, claimed.fileName, directories.pending, entry.name)
+          throw error
+        }
+        switch outcome {
         case .success(let raw):
           if let value = decode(raw) {
             results.append(value)

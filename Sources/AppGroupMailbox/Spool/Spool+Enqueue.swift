@@ -39,42 +39,51 @@ extension Spool {
         mode: configuration.permissions.fileMode)
     }
     var published = false
+    var publishedName: String?
     defer {
       Syscall.close(fd)
       if !published { try? Syscall.unlink(directories.tmp, temporary) }
     }
     let discarded: Bool
     let outcome: EnqueueOutcome
-    (outcome, discarded) = try mapIO("enqueue") {
-      // Explicit mode whatever the umask (open(2) applies it to the mode given).
-      try Syscall.chmod(fd, configuration.permissions.fileMode)
-      try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
-      if isDurable { try Syscall.fsync(fd) }
-      return try withStateLock { counters -> (EnqueueOutcome, Bool) in
-        if unique, try containsMessage(id: id) { return (.duplicate, false) }
-        let discarded = try makeRoom(&counters, diagnostics: &diagnostics)
-        if explicitMicros == nil, micros < counters.newestImplicitMicros {
-          micros = counters.newestImplicitMicros
-          file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
-          try Syscall.truncate(fd, 0)
-          try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
-          if isDurable { try Syscall.fsync(fd) }
+    do {
+      (outcome, discarded) = try mapIO("enqueue") {
+        // Explicit mode whatever the umask (open(2) applies it to the mode given).
+        try Syscall.chmod(fd, configuration.permissions.fileMode)
+        try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
+        if isDurable { try Syscall.fsync(fd) }
+        return try withStateLock { counters -> (EnqueueOutcome, Bool) in
+          if unique, try containsMessage(id: id) { return (.duplicate, false) }
+          let discarded = try makeRoom(&counters, diagnostics: &diagnostics)
+          if explicitMicros == nil, micros < counters.newestImplicitMicros {
+            micros = counters.newestImplicitMicros
+            file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
+            try Syscall.truncate(fd, 0)
+            try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
+            if isDurable { try Syscall.fsync(fd) }
+          }
+          guard counters.sequence < UInt64.max else {
+            throw AppGroupMailboxError.ordinalExhausted
+          }
+          let name = PendingName(
+            key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
+          try Syscall.renameNoReplace(
+            directories.tmp, temporary, directories.pending, name.fileName)
+          published = true
+          publishedName = name.fileName
+          counters.sequence += 1
+          counters.depth += 1
+          if explicitMicros == nil {
+            counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
+          }
+          return (.published(name), discarded)
         }
-        guard counters.sequence < UInt64.max else {
-          throw AppGroupMailboxError.ordinalExhausted
-        }
-        let name = PendingName(
-          key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-        try Syscall.renameNoReplace(
-          directories.tmp, temporary, directories.pending, name.fileName)
-        published = true
-        counters.sequence += 1
-        counters.depth += 1
-        if explicitMicros == nil {
-          counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
-        }
-        return (.published(name), discarded)
       }
+    } catch {
+      // Published but the counters could not be written (EIO on the state file): withdraw it, so
+      // the error means "not enqueued" and the depth counter stays true.
+      if let publishedName { try? Syscall.unlink(directories.pending, publishedName) }
+      throw error
     }
     if discarded { diagnostics.append(.oldestMessageDiscarded) }
     if case .published(let name) = outcome {

@@ -59,16 +59,31 @@ extension Spool {
     let entries = try Syscall.list(directories.quarantine)
     let excess = entries.count - (keeping ?? limits.maxQuarantinedFiles)
     guard excess > 0 else { return }
-    let ordered = entries.sorted { lhs, rhs in
-      let left = QuarantineName(parsing: lhs.name) != nil
-      let right = QuarantineName(parsing: rhs.name) != nil
-      return left == right ? lhs.name < rhs.name : !left
+    // Oldest first: foreign names, then quarantine names by time (their text order).
+    let keyed = entries.map { (Self.looksQuarantined($0.name), $0) }
+    let before = { (lhs: (Bool, DirectoryEntry), rhs: (Bool, DirectoryEntry)) -> Bool in
+      lhs.0 == rhs.0 ? lhs.1.name < rhs.1.name : !lhs.0
     }
-    for entry in ordered.prefix(excess) {
+    let victims =
+      excess == 1 ? [keyed.min(by: before)!] : Array(keyed.sorted(by: before).prefix(excess))
+    for (_, entry) in victims {
       if (try? removeEntry(directories.quarantine, entry.exactName)) != nil {
         diagnostics.append(.quarantinedFileDiscarded)
       }
     }
+  }
+
+  /// Whether `name` has the shape of a quarantine name (16 digits, `-`, ..., `.q`): a cheap
+  /// test for ordering; the full parse is ``QuarantineName/init(parsing:)``.
+  static func looksQuarantined(_ name: String) -> Bool {
+    let bytes = name.utf8
+    guard bytes.count > 19, name.hasSuffix(".q") else { return false }
+    var index = bytes.startIndex
+    for _ in 0..<16 {
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { return false }
+      index = bytes.index(after: index)
+    }
+    return bytes[index] == UInt8(ascii: "-")
   }
 
   /// Removes an entry of any type without following links. A directory is emptied through

@@ -59,7 +59,8 @@ let hardeningCommands: [WorkerCommand] = [
     let mailbox = try AppGroupMailbox<String>(
       containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
       diagnostic: { event in
-        FileHandle.standardError.write(Data("diagnostic: \(event) \(String(reflecting: event))\n".utf8))
+        FileHandle.standardError.write(
+          Data("diagnostic: \(event) \(String(reflecting: event))\n".utf8))
       })
     do {
       while true {

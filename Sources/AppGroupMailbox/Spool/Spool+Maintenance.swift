@@ -47,7 +47,8 @@ extension Spool {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
             do {
               try Syscall.unlink(directories.claimed, entry.name)
-            } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+            } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM
+            {
               // A directory under a claimed name: contain it rather than stop recovery.
               if quarantine(
                 from: directories.claimed, entry.name, id: claimed.message.id, reason: .unsafe,

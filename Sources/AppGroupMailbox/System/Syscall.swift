@@ -101,7 +101,8 @@ enum Syscall {
 
   /// renameat(2): replaces an existing destination.
   static func rename(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
-    _ = try old.withSystemName { path in try retrying("renameat") { renameat(from, path, to, new) } }
+    _ = try old.withSystemName { path in try retrying("renameat") { renameat(from, path, to, new) }
+    }
   }
 
   /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.

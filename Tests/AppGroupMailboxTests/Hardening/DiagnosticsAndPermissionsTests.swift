@@ -47,13 +47,16 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["one", "two"])
   }
 
-  @Test func `No message bytes reach a diagnostic, an error or the log of a draining process`() throws {
+  @Test func `No message bytes reach a diagnostic, an error or the log of a draining process`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date())
     let recorder = DiagnosticRecorder()
     let outside = container.url.appendingPathComponent("outside")
     try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-    try Data("\(secretMarker) secret\n".utf8).write(to: outside.appendingPathComponent("secret.txt"))
+    try Data("\(secretMarker) secret\n".utf8).write(
+      to: outside.appendingPathComponent("secret.txt"))
     try Data("{}".utf8).write(to: outside.appendingPathComponent("valid.msg"))
     let mailbox: AppGroupMailbox<Note> = try container.mailbox(
       Note.self, limits: .init(maxPayloadBytes: 4096), clock: clock, diagnostics: recorder)
@@ -76,11 +79,14 @@ import Testing
     }
     // A second process drains a copy of the same hostile spool and logs everything it sees.
     let second = try TemporaryContainer()
-    try FileManager.default.createDirectory(at: second.area("pending"), withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+      at: second.area("pending"), withIntermediateDirectories: true)
     for name in container.names("pending") where !name.contains(secretMarker) {
       let from = container.path("pending", name)
       var info = stat()
-      guard lstat(from, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else { continue }
+      guard lstat(from, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+        continue
+      }
       try FileManager.default.copyItem(atPath: from, toPath: second.path("pending", name))
     }
     try second.plant("pending", "\(secretMarker).msg", Array(secretMarker.utf8))
@@ -123,7 +129,9 @@ import Testing
   }
 
   @Test(arguments: ["000", "022", "077", "777"])
-  func `Private mailboxes get 0700 directories and 0600 files whatever the umask`(mask: String) throws {
+  func `Private mailboxes get 0700 directories and 0600 files whatever the umask`(mask: String)
+    throws
+  {
     let modes = try Self.modes(mask: mask, permissions: "private")
     for directory in ["container", "root", "namespace", "tmp", "pending", "claimed", "quarantine"] {
       #expect(modes[directory] == 0o700, "\(directory)")

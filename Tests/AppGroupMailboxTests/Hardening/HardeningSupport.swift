@@ -12,7 +12,9 @@ let stringType = String(reflecting: String.self)
 
 extension TemporaryContainer {
   /// The path of `name` in `area` of namespace `jobs`.
-  func path(_ area: String, _ name: String) -> String { self.area(area).appendingPathComponent(name).path }
+  func path(_ area: String, _ name: String) -> String {
+    self.area(area).appendingPathComponent(name).path
+  }
 
   /// Writes `bytes` under `name` in `area` (created exclusively, mode 0600).
   func plant(_ area: String, _ name: String, _ bytes: [UInt8]) throws {
@@ -21,14 +23,18 @@ extension TemporaryContainer {
     defer { close(fd) }
     var offset = 0
     while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+      let written = bytes.withUnsafeBytes {
+        write(fd, $0.baseAddress! + offset, bytes.count - offset)
+      }
       guard written > 0 else { throw PlantError(what: "write \(name)", errno: errno) }
       offset += written
     }
   }
 
   /// The names in quarantine of namespace `jobs`, parsed.
-  func quarantined() -> [QuarantineName] { names("quarantine").compactMap(QuarantineName.init(parsing:)) }
+  func quarantined() -> [QuarantineName] {
+    names("quarantine").compactMap(QuarantineName.init(parsing:))
+  }
 
   /// Quarantine reasons, sorted.
   func quarantineReasons() -> [String] { quarantined().map(\.reason.rawValue).sorted() }
@@ -78,7 +84,8 @@ func mountTmpfs(_ directory: String, size: String) throws -> Bool {
     print("skipping: mounting a tmpfs needs root")
     return false
   }
-  let result = try Processes.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
+  let result = try Processes.run(
+    "/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
   guard result.status == 0 else {
     #expect(!isCI, "mount -t tmpfs failed in CI: \(result.stderr)")
     print("skipping: mount -t tmpfs failed: \(result.stderr)")
@@ -128,7 +135,9 @@ final class AccessWatch {
       if got <= 0 { return count }
       var offset = 0
       while offset + 16 <= got {
-        let length = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) }
+        let length = buffer.withUnsafeBytes {
+          $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+        }
         count += 1
         offset += 16 + Int(length)
       }

@@ -48,8 +48,10 @@ let noteType = String(reflecting: Note.self)
     }
     switch kind {
     case "directory":
-      try FileManager.default.createDirectory(atPath: path + "/inner", withIntermediateDirectories: true)
-      try Data("\(secretMarker) inside a directory".utf8).write(to: URL(fileURLWithPath: path + "/inner/file"))
+      try FileManager.default.createDirectory(
+        atPath: path + "/inner", withIntermediateDirectories: true)
+      try Data("\(secretMarker) inside a directory".utf8).write(
+        to: URL(fileURLWithPath: path + "/inner/file"))
       return "unsafe"
     case "fifo":
       guard mkfifo(path, 0o600) == 0 else { throw PlantError(what: "mkfifo", errno: errno) }
@@ -68,7 +70,9 @@ let noteType = String(reflecting: Note.self)
           bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
         }
       }
-      guard bound == 0, rename(short, path) == 0 else { throw PlantError(what: "socket", errno: errno) }
+      guard bound == 0, rename(short, path) == 0 else {
+        throw PlantError(what: "socket", errno: errno)
+      }
       return "unsafe"
     case "device":
       guard isRoot else { return nil }
@@ -113,7 +117,8 @@ let noteType = String(reflecting: Note.self)
       let header = Array(
         try! Envelope.encode(id: id, enqueuedAt: micros, messageType: noteType, payload: Data()))
       try container.plant(
-        "pending", name, header + Array("{\"text\":\"\(secretMarker)".utf8) + [0xFF, 0xFE, 0x22, 0x7D])
+        "pending", name,
+        header + Array("{\"text\":\"\(secretMarker)".utf8) + [0xFF, 0xFE, 0x22, 0x7D])
       return "malformed"
     case "future format":
       try container.plant("pending", name, valid("\(secretMarker) from the future", format: 2))
@@ -144,7 +149,11 @@ let noteType = String(reflecting: Note.self)
     "id not matching the name", "oversized",
   ]
 
-  @Test func `Every hostile entry in front of three valid messages: exactly the three are delivered in order and targets are untouched`() throws {
+  @Test
+  func
+    `Every hostile entry in front of three valid messages: exactly the three are delivered in order and targets are untouched`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date())
     let recorder = DiagnosticRecorder()
@@ -171,9 +180,13 @@ let noteType = String(reflecting: Note.self)
     }
     // Two entries under names that are not message names (one not even UTF-8).
     try container.plant("pending", "notes.txt", Array("\(secretMarker)".utf8))
-    let rawPath = Array(container.area("pending").path.utf8CString.dropLast()) + [47, 102, 0xFF - 256, 46, 0]
+    let rawPath =
+      Array(container.area("pending").path.utf8CString.dropLast())
+      + [47, 102, 0xFF - 256, 46, 0]
       .map { CChar(truncatingIfNeeded: $0) }
-    let rawFD = rawPath.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o600) }
+    let rawFD = rawPath.withUnsafeBufferPointer {
+      open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    }
     try #require(rawFD >= 0)
     close(rawFD)
     expected += ["foreign", "foreign"]
@@ -217,14 +230,20 @@ let noteType = String(reflecting: Note.self)
     #expect(recorder.all.count == expected.count)
   }
 
-  @Test func `A hard-linked message is skipped while young and delivered once its mover unlinks the source`() throws {
+  @Test
+  func
+    `A hard-linked message is skipped while young and delivered once its mover unlinks the source`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date())
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     let id = UUID()
     let source = container.url.appendingPathComponent("mover-source").path
-    try Data(envelope(id: id, micros: micros(clock), text: "moved")).write(to: URL(fileURLWithPath: source))
+    try Data(envelope(id: id, micros: micros(clock), text: "moved")).write(
+      to: URL(fileURLWithPath: source))
     let name = pendingName(micros: micros(clock), sequence: 1, id: id)
     #expect(link(source, container.path("pending", name)) == 0)
     clock.advance(0.5)
@@ -243,11 +262,16 @@ let noteType = String(reflecting: Note.self)
     #expect(container.names("quarantine") == [])
   }
 
-  @Test func `A hard link that persists past the grace period is quarantined and its other name is untouched`() throws {
+  @Test
+  func
+    `A hard link that persists past the grace period is quarantined and its other name is untouched`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date())
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     let id = UUID()
     let source = container.url.appendingPathComponent("foreign-file").path
     let content = Data(envelope(id: id, micros: micros(clock), text: "\(secretMarker)"))
@@ -267,7 +291,11 @@ let noteType = String(reflecting: Note.self)
     #expect(try depth(mailbox) == 0)
   }
 
-  @Test func `Entries under foreign names in pending are quarantined at once so a drain leaves pending empty`() throws {
+  @Test
+  func
+    `Entries under foreign names in pending are quarantined at once so a drain leaves pending empty`()
+    throws
+  {
     let container = try TemporaryContainer()
     let recorder = DiagnosticRecorder()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(diagnostics: recorder)
@@ -286,7 +314,11 @@ let noteType = String(reflecting: Note.self)
     #expect(recorder.count(.unsafeFileQuarantined) == 4)
   }
 
-  @Test func `Swapping real messages for symlinks while consumers claim never blocks and never follows a link`() throws {
+  @Test
+  func
+    `Swapping real messages for symlinks while consumers claim never blocks and never follows a link`()
+    throws
+  {
     let container = try TemporaryContainer()
     let producer: AppGroupMailbox<Int> = try container.mailbox(
       Int.self, limits: .init(maxMessages: 1_000, maxQuarantinedFiles: 1_000))
@@ -332,7 +364,9 @@ let noteType = String(reflecting: Note.self)
     for value in 0..<total {
       let id = try producer.enqueue(value)
       guard
-        let name = container.names("pending").first(where: { $0.contains(id.uuidString.lowercased()) })
+        let name = container.names("pending").first(where: {
+          $0.contains(id.uuidString.lowercased())
+        })
       else { continue }
       let link = outside.appendingPathComponent("link-\(value)").path
       #expect(symlink(secretPath, link) == 0)
@@ -363,5 +397,52 @@ let noteType = String(reflecting: Note.self)
     #expect(watch.eventCount() == 0)
     #expect(try Data(contentsOf: URL(fileURLWithPath: secretPath)) == secret)
     #expect(try depth(drain) == 0)
+  }
+
+  @Test
+  func
+    `Hostile entries under claimed names are recovered or removed and then quarantined, never followed`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let recorder = DiagnosticRecorder()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(messageLifetime: 3_600, claimTimeout: 60), clock: clock, diagnostics: recorder)
+    let outside = container.url.appendingPathComponent("outside")
+    try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+    let secretPath = outside.appendingPathComponent("secret.txt").path
+    try Data("\(secretMarker)".utf8).write(to: URL(fileURLWithPath: secretPath))
+    let now = micros(clock)
+    func claimedName(_ sequence: UInt64, enqueued: Int64) -> String {
+      ClaimedName(
+        message: PendingName(
+          key: MessageKey(micros: enqueued, sequence: sequence), id: UUID(), attempts: 1),
+        token: 0xABC, leaseUntilMicros: now - 1
+      ).fileName
+    }
+    // Leases ran out; the first four are young messages, the last outlived its lifetime.
+    let directory = container.path("claimed", claimedName(1, enqueued: now - 1_000))
+    try FileManager.default.createDirectory(
+      atPath: directory + "/x", withIntermediateDirectories: true)
+    #expect(mkfifo(container.path("claimed", claimedName(2, enqueued: now - 1_000)), 0o600) == 0)
+    #expect(
+      symlink(secretPath, container.path("claimed", claimedName(3, enqueued: now - 1_000))) == 0)
+    try container.plant("claimed", claimedName(4, enqueued: now - 1_000), [])
+    let old = container.path("claimed", claimedName(5, enqueued: now - 7_200_000_000))
+    try FileManager.default.createDirectory(atPath: old + "/y", withIntermediateDirectories: true)
+    let watch = try AccessWatch([secretPath])
+    try mailbox.enqueue("real")
+
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.message) == ["real"])
+    #expect(container.names("pending") == [])
+    #expect(container.names("claimed").count == 1)
+    #expect(container.quarantineReasons() == ["malformed", "unsafe", "unsafe", "unsafe", "unsafe"])
+    #expect(recorder.count(.abandonedClaimRecovered) == 4)
+    #expect(recorder.count(.unsafeFileQuarantined) == 4)
+    #expect(recorder.count(.malformedMessageQuarantined) == 1)
+    #expect(watch.eventCount() == 0)
+    #expect(try depth(mailbox) == 1)
   }
 }

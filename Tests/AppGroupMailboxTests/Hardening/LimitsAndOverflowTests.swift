@@ -64,7 +64,11 @@ import Testing
     #expect(container.names("pending") == [])
   }
 
-  @Test func `discardOldest evicts the oldest pending message, never a claimed one, and reports it (C12 1)`() throws {
+  @Test
+  func
+    `discardOldest evicts the oldest pending message, never a claimed one, and reports it (C12 1)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -87,7 +91,8 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["C", "D"])
   }
 
-  @Test func `rejectNewest refuses a message to a full mailbox and writes nothing (C12 2)`() throws {
+  @Test func `rejectNewest refuses a message to a full mailbox and writes nothing (C12 2)`() throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
@@ -106,7 +111,10 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["B", "C", "D"])
   }
 
-  @Test func `Before discardOldest evicts a valid message, malformed pending files are quarantined`() throws {
+  @Test
+  func `Before discardOldest evicts a valid message, malformed pending files are quarantined`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()

@@ -9,7 +9,9 @@ import Testing
 /// messages.
 @Suite struct MalformedMessageTests {
   /// Rewrites the file of the pending message `id` in place with `transform` of its bytes.
-  static func overwrite(_ container: TemporaryContainer, id: UUID, _ transform: ([UInt8]) -> [UInt8])
+  static func overwrite(
+    _ container: TemporaryContainer, id: UUID, _ transform: ([UInt8]) -> [UInt8]
+  )
     throws
   {
     let name = try #require(
@@ -57,7 +59,8 @@ import Testing
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     try mailbox.enqueue("A")
     let b = try mailbox.enqueue("B \(secretMarker)")
     try mailbox.enqueue("C")
@@ -77,7 +80,9 @@ import Testing
     #expect(try depth(mailbox) == 0)
   }
 
-  @Test func `Ten thousand malformed files never push quarantine past its bound of 100 (C04)`() throws {
+  @Test func `Ten thousand malformed files never push quarantine past its bound of 100 (C04)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -97,7 +102,8 @@ import Testing
     let quarantinePath = container.area("quarantine").path
     Thread {
       while !stop.load(ordering: .relaxed) {
-        let count = (try? FileManager.default.contentsOfDirectory(atPath: quarantinePath).count) ?? 0
+        let count =
+          (try? FileManager.default.contentsOfDirectory(atPath: quarantinePath).count) ?? 0
         if count > largest.load(ordering: .relaxed) { largest.store(count, ordering: .relaxed) }
         sched_yield()
       }
@@ -115,14 +121,20 @@ import Testing
     #expect(try depth(mailbox) == 1)
   }
 
-  @Test func `A zero-length file and 4096 NUL bytes under message names are quarantined beside a valid message (C05a)`() throws {
+  @Test
+  func
+    `A zero-length file and 4096 NUL bytes under message names are quarantined beside a valid message (C05a)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     let empty = UUID()
     let nul = UUID()
-    try container.plant("pending", pendingName(micros: micros(clock) - 2, sequence: 1, id: empty), [])
+    try container.plant(
+      "pending", pendingName(micros: micros(clock) - 2, sequence: 1, id: empty), [])
     try mailbox.enqueue("valid")
     try container.plant(
       "pending", pendingName(micros: micros(clock) + 1, sequence: 9, id: nul),
@@ -136,7 +148,9 @@ import Testing
     #expect(container.names("pending") == [])
   }
 
-  @Test func `A message whose init(from:) throws is quarantined and the next one is delivered`() throws {
+  @Test func `A message whose init(from:) throws is quarantined and the next one is delivered`()
+    throws
+  {
     let container = try TemporaryContainer()
     let recorder = DiagnosticRecorder()
     let mailbox: AppGroupMailbox<Note> = try container.mailbox(Note.self, diagnostics: recorder)
@@ -149,7 +163,9 @@ import Testing
     #expect(recorder.all == [.malformedMessageQuarantined])
   }
 
-  @Test func `A message of another type is quarantined as wrongtype; an untyped one is accepted`() throws {
+  @Test func `A message of another type is quarantined as wrongtype; an untyped one is accepted`()
+    throws
+  {
     let container = try TemporaryContainer()
     let recorder = DiagnosticRecorder()
     let other: AppGroupMailbox<String> = try container.mailbox(messageType: "Other")

@@ -14,7 +14,8 @@ import Testing
   ]
 
   @Test(arguments: invalidNamespaces)
-  func `An invalid namespace is refused before anything is created (C14)`(namespace: String) throws {
+  func `An invalid namespace is refused before anything is created (C14)`(namespace: String) throws
+  {
     let container = try TemporaryContainer()
     let target = container.url.appendingPathComponent("box")
     #expect(throws: AppGroupMailboxError.invalidNamespace) {
@@ -26,7 +27,8 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: container.url.path) == [])
   }
 
-  @Test func `An invalid namespace through an app group identifier creates nothing either`() throws {
+  @Test func `An invalid namespace through an app group identifier creates nothing either`() throws
+  {
     let container = try TemporaryContainer()
     #expect(throws: AppGroupMailboxError.invalidNamespace) {
       _ = try AppGroupMailbox<String>(appGroupIdentifier: "group.example", namespace: "../x")
@@ -63,17 +65,24 @@ import Testing
       ).sorted() == ["Jobs", "jobs"])
   }
 
-  @Test func `No accepted namespace, id, sequence or count makes a name longer than NAME_MAX`() throws {
+  @Test func `No accepted namespace, id, sequence or count makes a name longer than NAME_MAX`()
+    throws
+  {
     let id = UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!
     let key = MessageKey(micros: MessageKey.maxMicros, sequence: UInt64.max)
     let pending = PendingName(key: key, id: id, attempts: PendingName.maxAttempts)
     let claimed = ClaimedName(message: pending, token: UInt64.max, leaseUntilMicros: Int64.max)
     let temporary = "\(Int32.max)-\(String(UInt64.max, radix: 16)).tmp"
-    var names = [pending.fileName, claimed.fileName, temporary, String(repeating: "n", count: NamespaceRule.maxBytes)]
+    var names = [
+      pending.fileName, claimed.fileName, temporary,
+      String(repeating: "n", count: NamespaceRule.maxBytes),
+    ]
     names += SpoolDirectories.areas + [SpoolDirectories.root, "state"]
     for reason in QuarantineReason.allCases {
-      names.append(QuarantineName(micros: MessageKey.maxMicros, reason: reason, id: id, nonce: .max).fileName)
-      names.append(QuarantineName(micros: MessageKey.maxMicros, reason: reason, id: nil, nonce: .max).fileName)
+      names.append(
+        QuarantineName(micros: MessageKey.maxMicros, reason: reason, id: id, nonce: .max).fileName)
+      names.append(
+        QuarantineName(micros: MessageKey.maxMicros, reason: reason, id: nil, nonce: .max).fileName)
     }
     #expect(names.map(\.utf8.count).max()! <= Int(NAME_MAX))
     #expect(pending.fileName.utf8.count == 89)
@@ -112,7 +121,8 @@ import Testing
   @Test func `A symlinked namespace is refused even before the mailbox ever existed`() throws {
     let container = try TemporaryContainer()
     try FileManager.default.createDirectory(
-      at: container.url.appendingPathComponent("AppGroupMailbox"), withIntermediateDirectories: true)
+      at: container.url.appendingPathComponent("AppGroupMailbox"), withIntermediateDirectories: true
+    )
     let target = try Self.symlinkOut(container, "AppGroupMailbox/jobs")
     #expect(throws: AppGroupMailboxError.containerUnavailable) {
       _ = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")

@@ -6,7 +6,9 @@ import Testing
 
 /// Point 2 of issue 3 and case C08: the payload bound on both sides, and files too large to read.
 @Suite struct OversizeTests {
-  @Test func `An oversized enqueue fails with the exact sizes before anything is written (C08)`() throws {
+  @Test func `An oversized enqueue fails with the exact sizes before anything is written (C08)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
@@ -55,8 +57,10 @@ import Testing
     #expect(result.status == 0, "\(result.stderr)")
     let lines = result.lines
     #expect(lines.filter { $0.hasPrefix("message ") } == ["message normal"])
-    let before = try #require(lines.first { $0.hasPrefix("rss-before ") }.flatMap { Int($0.dropFirst(11)) })
-    let after = try #require(lines.first { $0.hasPrefix("rss-after ") }.flatMap { Int($0.dropFirst(10)) })
+    let before = try #require(
+      lines.first { $0.hasPrefix("rss-before ") }.flatMap { Int($0.dropFirst(11)) })
+    let after = try #require(
+      lines.first { $0.hasPrefix("rss-after ") }.flatMap { Int($0.dropFirst(10)) })
     // Peak resident memory grows by far less than the 512 MiB file (generous slack: 64 MiB).
     #expect(after - before < 64 * 1024, "peak RSS grew by \(after - before) KiB")
     #expect(container.quarantined().map(\.id) == [id])
@@ -64,7 +68,11 @@ import Testing
     #expect(!result.stdout.contains(secretMarker) && !result.stderr.contains(secretMarker))
   }
 
-  @Test func `A file that grows while it is read is cut at the limit plus one byte and quarantined (C08)`() throws {
+  @Test
+  func
+    `A file that grows while it is read is cut at the limit plus one byte and quarantined (C08)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -92,7 +100,9 @@ import Testing
     #expect(recorder.all == [.malformedMessageQuarantined])
   }
 
-  @Test func `A capped read returns at most the limit plus one byte, whatever the file's size`() throws {
+  @Test func `A capped read returns at most the limit plus one byte, whatever the file's size`()
+    throws
+  {
     let container = try TemporaryContainer()
     let path = container.url.appendingPathComponent("sparse").path
     let fd = open(path, O_RDWR | O_CREAT, 0o600)

@@ -7,7 +7,11 @@ import Testing
 /// Points 5 and 6 of issue 3 and case C04 (poison): dead letters, and a quarantine that is
 /// bounded, collision-free and never stops delivery.
 @Suite struct PoisonAndQuarantineTests {
-  @Test func `A message released maxDeliveryAttempts times becomes a dead letter and the next message is delivered`() throws {
+  @Test
+  func
+    `A message released maxDeliveryAttempts times becomes a dead letter and the next message is delivered`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -33,13 +37,18 @@ import Testing
     #expect(dead.id == a)
     #expect(dead.micros == micros(clock))
     // The dead letter keeps its bytes for inspection.
-    let kept = try Data(contentsOf: URL(fileURLWithPath: container.path("quarantine", dead.fileName)))
+    let kept = try Data(
+      contentsOf: URL(fileURLWithPath: container.path("quarantine", dead.fileName)))
     #expect(String(decoding: kept, as: UTF8.self).hasSuffix("\"A \(secretMarker)\""))
     #expect(try mailbox.claimPending().isEmpty)
     #expect(try depth(mailbox) == 1)
   }
 
-  @Test func `Abandoned claims count as deliveries: the third recovery of a two-attempt message quarantines it`() throws {
+  @Test
+  func
+    `Abandoned claims count as deliveries: the third recovery of a two-attempt message quarantines it`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -62,7 +71,8 @@ import Testing
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     let id = UUID()
     try container.plant(
       "pending",
@@ -83,7 +93,8 @@ import Testing
     for index in 0..<5 {
       let id = UUID()
       ids.append(id)
-      try container.plant("pending", pendingName(micros: micros(clock), sequence: UInt64(index + 1), id: id), [])
+      try container.plant(
+        "pending", pendingName(micros: micros(clock), sequence: UInt64(index + 1), id: id), [])
       #expect(try mailbox.claimPending().isEmpty)
       clock.advance(1)
     }
@@ -113,7 +124,8 @@ import Testing
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     let id = UUID()
     try container.plant("pending", pendingName(micros: micros(clock), sequence: 1, id: id), [])
     let (claims, unfired) = try FaultInjection.withRules([
@@ -126,11 +138,13 @@ import Testing
   }
 
   @Test(arguments: [ENOSPC, EDQUOT, EIO])
-  func `A quarantine that cannot take the file deletes it and delivery goes on`(code: Int32) throws {
+  func `A quarantine that cannot take the file deletes it and delivery goes on`(code: Int32) throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock, diagnostics: recorder)
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
     try container.plant("pending", pendingName(micros: micros(clock) - 1, sequence: 1), [])
     try mailbox.enqueue("after")
     let (claims, _) = try FaultInjection.withRules([
@@ -142,7 +156,11 @@ import Testing
     #expect(recorder.all == [.malformedMessageQuarantined, .quarantinedFileDiscarded])
   }
 
-  @Test func `A hostile directory tree 100 levels deep is removed from quarantine without touching a link target`() throws {
+  @Test
+  func
+    `A hostile directory tree 100 levels deep is removed from quarantine without touching a link target`()
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let recorder = DiagnosticRecorder()
@@ -165,8 +183,11 @@ import Testing
     try container.plant("pending", pendingName(micros: micros(clock), sequence: 2), [])
     #expect(try mailbox.claimPending().isEmpty)
     #expect(container.quarantineReasons() == ["malformed"])
-    #expect(try String(contentsOf: outside.appendingPathComponent("target"), encoding: .utf8) == "keep")
     #expect(
-      recorder.all == [.unsafeFileQuarantined, .quarantinedFileDiscarded, .malformedMessageQuarantined])
+      try String(contentsOf: outside.appendingPathComponent("target"), encoding: .utf8) == "keep")
+    #expect(
+      recorder.all == [
+        .unsafeFileQuarantined, .quarantinedFileDiscarded, .malformedMessageQuarantined,
+      ])
   }
 }

@@ -68,7 +68,9 @@ import Testing
   }
 
   @Test(arguments: [EIO, EMFILE, ENOSPC])
-  func `A claim whose move or open fails reports it and the message stays claimable`(code: Int32) throws {
+  func `A claim whose move or open fails reports it and the message stays claimable`(code: Int32)
+    throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
@@ -97,7 +99,8 @@ import Testing
     #expect(claims.map(\.deliveryCount) == [1])
   }
 
-  @Test func `A failing release, renew or acknowledge reports its cause and can be retried`() throws {
+  @Test func `A failing release, renew or acknowledge reports its cause and can be retried`() throws
+  {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
@@ -128,7 +131,9 @@ import Testing
     #expect(container.names("tmp") == [])
   }
 
-  @Test func `On a full 1 MiB tmpfs a 2 MiB enqueue fails cleanly and a 10 KiB one succeeds (C06)`() throws {
+  @Test func `On a full 1 MiB tmpfs a 2 MiB enqueue fails cleanly and a 10 KiB one succeeds (C06)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let mount = container.url.appendingPathComponent("small").path
     try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
@@ -141,7 +146,10 @@ import Testing
     func names(_ area: String) throws -> [String] {
       try FileManager.default.contentsOfDirectory(atPath: spool.appendingPathComponent(area).path)
     }
-    #expect(throws: AppGroupMailboxError.ioFailure(.init(operation: "enqueue", systemCall: "write", errno: ENOSPC))) {
+    #expect(
+      throws: AppGroupMailboxError.ioFailure(
+        .init(operation: "enqueue", systemCall: "write", errno: ENOSPC))
+    ) {
       try mailbox.enqueue(String(repeating: "x", count: 2 * 1_048_576))
     }
     #expect(try names("tmp") == [])
@@ -156,7 +164,11 @@ import Testing
     #expect(try names("claimed") == [])
   }
 
-  @Test func `Stale temporary files are swept, young ones stay, and neither is counted or delivered (C06)`() throws {
+  @Test
+  func
+    `Stale temporary files are swept, young ones stay, and neither is counted or delivered (C06)`()
+    throws
+  {
     let container = try TemporaryContainer()
     let recorder = DiagnosticRecorder()
     // Create the namespace, then plant: 50 leftovers an hour old, 3 young ones of a live writer.

@@ -445,4 +445,34 @@ let noteType = String(reflecting: Note.self)
     #expect(watch.eventCount() == 0)
     #expect(try depth(mailbox) == 1)
   }
+
+  @Test
+  func
+    `Depth counts only real messages, not directories, FIFOs, sockets or symlinks under message names (C07)`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<Note> = try container.mailbox(Note.self, clock: clock)
+    let outside = container.url.appendingPathComponent("outside")
+    try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+    try Data("x".utf8).write(to: outside.appendingPathComponent("secret.txt"))
+    try Data("{}".utf8).write(to: outside.appendingPathComponent("valid.msg"))
+    let kinds = [
+      "directory", "fifo", "socket", "dangling symlink", "symlink to a sensitive file",
+      "symlink to a valid message",
+    ]
+    for (index, kind) in kinds.enumerated() {
+      let id = UUID()
+      _ = try Self.plantHostile(
+        kind, in: container,
+        name: pendingName(micros: micros(clock), sequence: UInt64(index + 1), id: id),
+        id: id, micros: micros(clock), outside: outside)
+    }
+    try mailbox.enqueue(Note(text: "real"))
+    #expect(try recountedDepth(mailbox) == 1)
+    #expect(container.names("pending").count == kinds.count + 1)
+    #expect(try mailbox.claimPending().map(\.message.text) == ["real"])
+    #expect(try depth(mailbox) == 1)
+  }
 }

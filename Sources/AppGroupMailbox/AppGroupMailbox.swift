@@ -181,8 +181,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// Each claim is an atomic rename, so no other consumer holds the same message until this
   /// claim is acknowledged, released, or abandoned past ``Limits/claimTimeout``. Abandoned claims
-  /// are recovered first; expired messages are deleted; hostile or undecodable files are
-  /// quarantined and reported and do not count toward `limit`.
+  /// are recovered first; expired messages are deleted; hostile or undecodable files, entries
+  /// under foreign names and dead letters (``Limits/maxDeliveryAttempts``) are quarantined and
+  /// reported and do not count toward `limit`, so up to `limit` valid claims are returned whatever
+  /// sits in front of them. Nothing is read before its descriptor was checked (docs/SECURITY.md).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
   ///   ``MailboxError/ioFailure(_:)``.
   /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one

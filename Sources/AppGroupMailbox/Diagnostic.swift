@@ -8,8 +8,9 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   case expiredMessageRemoved
   /// A claim whose lease ran out was restored to pending at its original position.
   case abandonedClaimRecovered
-  /// A symlink, FIFO, socket, device, directory or hard-linked file under a message name was
-  /// moved to quarantine (the entry itself; a link's target is never touched).
+  /// A symlink, FIFO, socket, device, directory or persistently hard-linked file under a message
+  /// name, or any entry under a name that is not a message name in `pending/`, was moved to
+  /// quarantine (the entry itself; a link's target is never touched). See docs/SECURITY.md.
   case unsafeFileQuarantined
   /// A message file that could not be read as a message (empty, truncated, not JSON, wrong
   /// type, a future format, too large, or undecodable) was moved to quarantine.

@@ -24,6 +24,11 @@ struct PendingName: Hashable, Sendable {
 
   static let suffix = ".msg"
 
+  /// The largest delivery count a name holds (`Int32.max`); a message claimed that often is a
+  /// dead letter whatever ``AppGroupMailboxLimits/maxDeliveryAttempts`` says, so no claimed name
+  /// can overflow the field.
+  static let maxAttempts = Int(Int32.max)
+
   var fileName: String {
     "\(Self.stem(key, id, attempts))\(Self.suffix)"
   }
@@ -51,13 +56,13 @@ struct PendingName: Hashable, Sendable {
   /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
   static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
     let array = Array(bytes)
-    // 16 + 1 + 20 + 1 + 36 + 1 + at least one digit.
-    guard array.count >= 76, array.count <= 84 else { return nil }
+    // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
+    guard array.count >= 76, array.count <= 85 else { return nil }
     guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
       array[74] == UInt8(ascii: "-")
     else { return nil }
     guard let micros = digits(array[0..<16]), let sequence = digits(array[17..<37]),
-      let attempts = digits(array[75...]), attempts <= UInt64(Int32.max)
+      let attempts = digits(array[75...]), attempts <= UInt64(maxAttempts)
     else { return nil }
     guard array[75] != UInt8(ascii: "0") || array.count == 76 else { return nil }
     let uuidBytes = array[38..<74]
@@ -147,12 +152,15 @@ enum QuarantineReason: String, Sendable, CaseIterable {
   case future
   /// A `messageType` other than the consumer's.
   case wrongtype
-  /// Claimed `maxDeliveryAttempts` times without an acknowledge.
+  /// Claimed `maxDeliveryAttempts` times without an acknowledge, or as often as a name can
+  /// count (``PendingName/maxAttempts``).
   case deadletter
+  /// An entry in `pending/` whose name is not a message name (see docs/SECURITY.md).
+  case foreign
 
   var diagnostic: AppGroupMailboxDiagnostic {
     switch self {
-    case .unsafe: .unsafeFileQuarantined
+    case .unsafe, .foreign: .unsafeFileQuarantined
     case .deadletter: .deadLetterQuarantined
     default: .malformedMessageQuarantined
     }

@@ -21,3 +21,15 @@ enum NamespaceRule {
     }
   }
 }
+
+/// The namespace rule, public so tools (such as `mailboxctl`) check names exactly as the library
+/// does: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, case-sensitive (`Jobs` and `jobs`
+/// are two namespaces, as they are two directories on Linux).
+public enum AppGroupMailboxNamespace {
+  /// The longest namespace in bytes: 64.
+  public static let maxBytes = NamespaceRule.maxBytes
+
+  /// Whether `name` is a valid namespace. A valid name cannot contain `/` or NUL and is never
+  /// `.` or `..`, so it always names a directory inside the container.
+  public static func isValid(_ name: String) -> Bool { NamespaceRule.isValid(name) }
+}

@@ -10,12 +10,27 @@ struct RawClaim: Sendable {
 }
 
 extension Spool {
+  /// How long (microseconds) a regular file in `pending/` may show more than one link before it
+  /// counts as a persistent hard link and is quarantined: a mover that falls back to link then
+  /// unlink shows two links for an instant. Measured from the entry's ctime, which link(2) and
+  /// unlink(2) update and nobody can set, so every process agrees without keeping state.
+  static let linkedEntryGrace: Int64 = 1_000_000
+
   /// Claims up to `limit` messages oldest first, each by one rename into `claimed/`.
   ///
-  /// Expired messages met on the way are deleted; hostile or malformed files are quarantined and
-  /// do not count toward `limit`; `decode` turns a valid file into the caller's value (nil means
-  /// it does not decode: quarantined as malformed). Another consumer winning a rename is not an
-  /// error. - Complexity: one listing and sort of `pending/` per call, O(n log n).
+  /// Entries are checked before anything is read: a name that is not a message name, or an entry
+  /// that is not a regular file (symlink, FIFO, socket, device, directory), is moved to
+  /// quarantine as it is, without following or opening it; a regular file with more than one link
+  /// is skipped and quarantined only once its link is older than ``linkedEntryGrace``. Expired
+  /// messages met on the way are deleted. A claimed file is then opened without following links or
+  /// blocking, checked on the descriptor, read to at most the payload limit plus one byte, and
+  /// `decode` turns it into the caller's value (nil = it does not decode: quarantined as
+  /// malformed). Entries quarantined or deleted do not count toward `limit`, so a call returns up
+  /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
+  /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
+  /// listing once (planted files were never counted, so decrementing would drift).
+  /// - Complexity: one listing and sort of `pending/` per call, O(n log n), plus one fstatat(2)
+  ///   per entry looked at.
   func claim<T>(
     limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
@@ -23,65 +38,150 @@ extension Spool {
     try sweepIfDue(diagnostics: &diagnostics)
     var results: [T] = []
     let wanted = limit ?? Int.max
-    let linkedBefore = linkedSeen.withLock { $0 }
-    var linkedNow: [String: Int64] = [:]
-    for (name, entry) in try mapIO("claim", { try pendingNames() }) {
-      if results.count >= wanted { break }
-      let clock = now
-      if clock - name.key.micros >= limits.messageLifetime.microseconds {
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
-          try mapIO("claim") { try decrementDepth() }
-          diagnostics.append(.expiredMessageRemoved)
-        }
-        continue
-      }
-      if let maximum = limits.maxDeliveryAttempts, name.attempts >= maximum {
-        try quarantine(
-          from: directories.pending, name.fileName, id: name.id, reason: .deadletter,
-          counted: true, diagnostics: &diagnostics)
-        continue
-      }
-      let claimed = ClaimedName(
-        message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
-        token: UInt64.random(in: 1 ... .max),
-        leaseUntilMicros: clock + limits.claimTimeout.microseconds)
-      do {
-        try Syscall.rename(
-          directories.pending, name.fileName, directories.claimed, claimed.fileName)
-      } catch let error as SystemCallError where error.isNotFound {
-        continue
-      } catch let error as SystemCallError {
-        throw error.mailboxError("claim")
-      }
-      switch try read(claimed, type: entry.type) {
-      case .success(let raw):
-        if let value = decode(raw) {
-          results.append(value)
-        } else {
-          try quarantine(
-            from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,
-            counted: true, diagnostics: &diagnostics)
-        }
-      case .failure(.linked):
-        // A mover falling back to link-then-unlink shows two links for an instant: put it back
-        // and look again later; quarantine it only when it was already linked last time.
-        if let first = linkedBefore[name.fileName], clock - first >= 1_000_000 {
-          try quarantine(
-            from: directories.claimed, claimed.fileName, id: name.id, reason: .unsafe,
-            counted: true, diagnostics: &diagnostics)
-        } else {
-          linkedNow[name.fileName] = linkedBefore[name.fileName] ?? clock
-          try? Syscall.renameNoReplace(
-            directories.claimed, claimed.fileName, directories.pending, name.fileName)
-        }
-      case .failure(let reason):
-        try quarantine(
-          from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
-          counted: true, diagnostics: &diagnostics)
+    var removed = 0
+    let (names, foreign) = try mapIO("claim") { try pendingListing() }
+    for entry in foreign {
+      // Nothing may sit in pending/ that drain cannot empty (a systemd DirectoryNotEmpty= unit
+      // would restart forever): entries under foreign names go to quarantine at once.
+      if quarantine(
+        from: directories.pending, entry.exactName, id: nil, reason: .foreign,
+        diagnostics: &diagnostics)
+      {
+        removed += 1
       }
     }
-    linkedSeen.withLock { $0 = linkedNow }
+    for (name, entry) in names {
+      if results.count >= wanted { break }
+      switch try take(name, entry, diagnostics: &diagnostics) {
+      case .skipped: continue
+      case .removed: removed += 1
+      case .claimed(let claimed):
+        let outcome: Result<RawClaim, ReadFailure>
+        do {
+          outcome = try read(claimed)
+        } catch {
+          // An I/O error (EMFILE, EIO...) says nothing about the file: put it back so it is not
+          // stuck in claimed/ until its lease runs out, then report the error.
+          try? Syscall.renameNoReplace(
+            directories.claimed, claimed.fileName, directories.pending, entry.name)
+          throw error
+        }
+        switch outcome {
+        case .success(let raw):
+          if let value = decode(raw) {
+            results.append(value)
+          } else if quarantine(
+            from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,
+            diagnostics: &diagnostics)
+          {
+            removed += 1
+          }
+        case .failure(.linked):
+          // Linked between the look and the rename: put it back and look again later.
+          try? Syscall.renameNoReplace(
+            directories.claimed, claimed.fileName, directories.pending, entry.name)
+        case .failure(let reason):
+          if quarantine(
+            from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
+            diagnostics: &diagnostics)
+          {
+            removed += 1
+          }
+        }
+      }
+    }
+    if removed > 0 {
+      try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
+    }
     return results
+  }
+
+  /// What ``take(_:_:diagnostics:)`` did with one pending entry.
+  enum Taken {
+    /// Left where it is (gone already, or a young hard link to look at again later).
+    case skipped
+    /// Deleted (expired) or quarantined.
+    case removed
+    /// Renamed into `claimed/` under this name.
+    case claimed(ClaimedName)
+  }
+
+  /// Decides about one pending entry before reading it: deletes it when expired, quarantines it
+  /// when it is a dead letter, not a regular file, or a persistent hard link, and otherwise claims
+  /// it by renaming it into `claimed/`.
+  private func take(
+    _ name: PendingName, _ entry: DirectoryEntry, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Taken {
+    let clock = now
+    if clock - name.key.micros >= limits.messageLifetime.microseconds {
+      do {
+        try Syscall.unlink(directories.pending, entry.name)
+        diagnostics.append(.expiredMessageRemoved)
+        return .removed
+      } catch let error as SystemCallError where error.isNotFound {
+        return .skipped
+      } catch {
+        // A directory (EISDIR) or an entry unlink refuses: contain it instead.
+        return quarantine(
+          from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+          diagnostics: &diagnostics) ? .removed : .skipped
+      }
+    }
+    if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
+      return quarantine(
+        from: directories.pending, entry.name, id: name.id, reason: .deadletter,
+        diagnostics: &diagnostics) ? .removed : .skipped
+    }
+    let info: stat
+    do {
+      info = try Syscall.lstat(directories.pending, entry.name)
+    } catch let error as SystemCallError where error.isNotFound {
+      return .skipped
+    } catch let error as SystemCallError {
+      throw error.mailboxError("claim")
+    }
+    if info.st_mode & S_IFMT != S_IFREG {
+      return quarantine(
+        from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+        diagnostics: &diagnostics) ? .removed : .skipped
+    }
+    if info.st_nlink > 1 {
+      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
+      guard clock - changed >= Self.linkedEntryGrace else { return .skipped }
+      return quarantine(
+        from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+        diagnostics: &diagnostics) ? .removed : .skipped
+    }
+    let claimed = ClaimedName(
+      message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
+      token: UInt64.random(in: 1 ... .max),
+      leaseUntilMicros: clock + limits.claimTimeout.microseconds)
+    do {
+      try Syscall.rename(directories.pending, entry.name, directories.claimed, claimed.fileName)
+    } catch let error as SystemCallError where error.isNotFound {
+      return .skipped
+    } catch let error as SystemCallError {
+      throw error.mailboxError("claim")
+    }
+    return .claimed(claimed)
+  }
+
+  /// The pending entries under message names, sorted oldest first, and the entries under any
+  /// other name. - Complexity: O(n log n) in the pending entries.
+  func pendingListing() throws -> (
+    messages: [(PendingName, DirectoryEntry)], foreign: [DirectoryEntry]
+  ) {
+    var names: [(PendingName, DirectoryEntry)] = []
+    var foreign: [DirectoryEntry] = []
+    for entry in try Syscall.list(directories.pending) {
+      if let name = PendingName(parsing: entry.name), case .text = entry.exactName {
+        names.append((name, entry))
+      } else {
+        foreign.append(entry)
+      }
+    }
+    names.sort { $0.0.key < $1.0.key }
+    return (names, foreign)
   }
 
   /// Why a claimed file cannot be delivered.
@@ -99,18 +199,37 @@ extension Spool {
     }
   }
 
-  /// Reads and checks one claimed file: opened without following links or blocking, checked on
-  /// the descriptor (regular, one link, size) before a byte is read, read at most to the limit
-  /// plus one byte, its envelope and type verified.
-  func read(_ claimed: ClaimedName, type: UInt8) throws -> Result<RawClaim, ReadFailure> {
-    if type != UInt8(DT_REG) && type != UInt8(DT_UNKNOWN) { return .failure(.unsafe) }
+  /// Reads and checks one claimed file: opened without following links, blocking or becoming a
+  /// controlling terminal (`O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`), checked on the descriptor
+  /// (regular, one link, size at most ``AppGroupMailboxLimits/maxPayloadBytes``) before a byte is
+  /// read, read to at most the limit plus one byte (a file that grows while it is read is cut
+  /// there and reported oversized), its envelope, id and type verified.
+  func read(_ claimed: ClaimedName) throws -> Result<RawClaim, ReadFailure> {
+    try read(directories.claimed, claimed.fileName).map { header, payload in
+      RawClaim(name: claimed, header: header, payload: payload)
+    }.flatMap { raw in
+      guard UUID(uuidString: raw.header.id) == claimed.message.id else {
+        return .failure(.malformed)
+      }
+      if let expected = configuration.expectedMessageType, !raw.header.messageType.isEmpty,
+        raw.header.messageType != expected
+      {
+        return .failure(.wrongType)
+      }
+      return .success(raw)
+    }
+  }
+
+  /// Opens, checks and reads the message file `name` of `directory`; see ``read(_:)``.
+  func read(_ directory: Int32, _ name: String) throws -> Result<
+    (EnvelopeHeader, Data), ReadFailure
+  > {
     let fd: Int32
     do {
-      fd = try Syscall.open(
-        directories.claimed, claimed.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+      fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
     } catch let error as SystemCallError
       where error.errno == ELOOP || error.errno == ENXIO || error.errno == EISDIR
-      || error.errno == EWOULDBLOCK
+      || error.errno == EWOULDBLOCK || error.errno == ENODEV || error.errno == EACCES
     {
       return .failure(.unsafe)
     } catch let error as SystemCallError {
@@ -122,24 +241,18 @@ extension Spool {
     guard info.st_nlink == 1 else { return .failure(.linked) }
     let maximum = limits.maxPayloadBytes
     guard info.st_size <= maximum else { return .failure(.oversized) }
-    let bytes = try mapIO("claim") { try Syscall.pread(fd, limit: maximum + 1) }
+    let bytes = try mapIO("claim") {
+      try Syscall.readCapped(fd, expected: Int(info.st_size), limit: maximum)
+    }
     guard bytes.count <= maximum else { return .failure(.oversized) }
-    let header: EnvelopeHeader
-    let range: Range<Int>
     do {
-      (header, range) = try Envelope.decode(bytes)
+      let (header, range) = try Envelope.decode(bytes)
+      return .success((header, Data(bytes[range])))
     } catch .futureFormat {
       return .failure(.future)
     } catch {
       return .failure(.malformed)
     }
-    guard UUID(uuidString: header.id) == claimed.message.id else { return .failure(.malformed) }
-    if let expected = configuration.expectedMessageType, !header.messageType.isEmpty,
-      header.messageType != expected
-    {
-      return .failure(.wrongType)
-    }
-    return .success(RawClaim(name: claimed, header: header, payload: Data(bytes[range])))
   }
 
   /// Deletes a claim: the message is done. Throws ``AppGroupMailboxError/claimNoLongerExists``

@@ -18,6 +18,12 @@ extension Spool {
   /// sequence), and `pending/` is flushed before returning. `explicitMicros` nil means "now",
   /// clamped to the newest implicit time already recorded so insertion order survives a clock
   /// step back.
+  ///
+  /// The size is checked before anything is written. On any failure (ENOSPC, EDQUOT, EIO, EMFILE
+  /// while writing, flushing or renaming) the temporary file is removed and the error names the
+  /// operation, the system call and the errno. When only the final flush of `pending/` fails, the
+  /// message is withdrawn again (unless a consumer already claimed it), so an error means "not
+  /// enqueued" in every case but that race.
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
     diagnostics: inout [AppGroupMailboxDiagnostic]
@@ -33,48 +39,64 @@ extension Spool {
         mode: configuration.permissions.fileMode)
     }
     var published = false
+    var publishedName: String?
     defer {
       Syscall.close(fd)
       if !published { try? Syscall.unlink(directories.tmp, temporary) }
     }
     let discarded: Bool
     let outcome: EnqueueOutcome
-    (outcome, discarded) = try mapIO("enqueue") {
-      if configuration.permissions == .groupShared {
+    do {
+      (outcome, discarded) = try mapIO("enqueue") {
+        // Explicit mode whatever the umask (open(2) applies it to the mode given).
         try Syscall.chmod(fd, configuration.permissions.fileMode)
+        try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
+        if isDurable { try Syscall.fsync(fd) }
+        return try withStateLock { counters -> (EnqueueOutcome, Bool) in
+          if unique, try containsMessage(id: id) { return (.duplicate, false) }
+          let discarded = try makeRoom(&counters, diagnostics: &diagnostics)
+          if explicitMicros == nil, micros < counters.newestImplicitMicros {
+            micros = counters.newestImplicitMicros
+            file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
+            try Syscall.truncate(fd, 0)
+            try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
+            if isDurable { try Syscall.fsync(fd) }
+          }
+          guard counters.sequence < UInt64.max else {
+            throw AppGroupMailboxError.ordinalExhausted
+          }
+          let name = PendingName(
+            key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
+          try Syscall.renameNoReplace(
+            directories.tmp, temporary, directories.pending, name.fileName)
+          published = true
+          publishedName = name.fileName
+          counters.sequence += 1
+          counters.depth += 1
+          if explicitMicros == nil {
+            counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
+          }
+          return (.published(name), discarded)
+        }
       }
-      try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
-      if isDurable { try Syscall.fsync(fd) }
-      return try withStateLock { counters -> (EnqueueOutcome, Bool) in
-        if unique, try containsMessage(id: id) { return (.duplicate, false) }
-        let discarded = try makeRoom(&counters)
-        if explicitMicros == nil, micros < counters.newestImplicitMicros {
-          micros = counters.newestImplicitMicros
-          file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
-          try Syscall.truncate(fd, 0)
-          try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
-          if isDurable { try Syscall.fsync(fd) }
-        }
-        guard counters.sequence < UInt64.max else {
-          throw AppGroupMailboxError.ordinalExhausted
-        }
-        let name = PendingName(
-          key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-        try Syscall.renameNoReplace(
-          directories.tmp, temporary, directories.pending, name.fileName)
-        published = true
-        counters.sequence += 1
-        counters.depth += 1
-        if explicitMicros == nil {
-          counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
-        }
-        return (.published(name), discarded)
-      }
+    } catch {
+      // Published but the counters could not be written (EIO on the state file): withdraw it, so
+      // the error means "not enqueued" and the depth counter stays true.
+      if let publishedName { try? Syscall.unlink(directories.pending, publishedName) }
+      throw error
     }
     if discarded { diagnostics.append(.oldestMessageDiscarded) }
-    if case .published = outcome {
+    if case .published(let name) = outcome {
       if explicitMicros == nil { newestImplicitSeen.withLock { $0 = max($0, micros) } }
-      try mapIO("enqueue") { try flushDirectory(directories.pending) }
+      do {
+        try flushDirectory(directories.pending)
+      } catch let error as SystemCallError {
+        // Not durable: withdraw it, unless a consumer was faster.
+        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
+          try? decrementDepth()
+        }
+        throw error.mailboxError("enqueue")
+      }
     }
     return outcome
   }
@@ -112,17 +134,56 @@ extension Spool {
 
   /// Ensures one free slot under the depth bound, with the lock held: recounts when the counter
   /// says full (it may be high after a crash), then applies the overflow policy. Returns whether
-  /// a pending message was discarded.
-  private func makeRoom(_ counters: inout SpoolCounters) throws -> Bool {
+  /// a valid pending message was discarded.
+  ///
+  /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
+  /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
+  /// whose envelope does not read) is quarantined; if that made room, nothing is evicted.
+  /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
+  ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
+  private func makeRoom(
+    _ counters: inout SpoolCounters, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Bool {
     guard counters.depth >= limits.maxMessages else { return false }
     counters = try recount(stored: counters)
     guard counters.depth >= limits.maxMessages else { return false }
     guard configuration.overflowPolicy == .discardOldest else {
       throw AppGroupMailboxError.mailboxFull
     }
-    for (name, _) in try pendingNames() {
+    let (names, foreign) = try pendingListing()
+    for entry in foreign {
+      quarantine(
+        from: directories.pending, entry.exactName, id: nil, reason: .foreign,
+        diagnostics: &diagnostics)
+    }
+    var valid: [(PendingName, DirectoryEntry)] = []
+    var contained = 0
+    var verified: [String: PendingStamp] = [:]
+    let known = verifiedPending.withLock { $0 }
+    for (name, entry) in names {
+      switch inspectPending(name, entry, known: known) {
+      case .gone, .young:
+        continue
+      case .valid(let stamp):
+        verified[entry.name] = stamp
+        valid.append((name, entry))
+      case .invalid(let reason):
+        if quarantine(
+          from: directories.pending, entry.name, id: name.id, reason: reason,
+          diagnostics: &diagnostics)
+        {
+          contained += 1
+        }
+      }
+    }
+    verifiedPending.withLock { $0 = verified }
+    if contained > 0 {
+      counters = try recount(stored: counters)
+      guard counters.depth >= limits.maxMessages else { return false }
+    }
+    for (_, entry) in valid {
       do {
-        try Syscall.unlink(directories.pending, name.fileName)
+        try Syscall.unlink(directories.pending, entry.name)
       } catch let error as SystemCallError where error.isNotFound {
         continue
       }
@@ -130,5 +191,70 @@ extension Spool {
       return true
     }
     throw AppGroupMailboxError.mailboxFull
+  }
+
+  /// What ``inspectPending(_:_:known:)`` found.
+  enum PendingInspection {
+    case gone
+    /// A hard link younger than ``Spool/linkedEntryGrace``: neither evicted nor quarantined.
+    case young
+    case valid(PendingStamp)
+    case invalid(QuarantineReason)
+  }
+
+  /// Checks a pending entry the way a claim would, without claiming it: the entry itself
+  /// (regular, one link), then its size and envelope header on the opened descriptor. An entry
+  /// whose stamp is in `known` was checked before and is not read again.
+  private func inspectPending(
+    _ name: PendingName, _ entry: DirectoryEntry, known: [String: PendingStamp]
+  ) -> PendingInspection {
+    guard let info = try? Syscall.lstat(directories.pending, entry.name) else { return .gone }
+    guard info.st_mode & S_IFMT == S_IFREG else { return .invalid(.unsafe) }
+    if info.st_nlink > 1 {
+      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
+      return now - changed >= Self.linkedEntryGrace ? .invalid(.unsafe) : .young
+    }
+    let stamp = PendingStamp(info)
+    if known[entry.name] == stamp { return .valid(stamp) }
+    guard info.st_size <= limits.maxPayloadBytes else { return .invalid(.oversized) }
+    guard
+      let fd = try? Syscall.open(
+        directories.pending, entry.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    else { return .gone }
+    defer { Syscall.close(fd) }
+    guard let opened = try? Syscall.fstat(fd), PendingStamp(opened) == stamp,
+      let prefix = try? Syscall.pread(fd, limit: min(Int(info.st_size), Envelope.maxHeaderBytes))
+    else { return .gone }
+    let header: EnvelopeHeader
+    do {
+      (header, _) = try Envelope.decode(prefix)
+    } catch .futureFormat {
+      return .invalid(.future)
+    } catch {
+      return .invalid(.malformed)
+    }
+    guard UUID(uuidString: header.id) == name.id else { return .invalid(.malformed) }
+    if let expected = configuration.expectedMessageType, !header.messageType.isEmpty,
+      header.messageType != expected
+    {
+      return .invalid(.wrongtype)
+    }
+    return .valid(stamp)
+  }
+}
+
+/// What identifies a checked pending file's content without reading it again: its inode, size,
+/// and modification and change times (a rewrite in place changes the size or the times).
+struct PendingStamp: Equatable, Sendable {
+  var inode: UInt64
+  var size: Int64
+  var modified: Int64
+  var changed: Int64
+
+  init(_ info: stat) {
+    inode = UInt64(info.st_ino)
+    size = Int64(info.st_size)
+    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
   }
 }

@@ -19,7 +19,17 @@ extension Spool {
       return true
     }
     if due { try recoverClaims(diagnostics: &diagnostics) }
+    let temporaryDue = lastTemporarySweep.withLock { last -> Bool in
+      guard last == Int64.min || clock - last >= Self.temporarySweepInterval || clock < last
+      else { return false }
+      last = clock
+      return true
+    }
+    if temporaryDue { try mapIO("sweep") { try sweepTemporaryFiles(diagnostics: &diagnostics) } }
   }
+
+  /// How often (microseconds) claims and enqueues sweep `tmp/` for a crashed writer's leftovers.
+  static let temporarySweepInterval: Int64 = 60_000_000
 
   /// Restores every claim whose lease ran out to `pending/` under its original name (so at its
   /// original position), or deletes it when the message also outlived its lifetime. Two
@@ -28,13 +38,26 @@ extension Spool {
     let clock = now
     var recovered = 0
     var expired = 0
+    var contained = 0
     try mapIO("recover") {
       for entry in try Syscall.list(directories.claimed) {
         guard let claimed = ClaimedName(parsing: entry.name), claimed.leaseUntilMicros < clock
         else { continue }
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
-            try Syscall.unlink(directories.claimed, entry.name)
+            do {
+              try Syscall.unlink(directories.claimed, entry.name)
+            } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM
+            {
+              // A directory under a claimed name: contain it rather than stop recovery.
+              if quarantine(
+                from: directories.claimed, entry.name, id: claimed.message.id, reason: .unsafe,
+                diagnostics: &diagnostics)
+              {
+                contained += 1
+              }
+              continue
+            }
             expired += 1
             diagnostics.append(.expiredMessageRemoved)
           } else {
@@ -47,12 +70,19 @@ extension Spool {
           continue
         } catch let error as SystemCallError where error.errno == EEXIST {
           // The same message is also pending: a second copy, never delivered twice over.
-          try quarantine(
+          if quarantine(
             from: directories.claimed, entry.name, id: claimed.message.id, reason: .unsafe,
-            counted: true, diagnostics: &diagnostics)
+            diagnostics: &diagnostics)
+          {
+            contained += 1
+          }
         }
       }
-      try decrementDepth(expired)
+      if contained > 0 {
+        try withStateLock { $0 = try recount(stored: $0) }
+      } else {
+        try decrementDepth(expired)
+      }
       if recovered > 0 { try flushDirectory(directories.pending) }
     }
     if recovered > 0 { configuration.onPending?() }
@@ -67,11 +97,24 @@ extension Spool {
     try mapIO("maintenance") {
       let clock = now
       var expired = 0
-      for (name, _) in try pendingNames()
+      let (names, foreign) = try pendingListing()
+      for entry in foreign {
+        quarantine(
+          from: directories.pending, entry.exactName, id: nil, reason: .foreign,
+          diagnostics: &diagnostics)
+      }
+      for (name, entry) in names
       where clock - name.key.micros >= limits.messageLifetime.microseconds {
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
+        do {
+          try Syscall.unlink(directories.pending, entry.name)
           expired += 1
           diagnostics.append(.expiredMessageRemoved)
+        } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+          quarantine(
+            from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+            diagnostics: &diagnostics)
+        } catch {
+          continue
         }
       }
       try decrementDepth(expired)
@@ -86,10 +129,10 @@ extension Spool {
   func sweepTemporaryFiles(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let cutoff = now - SpoolConfiguration.temporaryFileGrace.microseconds
     for entry in try Syscall.list(directories.tmp) {
-      guard let info = try? Syscall.lstat(directories.tmp, entry.name) else { continue }
+      guard let info = try? Syscall.lstat(directories.tmp, entry.exactName) else { continue }
       let modified = Int64(info.st_mtim.tv_sec) * 1_000_000 + Int64(info.st_mtim.tv_nsec) / 1_000
       guard modified < cutoff else { continue }
-      if (try? removeEntry(directories.tmp, entry.name)) != nil {
+      if (try? removeEntry(directories.tmp, entry.exactName)) != nil {
         diagnostics.append(.staleTemporaryFileRemoved)
       }
     }

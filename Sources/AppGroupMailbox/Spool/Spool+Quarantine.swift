@@ -3,67 +3,145 @@ import Glibc
 import Synchronization
 
 extension Spool {
+  /// How deep ``removeEntry(_:_:)`` descends with open descriptors before it moves a deeper
+  /// directory up to be emptied in a later round (bounds the descriptors it holds at once).
+  static let removalDepth = 16
+
   /// Moves the entry `name` of `directory` (the entry itself, never a link's target) into
-  /// `quarantine/` under a unique name, or deletes it when the bound is 0; then trims quarantine
-  /// to its bound. `counted` says whether the entry counted toward the depth. A vanished entry is
-  /// skipped.
+  /// `quarantine/` under a fresh unique name that keeps `id`, `reason` and the time, or deletes it
+  /// when ``AppGroupMailboxLimits/maxQuarantinedFiles`` is 0; reports `reason`'s diagnostic.
+  ///
+  /// Quarantine is trimmed to one below its bound first, so it never holds more than the bound.
+  /// A full or failing quarantine never stops delivery: when the move fails for any reason but
+  /// "gone" (the directory cannot grow: ENOSPC, EDQUOT; EIO; a directory the link fallback cannot
+  /// move), the entry is deleted instead and ``AppGroupMailboxDiagnostic/quarantinedFileDiscarded``
+  /// is reported as well. Never throws.
+  /// - Returns: whether the entry left `directory` (false when it had already vanished, or could
+  ///   be neither moved nor deleted; it is then met again later).
+  @discardableResult
   func quarantine(
-    from directory: Int32, _ name: String, id: UUID?, reason: QuarantineReason, counted: Bool,
+    from directory: Int32, _ name: some SystemName, id: UUID?, reason: QuarantineReason,
     diagnostics: inout [AppGroupMailboxDiagnostic]
-  ) throws {
-    try mapIO("quarantine") {
-      let target = QuarantineName(
-        micros: now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
-      do {
-        if limits.maxQuarantinedFiles == 0 {
-          try removeEntry(directory, name)
-        } else {
+  ) -> Bool {
+    if limits.maxQuarantinedFiles > 0 {
+      try? trimQuarantine(keeping: limits.maxQuarantinedFiles - 1, diagnostics: &diagnostics)
+      for _ in 0..<8 {
+        let target = QuarantineName(
+          micros: now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
+        do {
           try Syscall.renameNoReplace(directory, name, directories.quarantine, target.fileName)
+          diagnostics.append(reason.diagnostic)
+          return true
+        } catch let error as SystemCallError where error.isNotFound {
+          return false
+        } catch let error as SystemCallError where error.errno == EEXIST {
+          continue
+        } catch {
+          break
         }
-      } catch let error as SystemCallError where error.isNotFound {
-        return
       }
-      if counted { try decrementDepth() }
-      diagnostics.append(reason.diagnostic)
-      try trimQuarantine(diagnostics: &diagnostics)
     }
+    do {
+      try removeEntry(directory, name)
+    } catch {
+      return false
+    }
+    diagnostics.append(reason.diagnostic)
+    if limits.maxQuarantinedFiles > 0 { diagnostics.append(.quarantinedFileDiscarded) }
+    return true
   }
 
-  /// Deletes the oldest quarantined entries beyond ``AppGroupMailboxLimits/maxQuarantinedFiles``
-  /// (names sort by quarantine time; foreign names go first).
+  /// Deletes the oldest quarantined entries beyond `keeping` (default: the bound). Names sort by
+  /// quarantine time; entries under foreign names go first. An entry that cannot be deleted is
+  /// skipped (and met again next time).
   /// - Complexity: O(n log n) in the quarantined entries.
-  func trimQuarantine(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
-    let entries = try Syscall.list(directories.quarantine).map(\.name).sorted { lhs, rhs in
-      let left = QuarantineName(parsing: lhs) != nil
-      let right = QuarantineName(parsing: rhs) != nil
-      return left == right ? lhs < rhs : !left
-    }
-    let excess = entries.count - limits.maxQuarantinedFiles
+  func trimQuarantine(keeping: Int? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
+    let entries = try Syscall.list(directories.quarantine)
+    let excess = entries.count - (keeping ?? limits.maxQuarantinedFiles)
     guard excess > 0 else { return }
-    for name in entries.prefix(excess) {
-      do {
-        try removeEntry(directories.quarantine, name)
+    // Oldest first: foreign names, then quarantine names by time (their text order).
+    let keyed = entries.map { (Self.looksQuarantined($0.name), $0) }
+    let before = { (lhs: (Bool, DirectoryEntry), rhs: (Bool, DirectoryEntry)) -> Bool in
+      lhs.0 == rhs.0 ? lhs.1.name < rhs.1.name : !lhs.0
+    }
+    let victims =
+      excess == 1 ? [keyed.min(by: before)!] : Array(keyed.sorted(by: before).prefix(excess))
+    for (_, entry) in victims {
+      if (try? removeEntry(directories.quarantine, entry.exactName)) != nil {
         diagnostics.append(.quarantinedFileDiscarded)
-      } catch let error as SystemCallError where error.isNotFound {
-        continue
       }
     }
   }
 
-  /// Removes an entry of any type without following links: a directory is emptied depth-first
-  /// through descriptors opened with `O_NOFOLLOW`, so nothing outside is ever touched.
-  func removeEntry(_ directory: Int32, _ name: String, depth: Int = 0) throws {
+  /// Whether `name` has the shape of a quarantine name (16 digits, `-`, ..., `.q`): a cheap
+  /// test for ordering; the full parse is ``QuarantineName/init(parsing:)``.
+  static func looksQuarantined(_ name: String) -> Bool {
+    let bytes = name.utf8
+    guard bytes.count > 19, name.hasSuffix(".q") else { return false }
+    var index = bytes.startIndex
+    for _ in 0..<16 {
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { return false }
+      index = bytes.index(after: index)
+    }
+    return bytes[index] == UInt8(ascii: "-")
+  }
+
+  /// Removes an entry of any type without following links. A directory is emptied through
+  /// descriptors opened with `O_NOFOLLOW`, so nothing outside it is ever touched; subdirectories
+  /// deeper than ``removalDepth`` are first renamed up into it and emptied in a later round, so a
+  /// hostile tree of any depth is removed with a bounded number of open descriptors.
+  /// - Throws: ``SystemCallError`` (ENOENT when the entry vanished).
+  /// - Complexity: O(entries × depth / ``removalDepth``).
+  func removeEntry(_ directory: Int32, _ name: some SystemName) throws {
     do {
       try Syscall.unlink(directory, name)
       return
     } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
-      guard depth < 32 else { throw error }
+      // A directory: empty it below.
     }
-    let child = try Syscall.open(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-    defer { Syscall.close(child) }
-    for entry in try Syscall.list(child) {
-      try removeEntry(child, entry.name, depth: depth + 1)
+    let top = try Syscall.open(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    defer { Syscall.close(top) }
+    var rounds = 0
+    while true {
+      let entries = try Syscall.list(top)
+      if entries.isEmpty { break }
+      rounds += 1
+      // Every round removes at least one entry or hoists one level; a tree that keeps growing
+      // under us (a live writer) is given up on rather than chased forever.
+      guard rounds <= 1_000_000 else { throw SystemCallError(call: "unlinkat", errno: ENOTEMPTY) }
+      for entry in entries {
+        try removeTree(top, entry.exactName, top: top, depth: 1)
+      }
     }
     try Syscall.removeDirectory(directory, name)
+  }
+
+  /// Removes `name` in `parent`, a directory below `top`; see ``removeEntry(_:_:)``.
+  private func removeTree(_ parent: Int32, _ name: EntryName, top: Int32, depth: Int) throws {
+    do {
+      try Syscall.unlink(parent, name)
+      return
+    } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+      // A directory.
+    } catch let error as SystemCallError where error.isNotFound {
+      return
+    }
+    if depth >= Self.removalDepth {
+      while true {
+        let hoisted = "hoisted-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        do {
+          try Syscall.renameNoReplace(parent, name, top, hoisted)
+          return
+        } catch let error as SystemCallError where error.errno == EEXIST {
+          continue
+        }
+      }
+    }
+    let child = try Syscall.open(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    defer { Syscall.close(child) }
+    for entry in try Syscall.list(child) {
+      try removeTree(child, entry.exactName, top: top, depth: depth + 1)
+    }
+    try Syscall.removeDirectory(parent, name)
   }
 }

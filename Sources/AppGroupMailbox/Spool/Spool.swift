@@ -34,8 +34,10 @@ final class Spool: Sendable {
   let lastSweep = Mutex<Int64>(Int64.min)
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
   let newestImplicitSeen = Mutex<Int64>(0)
-  /// Pending names seen with more than one link, and when first seen (microseconds).
-  let linkedSeen = Mutex<[String: Int64]>([:])
+  /// Pending files the last eviction found valid, by name (see ``makeRoom``).
+  let verifiedPending = Mutex<[String: PendingStamp]>([:])
+  /// The clock reading of the last sweep of `tmp/`.
+  let lastTemporarySweep = Mutex<Int64>(Int64.min)
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(
@@ -74,19 +76,21 @@ final class Spool: Sendable {
   }
 
   /// Counters rebuilt from the names in `pending/` and `claimed/`, never below what `stored`
-  /// says for the sequence and the newest time. Call with the lock held.
+  /// says for the sequence and the newest time. Entries readdir reports as something other than
+  /// a regular file (symlinks, directories, FIFOs...) are not messages and are not counted.
+  /// Call with the lock held.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
     var depth = 0
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
-    for entry in try Syscall.list(directories.pending) {
+    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
       guard let name = PendingName(parsing: entry.name) else { continue }
       depth += 1
       sequence = max(sequence, name.key.sequence)
       if stored == nil { newest = max(newest, name.key.micros) }
     }
-    for entry in try Syscall.list(directories.claimed) {
+    for entry in try Syscall.list(directories.claimed) where !entry.isKnownNotRegular {
       guard let name = ClaimedName(parsing: entry.name) else { continue }
       depth += 1
       sequence = max(sequence, name.message.key.sequence)

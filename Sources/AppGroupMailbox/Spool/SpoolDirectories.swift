@@ -33,11 +33,7 @@ final class SpoolDirectories: Sendable {
       return .containerUnavailable
     }
     let containerPath = container.path
-    if (try? FileManager.default.createDirectory(
-      atPath: containerPath, withIntermediateDirectories: true)) == nil
-    {
-      throw fail()
-    }
+    guard Self.createMissing(containerPath, mode: permissions.directoryMode) else { throw fail() }
     guard let containerFD = try? Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
     else { throw fail() }
     opened.append(containerFD)
@@ -74,7 +70,8 @@ final class SpoolDirectories: Sendable {
     for fd in areaFDs + [stateFD] {
       guard (try? Syscall.fstat(fd).st_dev) == device else { throw fail() }
     }
-    if permissions == .groupShared { try? Syscall.chmod(stateFD, permissions.fileMode) }
+    // Explicit mode whatever the umask; fails harmlessly (EPERM) on another user's state file.
+    try? Syscall.chmod(stateFD, permissions.fileMode)
     Syscall.close(containerFD)
     Syscall.close(root)
     self.namespace = namespaceFD
@@ -84,6 +81,21 @@ final class SpoolDirectories: Sendable {
     self.quarantine = areaFDs[3]
     self.state = stateFD
     self.path = containerPath + "/" + Self.root + "/" + name
+  }
+
+  /// Creates the directory `path` and any missing parents, each with exactly `mode` (whatever
+  /// the umask); existing directories are left as they are. Returns whether `path` exists now.
+  static func createMissing(_ path: String, mode: mode_t) -> Bool {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+      prefix += "/" + component
+      if mkdir(prefix, mode) == 0 {
+        _ = Glibc.chmod(prefix, mode)
+      } else if errno != EEXIST {
+        return false
+      }
+    }
+    return true
   }
 
   deinit {

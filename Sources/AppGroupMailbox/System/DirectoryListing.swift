@@ -3,8 +3,21 @@ import Glibc
 /// One entry of a directory listing: its name and the type readdir(3) reported (`DT_UNKNOWN` on
 /// filesystems that do not fill `d_type`; callers must still check the opened descriptor).
 struct DirectoryEntry: Sendable {
+  /// The name; for a name that is not valid UTF-8, a repaired copy (see ``exactName``).
   var name: String
   var type: UInt8
+  /// The name to hand to system calls: differs from ``name`` only for invalid UTF-8.
+  var exactName: EntryName
+
+  init(name: String, type: UInt8, exactName: EntryName? = nil) {
+    self.name = name
+    self.type = type
+    self.exactName = exactName ?? .text(name)
+  }
+
+  /// Whether readdir reported a type other than a regular file (`DT_UNKNOWN` counts as maybe
+  /// regular: the caller must look).
+  var isKnownNotRegular: Bool { type != UInt8(DT_REG) && type != UInt8(DT_UNKNOWN) }
 }
 
 extension Syscall {
@@ -28,11 +41,18 @@ extension Syscall {
         if errno != 0 { throw SystemCallError(call: "readdir", errno: errno) }
         break
       }
-      let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
-        pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+      let (name, exact) = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
+        pointer.withMemoryRebound(to: CChar.self, capacity: 256) { cName -> (String, EntryName?) in
+          if let text = String(validatingCString: cName) { return (text, nil) }
+          let length = strlen(cName)
+          return (
+            String(cString: cName),
+            .bytes(Array(UnsafeBufferPointer(start: cName, count: length + 1)))
+          )
+        }
       }
       if name == "." || name == ".." { continue }
-      entries.append(DirectoryEntry(name: name, type: entry.pointee.d_type))
+      entries.append(DirectoryEntry(name: name, type: entry.pointee.d_type, exactName: exact))
     }
     return entries
   }

@@ -24,10 +24,12 @@ enum Syscall {
   }
 
   /// openat(2). `flags` always gain `O_CLOEXEC`.
-  static func open(_ directory: Int32, _ name: String, _ flags: Int32, mode: mode_t = 0) throws
-    -> Int32
-  {
-    try retrying("openat") { openat(directory, name, flags | O_CLOEXEC, mode) }
+  static func open(
+    _ directory: Int32, _ name: some SystemName, _ flags: Int32, mode: mode_t = 0
+  ) throws -> Int32 {
+    try name.withSystemName { path in
+      try retrying("openat") { openat(directory, path, flags | O_CLOEXEC, mode) }
+    }
   }
 
   /// close(2); never retried (see close(2), NOTES: retrying after EINTR may close another file).
@@ -89,37 +91,50 @@ enum Syscall {
   }
 
   /// fstatat(2) with `AT_SYMLINK_NOFOLLOW`: describes the entry itself, never a link's target.
-  static func lstat(_ directory: Int32, _ name: String) throws -> stat {
+  static func lstat(_ directory: Int32, _ name: some SystemName) throws -> stat {
     var info = stat()
-    _ = try retrying("fstatat") { fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) }
+    _ = try name.withSystemName { path in
+      try retrying("fstatat") { fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) }
+    }
     return info
   }
 
   /// renameat(2): replaces an existing destination.
-  static func rename(_ from: Int32, _ old: String, _ to: Int32, _ new: String) throws {
-    _ = try retrying("renameat") { renameat(from, old, to, new) }
+  static func rename(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
+    _ = try old.withSystemName { path in try retrying("renameat") { renameat(from, path, to, new) }
+    }
   }
 
   /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.
   /// Where the filesystem lacks the flag (EINVAL, ENOSYS) it falls back to linkat(2) then
   /// unlinkat(2), which shows two links for an instant (see LINUX-NOTES, hard links).
-  static func renameNoReplace(_ from: Int32, _ old: String, _ to: Int32, _ new: String) throws {
+  static func renameNoReplace(
+    _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String
+  ) throws {
     do {
-      _ = try retrying("renameat2") { cmailbox_rename_noreplace(from, old, to, new) }
+      _ = try old.withSystemName { path in
+        try retrying("renameat2") { cmailbox_rename_noreplace(from, path, to, new) }
+      }
     } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
-      _ = try retrying("linkat") { linkat(from, old, to, new, 0) }
+      _ = try old.withSystemName { path in
+        try retrying("linkat") { linkat(from, path, to, new, 0) }
+      }
       try unlink(from, old)
     }
   }
 
   /// unlinkat(2) of a non-directory entry.
-  static func unlink(_ directory: Int32, _ name: String) throws {
-    _ = try retrying("unlinkat") { unlinkat(directory, name, 0) }
+  static func unlink(_ directory: Int32, _ name: some SystemName) throws {
+    _ = try name.withSystemName { path in
+      try retrying("unlinkat") { unlinkat(directory, path, 0) }
+    }
   }
 
   /// unlinkat(2) with `AT_REMOVEDIR` (the directory must be empty).
-  static func removeDirectory(_ directory: Int32, _ name: String) throws {
-    _ = try retrying("unlinkat") { unlinkat(directory, name, AT_REMOVEDIR) }
+  static func removeDirectory(_ directory: Int32, _ name: some SystemName) throws {
+    _ = try name.withSystemName { path in
+      try retrying("unlinkat") { unlinkat(directory, path, AT_REMOVEDIR) }
+    }
   }
 
   /// mkdirat(2).

@@ -1,0 +1,57 @@
+import Glibc
+
+/// A name a system call can take: a `String`, or the exact bytes readdir(3) returned for an entry
+/// whose name is not valid UTF-8 (a `String` would repair those bytes and then name nothing).
+protocol SystemName {
+  /// Calls `body` with the name as a NUL-terminated C string.
+  func withSystemName<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R
+}
+
+extension String: SystemName {
+  func withSystemName<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+    try withCString(body)
+  }
+}
+
+/// The name of a directory entry exactly as the file system holds it.
+enum EntryName: SystemName, Sendable, Hashable {
+  /// A valid UTF-8 name (every name the mailbox itself creates).
+  case text(String)
+  /// Bytes that are not valid UTF-8, NUL-terminated.
+  case bytes([CChar])
+
+  func withSystemName<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+    switch self {
+    case .text(let text): try text.withCString(body)
+    case .bytes(let bytes): try bytes.withUnsafeBufferPointer { try body($0.baseAddress!) }
+    }
+  }
+}
+
+extension Syscall {
+  /// Reads a whole file from offset 0, but never more than `limit + 1` bytes, so a caller can
+  /// tell "at most `limit`" from "larger" without reading a large or growing file whole.
+  ///
+  /// `expected` (the size fstat(2) reported) sizes the first buffer; the buffer grows only while
+  /// the file keeps delivering bytes, and never past `limit + 1`. Memory used is therefore
+  /// O(min(actual size, limit)), whatever the file's size.
+  static func readCapped(_ fd: Int32, expected: Int, limit: Int) throws -> [UInt8] {
+    let cap = limit + 1
+    var buffer = [UInt8](repeating: 0, count: min(max(expected, 0), limit) + 1)
+    var total = 0
+    while total < cap {
+      if total == buffer.count {
+        buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, cap - buffer.count)))
+      }
+      let got = try buffer.withUnsafeMutableBytes { raw in
+        try retrying("pread") {
+          Glibc.pread(fd, raw.baseAddress! + total, raw.count - total, off_t(total))
+        }
+      }
+      if got == 0 { break }
+      total += got
+    }
+    buffer.removeSubrange(total...)
+    return buffer
+  }
+}

@@ -1,0 +1,87 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+
+/// Worker commands for the hardening tests (bounds, hostile input, permissions):
+///
+/// - `enqueue-burst CONTAINER NAMESPACE COUNT MAX POLICY GOFILE`: waits until GOFILE exists (a
+///   start barrier), then enqueues COUNT integers with `maxMessages` MAX and POLICY
+///   (`reject`|`discard`); prints `ok <n> full <m>`.
+/// - `claim-rss CONTAINER NAMESPACE MAXPAYLOAD`: prints `rss-before <KiB>`, claims everything
+///   (String messages) printing `message <text>` and acknowledging, then `rss-after <KiB>` (peak
+///   resident set, getrusage(2) `ru_maxrss`).
+/// - `umask-open CONTAINER NAMESPACE UMASK PERMISSIONS`: sets the umask (octal), opens the
+///   mailbox with PERMISSIONS (`private`|`group`) and enqueues one message.
+/// - `drain-report CONTAINER NAMESPACE`: claims and acknowledges everything (String messages),
+///   printing every message, diagnostic and error (the log a careless application would write).
+let hardeningCommands: [WorkerCommand] = [
+  WorkerCommand(name: "enqueue-burst") { args in
+    let limits = AppGroupMailboxLimits(maxMessages: Int(args[3])!)
+    let mailbox = try AppGroupMailbox<Int>(
+      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1], limits: limits,
+      overflowPolicy: args[4] == "discard" ? .discardOldest : .rejectNewest)
+    while access(args[5], F_OK) != 0 { usleep(500) }
+    var ok = 0
+    var full = 0
+    for value in 0..<Int(args[2])! {
+      do {
+        try mailbox.enqueue(value)
+        ok += 1
+      } catch AppGroupMailboxError.mailboxFull {
+        full += 1
+      }
+    }
+    print("ok \(ok) full \(full)")
+  },
+  WorkerCommand(name: "claim-rss") { args in
+    print("rss-before \(peakResidentKiB())")
+    let mailbox = try AppGroupMailbox<String>(
+      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
+      limits: AppGroupMailboxLimits(maxPayloadBytes: Int(args[2])!))
+    while true {
+      let claims = try mailbox.claimPending(limit: 1)
+      if claims.isEmpty { break }
+      for claim in claims {
+        print("message \(claim.message)")
+        try claim.acknowledge()
+      }
+    }
+    print("rss-after \(peakResidentKiB())")
+  },
+  WorkerCommand(name: "umask-open") { args in
+    umask(mode_t(args[2], radix: 8)!)
+    let mailbox = try AppGroupMailbox<String>(
+      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
+      permissions: args[3] == "group" ? .groupShared : .private)
+    try mailbox.enqueue("x")
+  },
+  WorkerCommand(name: "drain-report") { args in
+    let mailbox = try AppGroupMailbox<String>(
+      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
+      diagnostic: { event in
+        FileHandle.standardError.write(
+          Data("diagnostic: \(event) \(String(reflecting: event))\n".utf8))
+      })
+    do {
+      while true {
+        let claims = try mailbox.claimPending(limit: 1)
+        if claims.isEmpty { break }
+        for claim in claims {
+          print("message \(claim.message)")
+          try claim.acknowledge()
+        }
+      }
+      try mailbox.performMaintenance()
+    } catch {
+      FileHandle.standardError.write(
+        Data("error: \(error) \(String(reflecting: error)) \(error.localizedDescription)\n".utf8))
+    }
+  },
+]
+
+/// The peak resident set size of this process in KiB (getrusage(2), `ru_maxrss`).
+func peakResidentKiB() -> Int {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return usage.ru_maxrss
+}

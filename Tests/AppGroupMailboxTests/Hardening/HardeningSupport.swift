@@ -1,0 +1,167 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// A marker planted in payloads; it must never show up in a diagnostic, error or log line.
+let secretMarker = "SECRET-7f3a-DO-NOT-LOG"
+
+/// The message type a `AppGroupMailbox<String>` stores and expects.
+let stringType = String(reflecting: String.self)
+
+extension TemporaryContainer {
+  /// The path of `name` in `area` of namespace `jobs`.
+  func path(_ area: String, _ name: String) -> String {
+    self.area(area).appendingPathComponent(name).path
+  }
+
+  /// Writes `bytes` under `name` in `area` (created exclusively, mode 0600).
+  func plant(_ area: String, _ name: String, _ bytes: [UInt8]) throws {
+    let fd = open(path(area, name), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw PlantError(what: "open \(name)", errno: errno) }
+    defer { close(fd) }
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes {
+        write(fd, $0.baseAddress! + offset, bytes.count - offset)
+      }
+      guard written > 0 else { throw PlantError(what: "write \(name)", errno: errno) }
+      offset += written
+    }
+  }
+
+  /// The names in quarantine of namespace `jobs`, parsed.
+  func quarantined() -> [QuarantineName] {
+    names("quarantine").compactMap(QuarantineName.init(parsing:))
+  }
+
+  /// Quarantine reasons, sorted.
+  func quarantineReasons() -> [String] { quarantined().map(\.reason.rawValue).sorted() }
+}
+
+struct PlantError: Error, CustomStringConvertible {
+  var what: String
+  var errno: Int32
+  var description: String { "\(what) failed: errno \(errno)" }
+}
+
+/// A pending name at `micros` with insertion sequence `sequence`.
+func pendingName(micros: Int64, sequence: UInt64, id: UUID = UUID(), attempts: Int = 0) -> String {
+  PendingName(key: MessageKey(micros: micros, sequence: sequence), id: id, attempts: attempts)
+    .fileName
+}
+
+/// The bytes of a valid message file holding the JSON string `text`.
+func envelope(id: UUID, micros: Int64, text: String, type: String = stringType, format: Int = 1)
+  -> [UInt8]
+{
+  var header = Array(
+    (try! Envelope.encode(id: id, enqueuedAt: micros, messageType: type, payload: Data())))
+  if format != 1 {
+    header = Array(
+      String(decoding: header, as: UTF8.self).replacingOccurrences(
+        of: "\"format\":1", with: "\"format\":\(format)"
+      ).utf8)
+  }
+  return header + Array((try! JSONEncoder().encode(text)))
+}
+
+/// The clock microseconds of `clock`'s now.
+func micros(_ clock: FakeClock) -> Int64 { Int64(clock.now.timeIntervalSince1970 * 1_000_000) }
+
+/// Whether this process runs as root.
+var isRoot: Bool { getuid() == 0 }
+
+/// Whether the CI flag is set: set-ups that need root or a tmpfs must then fail, not skip.
+var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+/// Mounts a tmpfs of `size` (mount(8) syntax, e.g. "1m") on `directory`; nil when that is
+/// refused outside CI (the caller skips), a failed expectation in CI.
+func mountTmpfs(_ directory: String, size: String) throws -> Bool {
+  guard isRoot else {
+    #expect(!isCI, "CI must run this test as root (it mounts a tmpfs)")
+    print("skipping: mounting a tmpfs needs root")
+    return false
+  }
+  let result = try Processes.run(
+    "/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
+  guard result.status == 0 else {
+    #expect(!isCI, "mount -t tmpfs failed in CI: \(result.stderr)")
+    print("skipping: mount -t tmpfs failed: \(result.stderr)")
+    return false
+  }
+  return true
+}
+
+/// Unmounts what ``mountTmpfs(_:size:)`` mounted.
+func unmount(_ directory: String) {
+  _ = try? Processes.run("/bin/umount", ["-l", directory])
+}
+
+extension Processes {
+  /// Runs any program to completion (a hang fails the test).
+  static func run(_ path: String, _ arguments: [String], deadline: TimeInterval = 60) throws
+    -> Finished
+  {
+    try start(URL(fileURLWithPath: path), arguments).finish(deadline: deadline)
+  }
+}
+
+/// Reports any open, read, write, attribute change, move or deletion of watched paths (inotify(7)),
+/// to prove a symlink's target was never read, moved or deleted.
+final class AccessWatch {
+  private let fd: Int32
+
+  init(_ paths: [String]) throws {
+    fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    guard fd >= 0 else { throw PlantError(what: "inotify_init1", errno: errno) }
+    let mask = UInt32(
+      IN_ACCESS | IN_OPEN | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE
+        | IN_MOVE_SELF | IN_DELETE_SELF)
+    for path in paths where inotify_add_watch(fd, path, mask) < 0 {
+      throw PlantError(what: "inotify_add_watch \(path)", errno: errno)
+    }
+  }
+
+  deinit { close(fd) }
+
+  /// The number of events since the watch started (or the last call).
+  func eventCount() -> Int {
+    var count = 0
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+      let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+      if got <= 0 { return count }
+      var offset = 0
+      while offset + 16 <= got {
+        let length = buffer.withUnsafeBytes {
+          $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+        }
+        count += 1
+        offset += 16 + Int(length)
+      }
+    }
+  }
+}
+
+/// The depth counter after a fresh recount would say the same (checks the counter is exact).
+func depth<M>(_ mailbox: AppGroupMailbox<M>) throws -> Int {
+  try mailbox.spool.withStateLock { $0.depth }
+}
+
+/// The depth the names on disk give (what a fresh process counts).
+func recountedDepth<M>(_ mailbox: AppGroupMailbox<M>) throws -> Int {
+  try mailbox.spool.withStateLock { try mailbox.spool.recount(stored: $0).depth }
+}
+
+/// Runs `body` on its own thread; returns false when it did not finish within `deadline`
+/// seconds (a hang or a deadlock; the thread is then left behind and the test fails).
+func finishes(within deadline: TimeInterval, _ body: @escaping @Sendable () -> Void) -> Bool {
+  let done = DispatchSemaphore(value: 0)
+  Thread {
+    body()
+    done.signal()
+  }.start()
+  return done.wait(timeout: .now() + deadline) == .success
+}

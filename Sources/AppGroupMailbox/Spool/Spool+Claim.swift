@@ -21,6 +21,7 @@ extension Spool {
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
+    try promoteDue(diagnostics: &diagnostics)
     var results: [T] = []
     let wanted = limit ?? Int.max
     let linkedBefore = linkedSeen.withLock { $0 }
@@ -55,7 +56,13 @@ extension Spool {
       }
       switch try read(claimed, type: entry.type) {
       case .success(let raw):
-        if let value = decode(raw) {
+        if clock - raw.header.enqueuedAt >= limits.messageLifetime.microseconds {
+          // Only a delayed enqueue's name carries a time later than its enqueuedAt.
+          if (try? Syscall.unlink(directories.claimed, claimed.fileName)) != nil {
+            try mapIO("claim") { try decrementDepth() }
+            diagnostics.append(.expiredMessageRemoved)
+          }
+        } else if let value = decode(raw) {
           results.append(value)
         } else {
           try quarantine(

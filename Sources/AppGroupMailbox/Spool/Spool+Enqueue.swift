@@ -6,8 +6,13 @@ import Synchronization
 enum EnqueueOutcome: Equatable, Sendable {
   /// The message was published under this name.
   case published(PendingName)
-  /// A message with the same id was already pending, claimed or quarantined; nothing written.
+  /// The message was published in `delayed/` under this (future pending) name.
+  case delayed(PendingName)
+  /// A message with the same id was already pending, delayed, claimed or quarantined; nothing
+  /// written.
   case duplicate
+  /// Its not-before time lies past its lifetime: it expired at once; nothing written.
+  case expired
 }
 
 extension Spool {
@@ -18,13 +23,22 @@ extension Spool {
   /// sequence), and `pending/` is flushed before returning. `explicitMicros` nil means "now",
   /// clamped to the newest implicit time already recorded so insertion order survives a clock
   /// step back.
+  ///
+  /// With `notBeforeMicros` later than now the message goes to `delayed/` instead, keyed to join
+  /// the line at that time; one that would outlive `messageLifetime` before it is due expires at
+  /// once (nothing written, ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    notBeforeMicros: Int64? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
       ?? max(now, newestImplicitSeen.withLock { $0 })
+    let due = notBeforeMicros.flatMap { $0 > now ? min($0, MessageKey.maxMicros) : nil }
+    if let due, due - micros >= limits.messageLifetime.microseconds {
+      diagnostics.append(.expiredMessageRemoved)
+      return .expired
+    }
     var file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
     let fd = try mapIO("enqueue") {
@@ -59,22 +73,33 @@ extension Spool {
           throw AppGroupMailboxError.ordinalExhausted
         }
         let name = PendingName(
-          key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-        try Syscall.renameNoReplace(
-          directories.tmp, temporary, directories.pending, name.fileName)
+          key: MessageKey(micros: due ?? micros, sequence: counters.sequence + 1), id: id,
+          attempts: 0)
+        if let due {
+          try Syscall.renameNoReplace(
+            directories.tmp, temporary, directories.delayed,
+            DelayedName(dueMicros: due, message: name).fileName)
+        } else {
+          try Syscall.renameNoReplace(
+            directories.tmp, temporary, directories.pending, name.fileName)
+        }
         published = true
         counters.sequence += 1
         counters.depth += 1
         if explicitMicros == nil {
           counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
         }
-        return (.published(name), discarded)
+        return (due == nil ? .published(name) : .delayed(name), discarded)
       }
     }
     if discarded { diagnostics.append(.oldestMessageDiscarded) }
-    if case .published = outcome {
+    switch outcome {
+    case .published, .delayed:
       if explicitMicros == nil { newestImplicitSeen.withLock { $0 = max($0, micros) } }
-      try mapIO("enqueue") { try flushDirectory(directories.pending) }
+      try mapIO("enqueue") {
+        try flushDirectory(due == nil ? directories.pending : directories.delayed)
+      }
+    case .duplicate, .expired: break
     }
     return outcome
   }
@@ -95,7 +120,7 @@ extension Spool {
     return file
   }
 
-  /// Whether a message with `id` is pending, claimed or quarantined, from names alone.
+  /// Whether a message with `id` is pending, delayed, claimed or quarantined, from names alone.
   /// - Complexity: O(n) in the entries of those three areas.
   func containsMessage(id: UUID) throws -> Bool {
     for entry in try Syscall.list(directories.pending) {
@@ -103,6 +128,9 @@ extension Spool {
     }
     for entry in try Syscall.list(directories.claimed) {
       if ClaimedName(parsing: entry.name)?.message.id == id { return true }
+    }
+    for entry in try Syscall.list(directories.delayed) {
+      if DelayedName(parsing: entry.name)?.message.id == id { return true }
     }
     for entry in try Syscall.list(directories.quarantine) {
       if QuarantineName(parsing: entry.name)?.id == id { return true }

@@ -18,7 +18,10 @@ extension Spool {
       last = clock
       return true
     }
-    if due { try recoverClaims(diagnostics: &diagnostics) }
+    if due {
+      try recoverClaims(diagnostics: &diagnostics)
+      try promoteDue(diagnostics: &diagnostics)
+    }
   }
 
   /// Restores every claim whose lease ran out to `pending/` under its original name (so at its
@@ -64,6 +67,7 @@ extension Spool {
   func maintain(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     lastSweep.withLock { $0 = now }
     try recoverClaims(diagnostics: &diagnostics)
+    try promoteDue(diagnostics: &diagnostics)
     try mapIO("maintenance") {
       let clock = now
       var expired = 0

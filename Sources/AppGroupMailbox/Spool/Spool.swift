@@ -73,7 +73,7 @@ final class Spool: Sendable {
     }
   }
 
-  /// Counters rebuilt from the names in `pending/` and `claimed/`, never below what `stored`
+  /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what `stored`
   /// says for the sequence and the newest time. Call with the lock held.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
@@ -91,6 +91,11 @@ final class Spool: Sendable {
       depth += 1
       sequence = max(sequence, name.message.key.sequence)
       if stored == nil { newest = max(newest, name.message.key.micros) }
+    }
+    for entry in try Syscall.list(directories.delayed) {
+      guard let name = DelayedName(parsing: entry.name) else { continue }
+      depth += 1
+      sequence = max(sequence, name.message.key.sequence)
     }
     return SpoolCounters(sequence: sequence, depth: depth, newestImplicitMicros: newest)
   }

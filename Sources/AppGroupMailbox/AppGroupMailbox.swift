@@ -20,6 +20,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   public typealias OverflowPolicy = AppGroupMailboxOverflowPolicy
   /// Content-free events; see ``AppGroupMailboxDiagnostic``.
   public typealias Diagnostic = AppGroupMailboxDiagnostic
+  /// Retry delays; see ``AppGroupMailboxRetryPolicy``.
+  public typealias RetryPolicy = AppGroupMailboxRetryPolicy
   /// Errors; see ``AppGroupMailboxError``.
   public typealias MailboxError = AppGroupMailboxError
   /// Flush policy; see ``AppGroupMailboxDurability``.
@@ -158,9 +160,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
       message, id: id, explicitMicros: enqueuedAt.timeIntervalSince1970.microseconds, unique: true)
   }
 
-  private func enqueue(_ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool)
-    throws -> UUID
-  {
+  func enqueue(
+    _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool,
+    notBeforeMicros: Int64? = nil
+  ) throws -> UUID {
     let payload: Data
     do {
       payload = try encoder.encode(message)
@@ -172,7 +175,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let outcome = try spool.enqueue(
       payload: payload, id: id, messageType: messageType, explicitMicros: explicitMicros,
-      unique: unique, diagnostics: &diagnostics)
+      unique: unique, notBeforeMicros: notBeforeMicros, diagnostics: &diagnostics)
     if case .published = outcome { spool.configuration.onPending?() }
     return id
   }

@@ -25,8 +25,7 @@ extension AppGroupMailbox {
     init(raw: RawClaim, message: Message, mailbox: AppGroupMailbox) {
       self.id = raw.name.message.id
       self.message = message
-      self.enqueuedAt = Date(
-        timeIntervalSince1970: Double(raw.name.message.key.micros) / 1_000_000)
+      self.enqueuedAt = Date(timeIntervalSince1970: Double(raw.header.enqueuedAt) / 1_000_000)
       self.deliveryCount = raw.name.message.attempts
       self.mailbox = mailbox
       self.name = Mutex(raw.name)
@@ -43,6 +42,15 @@ extension AppGroupMailbox {
     /// - Throws: as ``acknowledge()``.
     public func release() throws {
       try finish { spool, name in try spool.release(name) }
+    }
+
+    /// Returns the message to the mailbox, not claimable for `retryAfter` seconds (it waits in
+    /// `delayed/`, still counting toward ``Limits/maxMessages``); when due it goes back to its
+    /// original position. A `retryAfter` of 0 or less is a plain ``release()``. Use
+    /// ``RetryPolicy`` to choose a delay that grows with ``deliveryCount``. A Linux addition.
+    /// - Throws: as ``acknowledge()``.
+    public func release(retryAfter: TimeInterval) throws {
+      try finish { spool, name in try spool.release(name, delay: retryAfter) }
     }
 
     /// Starts a fresh lease of ``Limits/claimTimeout`` seconds from now.

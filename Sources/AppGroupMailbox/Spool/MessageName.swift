@@ -207,3 +207,28 @@ struct QuarantineName: Hashable, Sendable {
     self.nonce = nonce
   }
 }
+
+/// The name of a message that is not due yet, in `delayed/`: `<due micros:16>-<pending name>`.
+/// The pending name is the one it takes when due: a message released with a delay keeps its
+/// original key (so it returns to its original place); a delayed enqueue's key is its due time
+/// (so it joins the line then). Sorting names as text sorts by due time.
+struct DelayedName: Hashable, Sendable {
+  var dueMicros: Int64
+  var message: PendingName
+
+  var fileName: String { PendingName.pad(UInt64(max(0, dueMicros)), 16) + "-" + message.fileName }
+
+  init(dueMicros: Int64, message: PendingName) {
+    self.dueMicros = max(0, min(dueMicros, MessageKey.maxMicros))
+    self.message = message
+  }
+
+  init?(parsing name: String) {
+    let bytes = name.utf8
+    guard bytes.count > 17, let due = PendingName.digits(ArraySlice(bytes.prefix(16))),
+      bytes.dropFirst(16).first == UInt8(ascii: "-"),
+      let message = PendingName(parsing: String(name.dropFirst(17)))
+    else { return nil }
+    self.init(dueMicros: Int64(due), message: message)
+  }
+}

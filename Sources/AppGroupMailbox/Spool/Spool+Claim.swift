@@ -36,6 +36,7 @@ extension Spool {
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
+    try promoteDue(diagnostics: &diagnostics)
     var results: [T] = []
     let wanted = limit ?? Int.max
     var removed = 0
@@ -68,7 +69,13 @@ extension Spool {
         }
         switch outcome {
         case .success(let raw):
-          if let value = decode(raw) {
+          if now - raw.header.enqueuedAt >= limits.messageLifetime.microseconds {
+            // Only a delayed enqueue's name carries a time later than its enqueuedAt.
+            if (try? Syscall.unlink(directories.claimed, claimed.fileName)) != nil {
+              removed += 1
+              diagnostics.append(.expiredMessageRemoved)
+            }
+          } else if let value = decode(raw) {
             results.append(value)
           } else if quarantine(
             from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,

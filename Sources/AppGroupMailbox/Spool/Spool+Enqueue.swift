@@ -6,8 +6,13 @@ import Synchronization
 enum EnqueueOutcome: Equatable, Sendable {
   /// The message was published under this name.
   case published(PendingName)
-  /// A message with the same id was already pending, claimed or quarantined; nothing written.
+  /// The message was published in `delayed/` under this (future pending) name.
+  case delayed(PendingName)
+  /// A message with the same id was already pending, delayed, claimed or quarantined; nothing
+  /// written.
   case duplicate
+  /// Its not-before time lies past its lifetime: it expired at once; nothing written.
+  case expired
 }
 
 extension Spool {
@@ -24,13 +29,22 @@ extension Spool {
   /// operation, the system call and the errno. When only the final flush of `pending/` fails, the
   /// message is withdrawn again (unless a consumer already claimed it), so an error means "not
   /// enqueued" in every case but that race.
+  ///
+  /// With `notBeforeMicros` later than now the message goes to `delayed/` instead, keyed to join
+  /// the line at that time; one that would outlive `messageLifetime` before it is due expires at
+  /// once (nothing written, ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    notBeforeMicros: Int64? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
       ?? max(now, newestImplicitSeen.withLock { $0 })
+    let due = notBeforeMicros.flatMap { $0 > now ? min($0, MessageKey.maxMicros) : nil }
+    if let due, due - micros >= limits.messageLifetime.microseconds {
+      diagnostics.append(.expiredMessageRemoved)
+      return .expired
+    }
     var file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
     let fd = try mapIO("enqueue") {
@@ -46,6 +60,7 @@ extension Spool {
     }
     let discarded: Bool
     let outcome: EnqueueOutcome
+    let area = due == nil ? directories.pending : directories.delayed
     do {
       (outcome, discarded) = try mapIO("enqueue") {
         // Explicit mode whatever the umask (open(2) applies it to the mode given).
@@ -66,33 +81,35 @@ extension Spool {
             throw AppGroupMailboxError.ordinalExhausted
           }
           let name = PendingName(
-            key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-          try Syscall.renameNoReplace(
-            directories.tmp, temporary, directories.pending, name.fileName)
+            key: MessageKey(micros: due ?? micros, sequence: counters.sequence + 1), id: id,
+            attempts: 0)
+          let target =
+            due.map { DelayedName(dueMicros: $0, message: name).fileName } ?? name.fileName
+          try Syscall.renameNoReplace(directories.tmp, temporary, area, target)
           published = true
-          publishedName = name.fileName
+          publishedName = target
           counters.sequence += 1
           counters.depth += 1
           if explicitMicros == nil {
             counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
           }
-          return (.published(name), discarded)
+          return (due == nil ? .published(name) : .delayed(name), discarded)
         }
       }
     } catch {
       // Published but the counters could not be written (EIO on the state file): withdraw it, so
       // the error means "not enqueued" and the depth counter stays true.
-      if let publishedName { try? Syscall.unlink(directories.pending, publishedName) }
+      if let publishedName { try? Syscall.unlink(area, publishedName) }
       throw error
     }
     if discarded { diagnostics.append(.oldestMessageDiscarded) }
-    if case .published(let name) = outcome {
+    if let publishedName {
       if explicitMicros == nil { newestImplicitSeen.withLock { $0 = max($0, micros) } }
       do {
-        try flushDirectory(directories.pending)
+        try flushDirectory(area)
       } catch let error as SystemCallError {
         // Not durable: withdraw it, unless a consumer was faster.
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
+        if (try? Syscall.unlink(area, publishedName)) != nil {
           try? decrementDepth()
         }
         throw error.mailboxError("enqueue")
@@ -117,7 +134,7 @@ extension Spool {
     return file
   }
 
-  /// Whether a message with `id` is pending, claimed or quarantined, from names alone.
+  /// Whether a message with `id` is pending, delayed, claimed or quarantined, from names alone.
   /// - Complexity: O(n) in the entries of those three areas.
   func containsMessage(id: UUID) throws -> Bool {
     for entry in try Syscall.list(directories.pending) {
@@ -125,6 +142,9 @@ extension Spool {
     }
     for entry in try Syscall.list(directories.claimed) {
       if ClaimedName(parsing: entry.name)?.message.id == id { return true }
+    }
+    for entry in try Syscall.list(directories.delayed) {
+      if DelayedName(parsing: entry.name)?.message.id == id { return true }
     }
     for entry in try Syscall.list(directories.quarantine) {
       if QuarantineName(parsing: entry.name)?.id == id { return true }

@@ -18,7 +18,10 @@ extension Spool {
       last = clock
       return true
     }
-    if due { try recoverClaims(diagnostics: &diagnostics) }
+    if due {
+      try recoverClaims(diagnostics: &diagnostics)
+      try promoteDue(diagnostics: &diagnostics)
+    }
     let temporaryDue = lastTemporarySweep.withLock { last -> Bool in
       guard last == Int64.min || clock - last >= Self.temporarySweepInterval || clock < last
       else { return false }
@@ -94,6 +97,7 @@ extension Spool {
   func maintain(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     lastSweep.withLock { $0 = now }
     try recoverClaims(diagnostics: &diagnostics)
+    try promoteDue(diagnostics: &diagnostics)
     try mapIO("maintenance") {
       let clock = now
       var expired = 0

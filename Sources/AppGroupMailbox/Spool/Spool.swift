@@ -75,10 +75,10 @@ final class Spool: Sendable {
     }
   }
 
-  /// Counters rebuilt from the names in `pending/` and `claimed/`, never below what `stored`
-  /// says for the sequence and the newest time. Entries readdir reports as something other than
-  /// a regular file (symlinks, directories, FIFOs...) are not messages and are not counted.
-  /// Call with the lock held.
+  /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what
+  /// `stored` says for the sequence and the newest time. Entries readdir reports as something
+  /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
+  /// counted. Call with the lock held.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
     var depth = 0
@@ -95,6 +95,11 @@ final class Spool: Sendable {
       depth += 1
       sequence = max(sequence, name.message.key.sequence)
       if stored == nil { newest = max(newest, name.message.key.micros) }
+    }
+    for entry in try Syscall.list(directories.delayed) {
+      guard let name = DelayedName(parsing: entry.name) else { continue }
+      depth += 1
+      sequence = max(sequence, name.message.key.sequence)
     }
     return SpoolCounters(sequence: sequence, depth: depth, newestImplicitMicros: newest)
   }

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// The open directories of one namespace: `<container>/AppGroupMailbox/<namespace>/` with its
-/// areas `tmp/`, `pending/`, `claimed/` and `quarantine/`, and its `state` file. See
+/// areas `tmp/`, `pending/`, `claimed/`, `quarantine/` and `delayed/`, and its `state` file. See
 /// docs/FORMAT.md.
 ///
 /// Every directory below the container is opened with `O_NOFOLLOW | O_DIRECTORY`, so a symlink
@@ -10,13 +10,15 @@ import Glibc
 /// filesystem (renames cannot cross filesystems: rename(2), EXDEV).
 final class SpoolDirectories: Sendable {
   static let root = "AppGroupMailbox"
-  static let areas = ["tmp", "pending", "claimed", "quarantine"]
+  static let areas = ["tmp", "pending", "claimed", "quarantine", "delayed"]
 
   let namespace: Int32
   let tmp: Int32
   let pending: Int32
   let claimed: Int32
   let quarantine: Int32
+  /// Messages not due yet (a not-before time in the future); never claimable from here.
+  let delayed: Int32
   /// The `state` file: the lock every producer takes, and the counters it guards.
   let state: Int32
   let path: String
@@ -79,6 +81,7 @@ final class SpoolDirectories: Sendable {
     self.pending = areaFDs[1]
     self.claimed = areaFDs[2]
     self.quarantine = areaFDs[3]
+    self.delayed = areaFDs[4]
     self.state = stateFD
     self.path = containerPath + "/" + Self.root + "/" + name
   }
@@ -99,6 +102,6 @@ final class SpoolDirectories: Sendable {
   }
 
   deinit {
-    for fd in [namespace, tmp, pending, claimed, quarantine, state] { Syscall.close(fd) }
+    for fd in [namespace, tmp, pending, claimed, quarantine, delayed, state] { Syscall.close(fd) }
   }
 }

@@ -1,0 +1,50 @@
+public import Foundation
+
+extension AppGroupMailbox {
+  /// Adds a message that cannot be claimed before `notBefore` (a Linux addition).
+  ///
+  /// Until then it waits in the namespace's `delayed/` area: it is not pending (a consumer or a
+  /// systemd `DirectoryNotEmpty=` unit on `pending/` sees nothing), but it counts toward
+  /// ``Limits/maxMessages``. When due, any operation of any process (an enqueue, a claim,
+  /// maintenance) moves it into line at its due time. ``Limits/messageLifetime`` still counts from
+  /// its `enqueuedAt` (now): if `notBefore` lies past its lifetime it expires at once (nothing is
+  /// written; ``Diagnostic/expiredMessageRemoved``). A `notBefore` not in the future is a plain
+  /// enqueue.
+  /// - Returns: The new message id.
+  /// - Throws: as ``enqueue(_:)``.
+  @discardableResult
+  public func enqueue(_ message: Message, notBefore: Date) throws -> UUID {
+    try enqueue(
+      message, id: UUID(), explicitMicros: nil, unique: false,
+      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds)
+  }
+
+  /// Adds a message that cannot be claimed for `delay` seconds; see ``enqueue(_:notBefore:)``.
+  /// - Throws: as ``enqueue(_:)``.
+  @discardableResult
+  public func enqueue(_ message: Message, delay: TimeInterval) throws -> UUID {
+    try enqueue(
+      message, id: UUID(), explicitMicros: nil, unique: false,
+      notBeforeMicros: spool.now &+ delay.microseconds)
+  }
+
+  /// Adds a message with a caller-chosen id that cannot be claimed before `notBefore`; writes
+  /// nothing while that id is pending, delayed, claimed or quarantined. See
+  /// ``enqueue(_:notBefore:)`` and ``enqueue(_:id:)``.
+  /// - Throws: as ``enqueue(_:)``.
+  /// - Complexity: O(n) in the entries of the namespace (the duplicate check reads names).
+  @discardableResult
+  public func enqueue(_ message: Message, id: UUID, notBefore: Date) throws -> UUID {
+    try enqueue(
+      message, id: id, explicitMicros: nil, unique: true,
+      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds)
+  }
+
+  /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with
+  /// nothing pending can sleep until then.
+  /// - Throws: ``MailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
+  public func nextDueDate() throws -> Date? {
+    try spool.nextDueMicros().map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+  }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Glibc
+import Synchronization
+
+extension Spool {
+  /// Moves every message of `delayed/` whose due time has come into `pending/` under its pending
+  /// name (deleting instead those that outlived `messageLifetime`), so any operation of any
+  /// process makes due messages claimable. Returns how many became pending.
+  /// - Complexity: O(n) in the delayed entries (one listing).
+  @discardableResult
+  func promoteDue(diagnostics: inout [AppGroupMailboxDiagnostic]) throws -> Int {
+    let clock = now
+    var promoted = 0
+    var expired = 0
+    try mapIO("promote") {
+      for entry in try Syscall.list(directories.delayed) {
+        guard let name = DelayedName(parsing: entry.name), name.dueMicros <= clock else {
+          continue
+        }
+        do {
+          if clock - name.message.key.micros >= limits.messageLifetime.microseconds {
+            try Syscall.unlink(directories.delayed, entry.name)
+            expired += 1
+            diagnostics.append(.expiredMessageRemoved)
+          } else {
+            try Syscall.renameNoReplace(
+              directories.delayed, entry.name, directories.pending, name.message.fileName)
+            promoted += 1
+          }
+        } catch let error as SystemCallError where error.isNotFound {
+          continue
+        }
+      }
+      try decrementDepth(expired)
+      if promoted > 0 { try flushDirectory(directories.pending) }
+    }
+    if promoted > 0 { configuration.onPending?() }
+    return promoted
+  }
+
+  /// The earliest due time in `delayed/` (microseconds), or nil when nothing waits.
+  /// - Complexity: O(n) in the delayed entries.
+  func nextDueMicros() throws -> Int64? {
+    try mapIO("next due") {
+      try Syscall.list(directories.delayed).compactMap { DelayedName(parsing: $0.name)?.dueMicros }
+        .min()
+    }
+  }
+
+  /// Puts a claimed message into `delayed/`, due `delay` seconds from now, keeping its original
+  /// key (so when due it returns to its original place) and its delivery count.
+  /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone.
+  func release(_ claimed: ClaimedName, delay: TimeInterval) throws {
+    guard delay > 0 else { return try release(claimed) }
+    let target = DelayedName(dueMicros: now + delay.microseconds, message: claimed.message)
+    do {
+      try Syscall.renameNoReplace(
+        directories.claimed, claimed.fileName, directories.delayed, target.fileName)
+    } catch let error as SystemCallError where error.isNotFound {
+      throw AppGroupMailboxError.claimNoLongerExists
+    } catch let error as SystemCallError {
+      throw error.mailboxError("release")
+    }
+    try mapIO("release") { try flushDirectory(directories.delayed) }
+  }
+}

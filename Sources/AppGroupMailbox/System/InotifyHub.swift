@@ -1,0 +1,180 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The one inotify instance this process shares among all its watchers.
+///
+/// ``acquire()`` opens the instance for the first watcher and ``release(_:)`` closes it when the
+/// last one leaves, so a process holds at most one inotify descriptor (`fs.inotify.
+/// max_user_instances` is small: 128 per user by default) however many mailboxes it watches.
+/// Thread safety: every member may be called from any thread.
+enum InotifyHub {
+  private struct State {
+    var instance: InotifyInstance?
+    var users = 0
+  }
+
+  private static let state = Mutex(State())
+
+  /// Joins the shared instance, creating it when this is the first user.
+  /// - Throws: ``SystemCallError`` from inotify_init1(2) (`EMFILE` at the instance limit).
+  static func acquire() throws -> InotifyInstance {
+    try state.withLock { state in
+      if let instance = state.instance {
+        state.users += 1
+        return instance
+      }
+      let instance = try InotifyInstance(fd: Syscall.inotifyInit())
+      state.instance = instance
+      state.users = 1
+      return instance
+    }
+  }
+
+  /// Leaves the shared instance; the last user closes it (and waits until its descriptor is
+  /// closed, unless called from the instance's own queue).
+  static func release(_ instance: InotifyInstance) {
+    let last = state.withLock { state -> Bool in
+      guard state.instance === instance else { return false }
+      state.users -= 1
+      guard state.users == 0 else { return false }
+      state.instance = nil
+      return true
+    }
+    if last { instance.shutdown() }
+  }
+
+  /// Whether an instance is open now, and how many watchers use it (for tests).
+  static var users: Int { state.withLock { $0.users } }
+}
+
+/// A subscription to one watch of an ``InotifyInstance``.
+struct InotifyWatch: Hashable, Sendable {
+  var watch: Int32
+  var id: Int
+}
+
+/// An open inotify descriptor read by a Dispatch read source on a private serial queue (never by
+/// a blocking read in a Swift concurrency task). Events are parsed and handed, in batches per
+/// read, to the subscribers of each watch; `IN_Q_OVERFLOW` goes to every subscriber.
+final class InotifyInstance: Sendable {
+  typealias Handler = @Sendable ([InotifyEvent]) -> Void
+
+  private struct Subscriber {
+    var id: Int
+    var mask: UInt32
+    var handler: Handler
+  }
+
+  private struct Table {
+    var watches: [Int32: [Subscriber]] = [:]
+    var nextID = 1
+    var closed = false
+  }
+
+  let fd: Int32
+  private let queue: DispatchQueue
+  private let queueKey = DispatchSpecificKey<Bool>()
+  private nonisolated(unsafe) let source: any DispatchSourceRead
+  private let cancelled = DispatchSemaphore(value: 0)
+  private let table = Mutex(Table())
+
+  /// Read buffer size: many events per read(2), and far above the minimum of
+  /// `sizeof(struct inotify_event) + NAME_MAX + 1` (smaller reads fail with `EINVAL`).
+  static let bufferSize = 64 * 1024
+
+  init(fd: Int32) {
+    self.fd = fd
+    queue = DispatchQueue(label: "AppGroupMailbox.inotify")
+    queue.setSpecific(key: queueKey, value: true)
+    source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+    let semaphore = cancelled
+    source.setCancelHandler {
+      Syscall.close(fd)
+      semaphore.signal()
+    }
+    source.setEventHandler { [weak self] in self?.readAvailable() }
+    source.resume()
+  }
+
+  /// Adds (or joins) a watch on `path` for `mask` and subscribes `handler` to it. Subscribers of
+  /// one inode share its watch, whose mask is the union of theirs; each filters for itself.
+  /// - Throws: ``SystemCallError`` from inotify_add_watch(2) (`ENOSPC` at the watch limit).
+  func add(path: String, mask: UInt32, handler: @escaping Handler) throws -> InotifyWatch {
+    try table.withLock { table in
+      // IN_MASK_ADD: another subscriber may already watch this inode, and inotify_add_watch
+      // would otherwise replace its mask (inotify(7)).
+      let watch = try Syscall.inotifyAddWatch(fd, path, mask | UInt32(bitPattern: IN_MASK_ADD))
+      let id = table.nextID
+      table.nextID += 1
+      table.watches[watch, default: []].append(
+        Subscriber(id: id, mask: mask, handler: handler))
+      return InotifyWatch(watch: watch, id: id)
+    }
+  }
+
+  /// Unsubscribes; the last subscriber of a watch removes it from the kernel.
+  func remove(_ subscription: InotifyWatch) {
+    table.withLock { table in
+      guard var subscribers = table.watches[subscription.watch] else { return }
+      subscribers.removeAll { $0.id == subscription.id }
+      if subscribers.isEmpty {
+        table.watches[subscription.watch] = nil
+        Syscall.inotifyRemoveWatch(fd, subscription.watch)
+      } else {
+        table.watches[subscription.watch] = subscribers
+      }
+    }
+  }
+
+  /// Cancels the read source; its cancel handler closes the descriptor. Waits for that unless
+  /// called on the instance's own queue (where waiting would deadlock).
+  func shutdown() {
+    table.withLock { $0.closed = true }
+    source.cancel()
+    if DispatchQueue.getSpecific(key: queueKey) != true { cancelled.wait() }
+  }
+
+  /// Reads until `EAGAIN` (retrying `EINTR`), then hands each subscriber its events.
+  private func readAvailable() {
+    var events: [InotifyEvent] = []
+    let buffer = UnsafeMutableRawBufferPointer.allocate(
+      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+    defer { buffer.deallocate() }
+    while true {
+      let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+      if count > 0 {
+        events += InotifyEventParser.parse(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        continue
+      }
+      if count < 0 && errno == EINTR { continue }
+      break  // EAGAIN: drained (or EBADF after shutdown: nothing more to read)
+    }
+    guard !events.isEmpty else { return }
+    var deliveries: [(Handler, [InotifyEvent])] = []
+    table.withLock { table in
+      guard !table.closed else { return }
+      var batches: [Int: (Handler, [InotifyEvent])] = [:]
+      var order: [Int] = []
+      func deliver(_ subscriber: Subscriber, _ event: InotifyEvent) {
+        if batches[subscriber.id] == nil {
+          batches[subscriber.id] = (subscriber.handler, [])
+          order.append(subscriber.id)
+        }
+        batches[subscriber.id]!.1.append(event)
+      }
+      for event in events {
+        if event.watch == -1 {
+          for subscribers in table.watches.values {
+            for subscriber in subscribers { deliver(subscriber, event) }
+          }
+          continue
+        }
+        for subscriber in table.watches[event.watch] ?? [] { deliver(subscriber, event) }
+        if event.has(IN_IGNORED) { table.watches[event.watch] = nil }
+      }
+      deliveries = order.compactMap { batches[$0] }
+    }
+    for (handler, batch) in deliveries { handler(batch) }
+  }
+}

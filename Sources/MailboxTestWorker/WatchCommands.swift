@@ -22,8 +22,9 @@ import Synchronization
 //   `threads A B` (before and after).
 // `fault-wait CONTAINER NAMESPACE LOG CALL ERRNO`: (debug builds) makes every CALL fail with
 //   ERRNO, then waits like `wait-loop` with a 50 ms polling interval.
-// `wake-latency CONTAINER COUNT`: runs `latency-consumer` in a child process and prints wake-up
-//   latency percentiles for COUNT enqueues (run a release build).
+// `wake-latency CONTAINER COUNT [rename]`: runs `latency-consumer` in a child process and prints
+//   wake-up latency percentiles for COUNT enqueues, or with `rename` for COUNT files renamed into
+//   `pending/` (timing only the rename, as a C inotify loop does). Run a release build.
 
 /// Appends lines to a log file, flushing each.
 final class LineLog: Sendable {
@@ -229,7 +230,7 @@ let watchCommands: [WorkerCommand] = [
       guard try watcher.wait(timeout: nil) else { continue }
       let woke = nowMicros()
       for claim in try mailbox.claimPending() {
-        emitLine(String(woke - Int64(claim.message)))
+        emitLine(String(woke))
         remaining -= 1
         try claim.acknowledge()
       }
@@ -237,6 +238,7 @@ let watchCommands: [WorkerCommand] = [
   },
   WorkerCommand(name: "wake-latency") { args in
     let count = Int(args[1])!
+    let byRename = args.count > 2 && args[2] == "rename"
     let mailbox = try openIntMailbox(args[0], "latency", log: nil, durability: .relaxed)
     let child = Process()
     child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -259,19 +261,45 @@ let watchCommands: [WorkerCommand] = [
       }
     }
     guard readLine() == "ready" else { throw AppGroupMailboxError.containerUnavailable }
+    let namespace = args[0] + "/AppGroupMailbox/latency"
     var samples: [Int64] = []
-    for _ in 0..<count {
-      try mailbox.enqueue(Int(nowMicros()))
-      guard let line = readLine(), let micros = Int64(line) else { break }
-      samples.append(micros)
+    var enqueueCosts: [Int64] = []
+    for index in 0..<count {
+      let start: Int64
+      if byRename {
+        // Publish as another program would: write the file in tmp/, then time only the rename.
+        let id = UUID().uuidString.lowercased()
+        let micros = nowMicros()
+        let header =
+          "{\"enqueuedAt\":\(micros),\"format\":1,\"id\":\"\(id)\",\"messageType\":\"\"}\n\(index)"
+        let stem = String(format: "%016lld-%020d-", micros, index + 1) + id + "-0.msg"
+        let temporary = namespace + "/tmp/latency.tmp"
+        try Data(header.utf8).write(to: URL(fileURLWithPath: temporary))
+        start = nowMicros()
+        guard rename(temporary, namespace + "/pending/" + stem) == 0 else {
+          throw AppGroupMailboxError.containerUnavailable
+        }
+      } else {
+        start = nowMicros()
+        try mailbox.enqueue(index)
+        enqueueCosts.append(nowMicros() - start)
+      }
+      guard let line = readLine(), let woke = Int64(line) else { break }
+      samples.append(woke - start)
     }
     child.waitUntilExit()
-    samples.sort()
-    func percentile(_ p: Double) -> Int64 {
-      samples[min(samples.count - 1, Int(Double(samples.count) * p))]
+    func percentile(_ values: [Int64], _ p: Double) -> Int64 {
+      let sorted = values.sorted()
+      return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
     print(
-      "wake-latency samples=\(samples.count) p50=\(percentile(0.5))us p99=\(percentile(0.99))us"
-        + " max=\(samples.last ?? 0)us (enqueue start to wake, relaxed durability)")
+      "wake-latency \(byRename ? "rename" : "enqueue") samples=\(samples.count)"
+        + " p50=\(percentile(samples, 0.5))us p99=\(percentile(samples, 0.99))us"
+        + " max=\(samples.max() ?? 0)us"
+        + (byRename
+          ? " (rename into pending/ to wake in the other process)"
+          : " (enqueue start to wake in the other process, relaxed durability);"
+            + " enqueue itself p50=\(percentile(enqueueCosts, 0.5))us"
+            + " p99=\(percentile(enqueueCosts, 0.99))us"))
   },
 ]

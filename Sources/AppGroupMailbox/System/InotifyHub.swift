@@ -1,4 +1,6 @@
+import CMailboxShims
 import Dispatch
+import Foundation
 import Glibc
 import Synchronization
 
@@ -25,6 +27,7 @@ enum InotifyHub {
         return instance
       }
       let instance = try InotifyInstance(fd: Syscall.inotifyInit())
+      instance.start()
       state.instance = instance
       state.users = 1
       return instance
@@ -32,7 +35,7 @@ enum InotifyHub {
   }
 
   /// Leaves the shared instance; the last user closes it (and waits until its descriptor is
-  /// closed, unless called from the instance's own queue).
+  /// closed, unless called from the instance's reader thread).
   static func release(_ instance: InotifyInstance) {
     let last = state.withLock { state -> Bool in
       guard state.instance === instance else { return false }
@@ -54,9 +57,11 @@ struct InotifyWatch: Hashable, Sendable {
   var id: Int
 }
 
-/// An open inotify descriptor read by a Dispatch read source on a private serial queue (never by
-/// a blocking read in a Swift concurrency task). Events are parsed and handed, in batches per
-/// read, to the subscribers of each watch; `IN_Q_OVERFLOW` goes to every subscriber.
+/// An open inotify descriptor read by one dedicated thread (never by a blocking read in a Swift
+/// concurrency task). The thread waits in poll(2) on the descriptor and on a wake-up pipe; events
+/// are parsed and handed, in batches per read, to the subscribers of each watch, on that thread;
+/// `IN_Q_OVERFLOW` goes to every subscriber. A dedicated thread wakes one hop sooner than a
+/// Dispatch read source (which goes through Dispatch's manager thread).
 final class InotifyInstance: Sendable {
   typealias Handler = @Sendable ([InotifyEvent]) -> Void
 
@@ -73,28 +78,62 @@ final class InotifyInstance: Sendable {
   }
 
   let fd: Int32
-  private let queue: DispatchQueue
-  private let queueKey = DispatchSpecificKey<Bool>()
-  private nonisolated(unsafe) let source: any DispatchSourceRead
-  private let cancelled = DispatchSemaphore(value: 0)
+  /// The pipe that stops the reader thread: [read end, write end].
+  private let wakeRead: Int32
+  private let wakeWrite: Int32
+  private let exited = DispatchSemaphore(value: 0)
+  private let reader = Mutex<pthread_t?>(nil)
   private let table = Mutex(Table())
 
   /// Read buffer size: many events per read(2), and far above the minimum of
   /// `sizeof(struct inotify_event) + NAME_MAX + 1` (smaller reads fail with `EINVAL`).
   static let bufferSize = 64 * 1024
 
-  init(fd: Int32) {
-    self.fd = fd
-    queue = DispatchQueue(label: "AppGroupMailbox.inotify")
-    queue.setSpecific(key: queueKey, value: true)
-    source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-    let semaphore = cancelled
-    source.setCancelHandler {
+  /// Takes ownership of the inotify descriptor `fd` (closed on failure too).
+  /// - Throws: ``SystemCallError`` from pipe2(2).
+  init(fd: Int32) throws {
+    var pipe: [Int32] = [-1, -1]
+    guard cmailbox_pipe_cloexec(&pipe) == 0 else {
+      let code = errno
       Syscall.close(fd)
-      semaphore.signal()
+      throw SystemCallError(call: "pipe2", errno: code)
     }
-    source.setEventHandler { [weak self] in self?.readAvailable() }
-    source.resume()
+    self.fd = fd
+    wakeRead = pipe[0]
+    wakeWrite = pipe[1]
+  }
+
+  /// Starts the reader thread.
+  func start() {
+    let thread = Thread { [self] in run() }
+    thread.name = "AppGroupMailbox.inotify"
+    thread.start()
+  }
+
+  /// The reader thread: poll, read until `EAGAIN`, deliver; on the wake-up pipe, close both
+  /// descriptors and exit.
+  private func run() {
+    reader.withLock { $0 = pthread_self() }
+    let buffer = UnsafeMutableRawBufferPointer.allocate(
+      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
+    var descriptors = [
+      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+    ]
+    while true {
+      let ready = poll(&descriptors, 2, -1)
+      if ready < 0 {
+        if errno == EINTR { continue }
+        break
+      }
+      if descriptors[1].revents != 0 { break }
+      if descriptors[0].revents & Int16(POLLIN) != 0 { readAvailable(buffer) }
+      if descriptors[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { break }
+    }
+    buffer.deallocate()
+    Syscall.close(fd)
+    Syscall.close(wakeRead)
+    exited.signal()
   }
 
   /// Adds (or joins) a watch on `path` for `mask` and subscribes `handler` to it. Subscribers of
@@ -127,20 +166,20 @@ final class InotifyInstance: Sendable {
     }
   }
 
-  /// Cancels the read source; its cancel handler closes the descriptor. Waits for that unless
-  /// called on the instance's own queue (where waiting would deadlock).
+  /// Stops the reader thread, which closes the descriptor. Waits for that unless called on the
+  /// reader thread itself (from a handler, where waiting would deadlock).
   func shutdown() {
     table.withLock { $0.closed = true }
-    source.cancel()
-    if DispatchQueue.getSpecific(key: queueKey) != true { cancelled.wait() }
+    var byte: UInt8 = 1
+    _ = Glibc.write(wakeWrite, &byte, 1)
+    Syscall.close(wakeWrite)
+    let onReader = reader.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    if !onReader { exited.wait() }
   }
 
   /// Reads until `EAGAIN` (retrying `EINTR`), then hands each subscriber its events.
-  private func readAvailable() {
+  private func readAvailable(_ buffer: UnsafeMutableRawBufferPointer) {
     var events: [InotifyEvent] = []
-    let buffer = UnsafeMutableRawBufferPointer.allocate(
-      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
-    defer { buffer.deallocate() }
     while true {
       let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
       if count > 0 {
@@ -148,7 +187,7 @@ final class InotifyInstance: Sendable {
         continue
       }
       if count < 0 && errno == EINTR { continue }
-      break  // EAGAIN: drained (or EBADF after shutdown: nothing more to read)
+      break  // EAGAIN: drained
     }
     guard !events.isEmpty else { return }
     var deliveries: [(Handler, [InotifyEvent])] = []

@@ -46,9 +46,6 @@ enum InotifyHub {
     }
     if last { instance.shutdown() }
   }
-
-  /// Whether an instance is open now, and how many watchers use it (for tests).
-  static var users: Int { state.withLock { $0.users } }
 }
 
 /// A subscription to one watch of an ``InotifyInstance``.

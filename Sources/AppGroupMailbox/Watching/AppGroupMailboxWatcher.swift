@@ -9,7 +9,7 @@ public import Foundation
 ///
 /// On Linux a watcher adds inotify(7) watches first and scans afterwards, so nothing arriving
 /// in between is missed. Every process shares one inotify instance among all its watchers
-/// (closed with the last one); events are read by a Dispatch read source, never on a Swift
+/// (closed with the last one); events are read by one dedicated thread, never on a Swift
 /// concurrency thread. `IN_Q_OVERFLOW` wakes every consumer to rescan
 /// (``AppGroupMailboxDiagnostic/wakeUpQueueOverflowed``). When inotify is unavailable or at a
 /// limit (`EMFILE` from inotify_init1(2), `ENOSPC` from inotify_add_watch(2)), the watcher

@@ -25,6 +25,12 @@ import Testing
     return process
   }
 
+  /// Stops `process` with SIGSTOP and waits until every thread is stopped.
+  func stopProcess(_ process: RunningProcess) throws {
+    process.signal(SIGSTOP)
+    try #require(waitUntil { WatchSupport.isStopped(pid: process.pid) })
+  }
+
   /// Asserts `value` was claimed within the wake-up deadline after `actionEnded`.
   func expectPromptClaim(_ value: Int, after actionEnded: Int64, log: WorkerLog) throws {
     let claimed = try #require(log.waitForClaim(value), "never claimed \(value): \(log.lines)")
@@ -179,7 +185,7 @@ import Testing
       Int.self, limits: AppGroupMailboxLimits(maxMessages: 1_000_000), durability: .relaxed)
     let consumer = try startConsumer(
       ["drain", container.url.path, "jobs", log.path, "512"], log: log, watches: 2)
-    consumer.signal(SIGSTOP)
+    try stopProcess(consumer)
     for value in 0..<20_000 { try mailbox.enqueue(value) }
     try mailbox.enqueue(-1)
     consumer.signal(SIGCONT)
@@ -201,7 +207,7 @@ import Testing
       ["drain", container.url.path, "jobs", log.path, "16"], log: log, watches: 2)
     let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")
     // Deleted outright (the consumer stopped, so it cannot recreate it half-way).
-    consumer.signal(SIGSTOP)
+    try stopProcess(consumer)
     try FileManager.default.removeItem(at: namespace)
     consumer.signal(SIGCONT)
     #expect(waitUntil { log.lines.filter { $0 == "reopened" }.count == 1 })

@@ -19,6 +19,22 @@ enum WatchSupport {
     return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1_000
   }
 
+  /// Whether every thread of process `pid` is stopped (state `T` in /proc/PID/task/*/stat,
+  /// proc(5)). kill(2) returns before SIGSTOP takes effect, so tests wait for this.
+  static func isStopped(pid: Int32) -> Bool {
+    let directory = "/proc/\(pid)/task"
+    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: directory),
+      !tasks.isEmpty
+    else { return false }
+    return tasks.allSatisfy { task in
+      guard let stat = try? String(contentsOfFile: "\(directory)/\(task)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+      else { return false }
+      let state = stat[stat.index(after: close)...].split(separator: " ").first
+      return state == "T" || state == "t"
+    }
+  }
+
   /// How many inotify watches process `pid` holds (the `inotify wd:` lines of its descriptors'
   /// fdinfo, proc(5)): a worker is armed once this reaches its watch count.
   static func inotifyWatchCount(pid: Int32) -> Int {

@@ -89,6 +89,30 @@ import Testing
     #expect(container.names("pending") == [])
   }
 
+  @Test func `An idle drain recovers a claim abandoned by another consumer when its lease ends`()
+    async throws
+  {
+    let container = try TemporaryContainer()
+    let limits = AppGroupMailboxLimits(claimTimeout: 0.3)
+    let holder: AppGroupMailbox<Int> = try container.mailbox(Int.self, limits: limits)
+    let consumer: AppGroupMailbox<Int> = try container.mailbox(Int.self, limits: limits)
+    try holder.enqueue(5)
+    let abandoned = try holder.claimPending()
+    #expect(abandoned.map(\.message) == [5])
+    let (values, continuation) = AsyncStream.makeStream(of: [Int].self)
+    let task = Task {
+      try await consumer.drain { claim in
+        continuation.yield([claim.message, claim.deliveryCount])
+      }
+    }
+    var iterator = values.makeAsyncIterator()
+    #expect(await iterator.next() == [5, 2])
+    task.cancel()
+    try await task.value
+    #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try abandoned[0].acknowledge() }
+    #expect(container.names("claimed") == [])
+  }
+
   @Test func `Blocking wait says whether anything may be pending`() throws {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self)

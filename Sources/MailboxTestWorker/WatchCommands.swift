@@ -169,9 +169,8 @@ let watchCommands: [WorkerCommand] = [
     try AppGroupMailboxWatcher(notificationName: "n", containerURL: container).close()
     let fdsBefore = countEntries("/proc/self/fd")
     let threadsBefore = countEntries("/proc/self/task")
-    let only = Int(ProcessInfo.processInfo.environment["FD_ONLY"] ?? "")
     for cycle in 0..<count {
-      switch only ?? (cycle % 4) {
+      switch cycle % 4 {
       case 0:
         let watcher = try mailbox.wakeUps()
         _ = try watcher.wait(timeout: 0)
@@ -188,14 +187,6 @@ let watchCommands: [WorkerCommand] = [
       }
     }
     print("fds \(fdsBefore) \(countEntries("/proc/self/fd"))")
-    if ProcessInfo.processInfo.environment["FD_DEBUG"] != nil {
-      for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-        print(
-          name,
-          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))
-            ?? "?")
-      }
-    }
     print("threads \(threadsBefore) \(countEntries("/proc/self/task"))")
   },
   WorkerCommand(name: "fault-wait") { args in

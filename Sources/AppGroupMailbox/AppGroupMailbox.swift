@@ -49,13 +49,16 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots; case-sensitive.
   ///   - limits: Bounds, checked here.
   ///   - overflowPolicy: What a full mailbox does with a new message.
-  ///   - notificationName: A name consumers of several mailboxes can wait on together.
+  ///   - notificationName: A name consumers of several mailboxes can wait on together; posted
+  ///     after each enqueue, release and recovery (see ``AppGroupMailboxWatcher`` and
+  ///     docs/WAKEUPS.md).
   ///   - messageType: The tag stored with each message; defaults to
   ///     `String(reflecting: Message.self)`.
   ///   - diagnostic: Receives content-free events, outside every lock, on the calling thread.
   ///   - durability: Linux addition; ``Durability/full`` (the default) flushes before returning.
   ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared.
-  /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)``, or
+  /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)`` (also
+  ///   `"notificationName"` when empty or longer than 255 bytes encoded), or
   ///   ``MailboxError/containerUnavailable`` (cannot create or open, a symlink, or areas on
   ///   different filesystems). Nothing is created before the arguments are checked.
   public convenience init(
@@ -88,10 +91,17 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     let type = messageType ?? String(reflecting: Message.self)
     self.messageType = type
     self.notificationName = notificationName
+    var onPending: (@Sendable () -> Void)?
+    if let notificationName {
+      let poster = NotificationPoster(
+        file: try NotificationFile(
+          containerPath: containerURL.path, name: notificationName, permissions: permissions))
+      onPending = { poster.post() }
+    }
     let configuration = SpoolConfiguration(
       limits: limits, overflowPolicy: overflowPolicy, durability: durability,
       permissions: permissions, expectedMessageType: type, clock: clock,
-      diagnostic: diagnostic, onPending: nil)
+      diagnostic: diagnostic, onPending: onPending)
     self.spool = try Spool(
       container: containerURL, namespace: namespace, configuration: configuration)
   }

@@ -27,4 +27,13 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// A message reached ``AppGroupMailboxLimits/maxDeliveryAttempts`` without an acknowledge and
   /// was moved to quarantine as a dead letter.
   case deadLetterQuarantined
+  /// A watcher could not use inotify and checks its directory on a timer instead (every
+  /// `pollingInterval` seconds): `systemCall` failed with `errno`, for example `inotify_init1`
+  /// with `EMFILE` (24) past `fs.inotify.max_user_instances`, or `inotify_add_watch` with
+  /// `ENOSPC` (28) past `fs.inotify.max_user_watches` (inotify(7)). Wake-ups are slower but
+  /// nothing is missed.
+  case wakeUpsPolling(systemCall: String, errno: Int32)
+  /// The kernel dropped inotify events (`IN_Q_OVERFLOW`, past
+  /// `fs.inotify.max_queued_events`); waiting consumers were woken to rescan everything.
+  case wakeUpQueueOverflowed
 }

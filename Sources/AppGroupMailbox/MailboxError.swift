@@ -39,6 +39,9 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// A message could not be decoded (the file is quarantined; this is thrown only where a
   /// caller asked for one message).
   case decodingFailure
+  /// The namespace directory (or its `pending/` area) this mailbox opened was deleted, moved or
+  /// replaced while a watcher waited on it; open the mailbox again (a Linux addition).
+  case mailboxDirectoryRemoved
 
   /// The cause of an ``AppGroupMailboxError/ioFailure(_:)``: never file contents or message
   /// bytes.
@@ -79,6 +82,8 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     case .ioFailure(let cause): "A mailbox file operation failed: \(cause)."
     case .encodingFailure: "Encoding the message failed."
     case .decodingFailure: "Decoding the message failed."
+    case .mailboxDirectoryRemoved:
+      "The mailbox directory was deleted, moved or replaced; open the mailbox again."
     }
   }
 }

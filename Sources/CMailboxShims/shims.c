@@ -28,3 +28,5 @@ int cmailbox_random_bytes(void *buffer, unsigned long length) {
 }
 
 int cmailbox_flock(int fd, int operation) { return flock(fd, operation); }
+
+int cmailbox_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }

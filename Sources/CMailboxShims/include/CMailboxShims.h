@@ -13,4 +13,7 @@ int cmailbox_random_bytes(void *buffer, unsigned long length);
 /// flock(2): Swift sees only `struct flock` under that name, so the call goes through here.
 int cmailbox_flock(int fd, int operation);
 
+/// pipe2(2) with O_CLOEXEC | O_NONBLOCK (Swift's Glibc lacks pipe2). Returns 0 or -1 with errno.
+int cmailbox_pipe_cloexec(int fds[2]);
+
 #endif

@@ -1,0 +1,149 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The file that stands for a notification name: `<container>/AppGroupMailbox/@notify/<encoded
+/// name>` (see docs/WAKEUPS.md). A producer posts by updating its times (utimensat(2), creating
+/// it on first use); consumers watch the `@notify` directory for that name.
+///
+/// `@` is not allowed in a namespace, so `@notify` never collides with a mailbox.
+struct NotificationFile: Sendable {
+  static let directoryName = "@notify"
+
+  let containerPath: String
+  let name: String
+  /// The encoded file name (see ``encode(_:)``).
+  let fileName: String
+  let permissions: AppGroupMailboxPermissions
+
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"notificationName"`) when `name` is
+  ///   empty or its encoding is longer than 255 bytes (`NAME_MAX`).
+  init(containerPath: String, name: String, permissions: AppGroupMailboxPermissions) throws {
+    guard let encoded = Self.encode(name) else {
+      throw AppGroupMailboxError.invalidLimit("notificationName")
+    }
+    self.containerPath = containerPath
+    self.name = name
+    self.fileName = encoded
+    self.permissions = permissions
+  }
+
+  var directoryPath: String {
+    containerPath + "/" + SpoolDirectories.root + "/" + Self.directoryName
+  }
+
+  /// The file name for a notification name: its UTF-8 bytes, each byte outside
+  /// `A-Z a-z 0-9 _ -` and `.` (and a leading `.`, and `%`) written as `%XX` in upper-case hex.
+  /// One-to-one, never `.`, `..` or containing `/`. Nil when empty or longer than 255 bytes.
+  static func encode(_ name: String) -> String? {
+    var out = ""
+    for (index, byte) in name.utf8.enumerated() {
+      switch byte {
+      case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+        out.unicodeScalars.append(Unicode.Scalar(byte))
+      case UInt8(ascii: ".") where index > 0:
+        out.append(".")
+      default:
+        let hex = String(byte, radix: 16, uppercase: true)
+        out += "%" + (hex.count == 1 ? "0" + hex : hex)
+      }
+    }
+    guard (1...Int(NAME_MAX)).contains(out.utf8.count) else { return nil }
+    return out
+  }
+
+  /// Opens (creating when missing) `AppGroupMailbox/@notify` below the container, refusing
+  /// symlinks below the container (like ``SpoolDirectories``).
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable``.
+  func openDirectory() throws -> Int32 {
+    try? FileManager.default.createDirectory(
+      atPath: containerPath, withIntermediateDirectories: true)
+    guard let container = try? Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
+    else { throw AppGroupMailboxError.containerUnavailable }
+    defer { Syscall.close(container) }
+    guard let root = openOrCreate(container, SpoolDirectories.root) else {
+      throw AppGroupMailboxError.containerUnavailable
+    }
+    defer { Syscall.close(root) }
+    guard let directory = openOrCreate(root, Self.directoryName) else {
+      throw AppGroupMailboxError.containerUnavailable
+    }
+    return directory
+  }
+
+  private func openOrCreate(_ parent: Int32, _ name: String) -> Int32? {
+    let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+    if let fd = try? Syscall.open(parent, name, flags) { return fd }
+    try? Syscall.makeDirectory(parent, name, mode: permissions.directoryMode)
+    guard let fd = try? Syscall.open(parent, name, flags) else { return nil }
+    if permissions == .groupShared { try? Syscall.chmod(fd, permissions.directoryMode) }
+    return fd
+  }
+
+  /// What polling compares: the file's inode and change and modification times.
+  struct Stamp: Equatable, Sendable {
+    var inode: UInt64
+    var modified: timespec
+    var changed: timespec
+
+    init(_ info: stat) {
+      inode = UInt64(info.st_ino)
+      modified = info.st_mtim
+      changed = info.st_ctim
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+      lhs.inode == rhs.inode && lhs.modified.tv_sec == rhs.modified.tv_sec
+        && lhs.modified.tv_nsec == rhs.modified.tv_nsec
+        && lhs.changed.tv_sec == rhs.changed.tv_sec && lhs.changed.tv_nsec == rhs.changed.tv_nsec
+    }
+  }
+}
+
+/// Posts a notification name after each enqueue, release and recovery (the mailbox's
+/// `onPending`). Keeps the `@notify` directory open between posts; a post is one utimensat(2)
+/// (`IN_ATTRIB` for watchers), or an `O_CREAT` open the first time (`IN_CREATE`). A post that
+/// fails is dropped: wake-ups are hints, and watchers of the mailbox itself still see the
+/// pending area change.
+final class NotificationPoster: Sendable {
+  let file: NotificationFile
+  private let directory = Mutex<Int32>(-1)
+
+  init(file: NotificationFile) { self.file = file }
+
+  deinit {
+    let fd = directory.withLock { $0 }
+    if fd >= 0 { Syscall.close(fd) }
+  }
+
+  /// Touches the notification file, re-opening the directory once when it was removed.
+  func post() {
+    directory.withLock { fd in
+      for _ in 0..<2 {
+        if fd < 0 {
+          guard let opened = try? file.openDirectory() else { return }
+          fd = opened
+        }
+        if touch(fd) { return }
+        Syscall.close(fd)
+        fd = -1
+      }
+    }
+  }
+
+  private func touch(_ fd: Int32) -> Bool {
+    if (try? Syscall.retrying("utimensat") {
+      utimensat(fd, file.fileName, nil, AT_SYMLINK_NOFOLLOW)
+    }) != nil {
+      return true
+    }
+    guard
+      let created = try? Syscall.open(
+        fd, file.fileName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+        mode: file.permissions.fileMode)
+    else { return false }
+    Syscall.close(created)
+    return true
+  }
+}

@@ -29,10 +29,10 @@ extension Spool {
       if results.count >= wanted { break }
       let clock = now
       if clock - name.key.micros >= limits.messageLifetime.microseconds {
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
-          try mapIO("claim") { try decrementDepth() }
-          diagnostics.append(.expiredMessageRemoved)
+        let removed = try? removeCounted {
+          try Syscall.unlink(directories.pending, name.fileName)
         }
+        if removed == true { diagnostics.append(.expiredMessageRemoved) }
         continue
       }
       if let maximum = limits.maxDeliveryAttempts, name.attempts >= maximum {
@@ -145,8 +145,10 @@ extension Spool {
   /// Deletes a claim: the message is done. Throws ``AppGroupMailboxError/claimNoLongerExists``
   /// when the claim was recovered (or already finished) and touches nothing then.
   func acknowledge(_ claimed: ClaimedName) throws {
-    try finishing("acknowledge") { try Syscall.unlink(directories.claimed, claimed.fileName) }
-    try mapIO("acknowledge") { try decrementDepth() }
+    let removed = try mapIO("acknowledge") {
+      try removeCounted { try Syscall.unlink(directories.claimed, claimed.fileName) }
+    }
+    guard removed else { throw AppGroupMailboxError.claimNoLongerExists }
   }
 
   /// Puts a claimed message back in `pending/` under its original key (so at its original

@@ -27,16 +27,15 @@ extension Spool {
   func recoverClaims(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
     var recovered = 0
-    var expired = 0
     try mapIO("recover") {
       for entry in try Syscall.list(directories.claimed) {
         guard let claimed = ClaimedName(parsing: entry.name), claimed.leaseUntilMicros < clock
         else { continue }
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
-            try Syscall.unlink(directories.claimed, entry.name)
-            expired += 1
-            diagnostics.append(.expiredMessageRemoved)
+            if try removeCounted({ try Syscall.unlink(directories.claimed, entry.name) }) {
+              diagnostics.append(.expiredMessageRemoved)
+            }
           } else {
             try Syscall.renameNoReplace(
               directories.claimed, entry.name, directories.pending, claimed.message.fileName)
@@ -52,7 +51,6 @@ extension Spool {
             counted: true, diagnostics: &diagnostics)
         }
       }
-      try decrementDepth(expired)
       if recovered > 0 { try flushDirectory(directories.pending) }
     }
     if recovered > 0 { configuration.onPending?() }
@@ -66,15 +64,12 @@ extension Spool {
     try recoverClaims(diagnostics: &diagnostics)
     try mapIO("maintenance") {
       let clock = now
-      var expired = 0
       for (name, _) in try pendingNames()
       where clock - name.key.micros >= limits.messageLifetime.microseconds {
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
-          expired += 1
+        if try removeCounted({ try Syscall.unlink(directories.pending, name.fileName) }) {
           diagnostics.append(.expiredMessageRemoved)
         }
       }
-      try decrementDepth(expired)
       try sweepTemporaryFiles(diagnostics: &diagnostics)
       try trimQuarantine(diagnostics: &diagnostics)
       try withStateLock { counters in counters = try recount(stored: counters) }

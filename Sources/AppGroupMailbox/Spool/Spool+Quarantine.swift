@@ -14,16 +14,22 @@ extension Spool {
     try mapIO("quarantine") {
       let target = QuarantineName(
         micros: now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
-      do {
+      func move() throws {
         if limits.maxQuarantinedFiles == 0 {
           try removeEntry(directory, name)
         } else {
           try Syscall.renameNoReplace(directory, name, directories.quarantine, target.fileName)
         }
-      } catch let error as SystemCallError where error.isNotFound {
-        return
       }
-      if counted { try decrementDepth() }
+      if counted {
+        guard try removeCounted({ try move() }) else { return }
+      } else {
+        do {
+          try move()
+        } catch let error as SystemCallError where error.isNotFound {
+          return
+        }
+      }
       diagnostics.append(reason.diagnostic)
       try trimQuarantine(diagnostics: &diagnostics)
     }

@@ -75,30 +75,51 @@ final class Spool: Sendable {
 
   /// Counters rebuilt from the names in `pending/` and `claimed/`, never below what `stored`
   /// says for the sequence and the newest time. Call with the lock held.
+  ///
+  /// Claims, releases and recoveries move messages between the two areas without the lock, so
+  /// a message can leave one listing before it shows up in the next. The areas are listed as
+  /// pending, claimed, pending again and each message (its ordering key and id) is counted once:
+  /// a message that moves once during the recount is still seen.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
-    var depth = 0
+    struct Seen: Hashable {
+      var key: MessageKey
+      var id: UUID
+    }
+    var seen = Set<Seen>()
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
-    for entry in try Syscall.list(directories.pending) {
-      guard let name = PendingName(parsing: entry.name) else { continue }
-      depth += 1
+    func count(_ name: PendingName) {
+      seen.insert(Seen(key: name.key, id: name.id))
       sequence = max(sequence, name.key.sequence)
       if stored == nil { newest = max(newest, name.key.micros) }
     }
-    for entry in try Syscall.list(directories.claimed) {
-      guard let name = ClaimedName(parsing: entry.name) else { continue }
-      depth += 1
-      sequence = max(sequence, name.message.key.sequence)
-      if stored == nil { newest = max(newest, name.message.key.micros) }
+    for entry in try Syscall.list(directories.pending) {
+      if let name = PendingName(parsing: entry.name) { count(name) }
     }
-    return SpoolCounters(sequence: sequence, depth: depth, newestImplicitMicros: newest)
+    for entry in try Syscall.list(directories.claimed) {
+      if let name = ClaimedName(parsing: entry.name) { count(name.message) }
+    }
+    for entry in try Syscall.list(directories.pending) {
+      if let name = PendingName(parsing: entry.name) { count(name) }
+    }
+    return SpoolCounters(sequence: sequence, depth: seen.count, newestImplicitMicros: newest)
   }
 
-  /// Lowers the depth counter by `count` after messages left the mailbox.
-  func decrementDepth(_ count: Int = 1) throws {
-    guard count > 0 else { return }
-    try withStateLock { counters in counters.depth = max(0, counters.depth - count) }
+  /// Runs `removal` (an unlink or a rename that takes one counted message out of `pending/` or
+  /// `claimed/`) and lowers the depth counter in the same hold of the lock, so no recount can see
+  /// the removal and then have it subtracted a second time. Returns false, changing nothing,
+  /// when the entry was already gone (ENOENT).
+  func removeCounted(_ removal: () throws -> Void) throws -> Bool {
+    try withStateLock { counters in
+      do {
+        try removal()
+      } catch let error as SystemCallError where error.isNotFound {
+        return false
+      }
+      counters.depth = max(0, counters.depth - 1)
+      return true
+    }
   }
 
   /// Delivers diagnostics; call only outside every lock.

@@ -48,6 +48,7 @@ extension Spool {
       do {
         try Syscall.rename(
           directories.pending, name.fileName, directories.claimed, claimed.fileName)
+        nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
       } catch let error as SystemCallError where error.isNotFound {
         continue
       } catch let error as SystemCallError {

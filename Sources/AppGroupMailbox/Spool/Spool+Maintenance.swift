@@ -8,11 +8,17 @@ extension Spool {
   var sweepInterval: Int64 { min(1_000_000, limits.claimTimeout.microseconds / 2) }
 
   /// Runs ``recoverClaims(diagnostics:)`` when the last sweep of this instance is older than
-  /// ``sweepInterval``.
+  /// ``sweepInterval``, or when a lease this instance knows of has run out since.
+  ///
+  /// That is exact for every claim: one made by another process after the last sweep has a
+  /// deadline at least a claim timeout (twice the interval) after that sweep.
   func sweepIfDue(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
+    let leaseRanOut = clock > nextLeaseDeadline.withLock { $0 }
     let due = lastSweep.withLock { last -> Bool in
-      guard last == Int64.min || clock - last >= sweepInterval || clock < last else {
+      guard
+        last == Int64.min || clock - last >= sweepInterval || clock < last || leaseRanOut
+      else {
         return false
       }
       last = clock
@@ -27,10 +33,15 @@ extension Spool {
   func recoverClaims(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
     var recovered = 0
+    var earliestLeft = Int64.max
+    defer { nextLeaseDeadline.withLock { $0 = earliestLeft } }
     try mapIO("recover") {
       for entry in try Syscall.list(directories.claimed) {
-        guard let claimed = ClaimedName(parsing: entry.name), claimed.leaseUntilMicros < clock
-        else { continue }
+        guard let claimed = ClaimedName(parsing: entry.name) else { continue }
+        guard claimed.leaseUntilMicros < clock else {
+          earliestLeft = min(earliestLeft, claimed.leaseUntilMicros)
+          continue
+        }
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
             if try removeCounted({ try Syscall.unlink(directories.claimed, entry.name) }) {

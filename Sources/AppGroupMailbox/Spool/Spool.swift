@@ -32,6 +32,9 @@ final class Spool: Sendable {
   private let lock = Mutex<Bool>(false)
   /// The clock reading of the last recovery sweep.
   let lastSweep = Mutex<Int64>(Int64.min)
+  /// The earliest lease deadline among the claims the last sweep left alone and the claims this
+  /// instance made since: a sweep is due as soon as the clock passes it.
+  let nextLeaseDeadline = Mutex<Int64>(Int64.max)
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
   let newestImplicitSeen = Mutex<Int64>(0)
   /// Pending names seen with more than one link, and when first seen (microseconds).

@@ -75,6 +75,8 @@ extension Spool {
           try? Syscall.renameNoReplace(
             directories.claimed, claimed.fileName, directories.pending, name.fileName)
         }
+      case .failure(.vanished):
+        continue
       case .failure(let reason):
         try quarantine(
           from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
@@ -88,10 +90,12 @@ extension Spool {
   /// Why a claimed file cannot be delivered.
   enum ReadFailure: Error {
     case unsafe, linked, oversized, malformed, future, wrongType
+    /// The claimed file is gone (another process removed it): skipped, nothing to quarantine.
+    case vanished
 
     var quarantine: QuarantineReason {
       switch self {
-      case .unsafe, .linked: .unsafe
+      case .unsafe, .linked, .vanished: .unsafe
       case .oversized: .oversized
       case .malformed: .malformed
       case .future: .future
@@ -114,6 +118,8 @@ extension Spool {
       || error.errno == EWOULDBLOCK
     {
       return .failure(.unsafe)
+    } catch let error as SystemCallError where error.isNotFound {
+      return .failure(.vanished)
     } catch let error as SystemCallError {
       throw error.mailboxError("claim")
     }

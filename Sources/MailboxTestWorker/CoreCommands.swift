@@ -1,9 +1,14 @@
-import AppGroupMailbox
+#if DEBUG
+  @testable import AppGroupMailbox
+#else
+  import AppGroupMailbox
+#endif
 import Foundation
 
 /// `produce CONTAINER NAMESPACE FIRST COUNT [MAX]`: enqueues the integers FIRST..<FIRST+COUNT.
 /// `consume CONTAINER NAMESPACE`: claims, prints and acknowledges until empty.
-let coreCommands: [WorkerCommand] = [
+/// The `core-...` commands are in CoreWorkerCommands.swift.
+let coreCommands: [WorkerCommand] = coreWorkerCommands + [
   WorkerCommand(name: "produce") { args in
     let limits = AppGroupMailboxLimits(maxMessages: args.count > 4 ? Int(args[4])! : 1_000_000)
     let mailbox = try AppGroupMailbox<Int>(

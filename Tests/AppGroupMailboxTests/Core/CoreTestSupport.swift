@@ -126,3 +126,11 @@ final class InteractiveWorker: @unchecked Sendable {
     process.waitUntilExit()
   }
 }
+
+/// The fixed id `index` of the worker's `core-import`: `00000000-0000-4000-8000-<index:12>`.
+func importID(_ index: Int) -> UUID {
+  let digits = String(index)
+  return UUID(
+    uuidString: "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - digits.count)
+      + digits)!
+}

@@ -1,11 +1,12 @@
+import Foundation
+import Glibc
+import Synchronization
+
 #if DEBUG
   @testable import AppGroupMailbox
 #else
   import AppGroupMailbox
 #endif
-import Foundation
-import Glibc
-import Synchronization
 
 // Worker commands for the core tests (delivery, recovery, races). Each prints one line per
 // result; lines a killed worker must have sent are written unbuffered.
@@ -128,7 +129,8 @@ let coreWorkerCommands: [WorkerCommand] = [
     let run = {
       for index in 0..<Int(args[2])! {
         try mailbox.enqueue(
-          index, id: importID(index), enqueuedAt: Date(timeIntervalSince1970: base + 30 * Double(index)))
+          index, id: importID(index),
+          enqueuedAt: Date(timeIntervalSince1970: base + 30 * Double(index)))
       }
       emitLine("imported")
     }

@@ -114,7 +114,8 @@ import Testing
     let id = UUID()
     #expect(try mailbox.enqueue("first", id: id) == id)
     #expect(try mailbox.enqueue("second", id: id) == id)
-    #expect(try mailbox.enqueue("third", id: id, enqueuedAt: clock.now.addingTimeInterval(-5)) == id)
+    #expect(
+      try mailbox.enqueue("third", id: id, enqueuedAt: clock.now.addingTimeInterval(-5)) == id)
     #expect(container.pendingNames().map(\.id) == [id])
     #expect(container.counters()?.sequence == 1)
 
@@ -150,8 +151,7 @@ import Testing
     #expect(claims.map(\.deliveryCount) == [1])
   }
 
-  @Test func `Threads racing to import the same ids store exactly one copy of each`() async throws
-  {
+  @Test func `Threads racing to import the same ids store exactly one copy of each`() async throws {
     let container = try TemporaryContainer()
     let ids = (0..<40).map { _ in UUID() }
     try await withThrowingTaskGroup(of: Void.self) { group in

@@ -43,7 +43,8 @@ extension TemporaryContainer {
     let whole = floor(date.timeIntervalSince1970)
     let fraction = Int((date.timeIntervalSince1970 - whole) * 1_000_000_000)
     var times = [
-      timespec(tv_sec: Int(whole), tv_nsec: fraction), timespec(tv_sec: Int(whole), tv_nsec: fraction),
+      timespec(tv_sec: Int(whole), tv_nsec: fraction),
+      timespec(tv_sec: Int(whole), tv_nsec: fraction),
     ]
     guard utimensat(AT_FDCWD, path, &times, 0) == 0 else {
       throw SystemCallError(call: "utimensat", errno: errno)

@@ -36,7 +36,8 @@ import Testing
     return lines
   }
 
-  @Test func `C05b: enqueue writes and flushes the file, renames it into pending, then flushes pending`()
+  @Test
+  func `C05b: enqueue writes and flushes the file, renames it into pending, then flushes pending`()
     throws
   {
     let container = try TemporaryContainer()
@@ -56,7 +57,8 @@ import Testing
       durability: .relaxed, clock: FakeClock())
     try mailbox.enqueue("warm-up")
     let calls = try Self.trace(mailbox.spool) { try mailbox.enqueue("A") }
-    #expect(calls == ["openat tmp O_CREAT", "write file", "renameat2 tmp -> pending", "pwrite state"])
+    #expect(
+      calls == ["openat tmp O_CREAT", "write file", "renameat2 tmp -> pending", "pwrite state"])
   }
 
   @Test func `Release and recovery flush pending after the rename back`() throws {
@@ -74,7 +76,9 @@ import Testing
     #expect(Array(recovered.prefix(2)) == ["renameat2 claimed -> pending", "fsync pending"])
   }
 
-  @Test func `C05a: a zero-length and a NUL-filled file under message names are quarantined, the valid message delivered`()
+  @Test
+  func
+    `C05a: a zero-length and a NUL-filled file under message names are quarantined, the valid message delivered`()
     throws
   {
     let container = try TemporaryContainer()

@@ -80,7 +80,9 @@ import Testing
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try claim[0].acknowledge() }
   }
 
-  @Test func `A crashed writer's temporary files are never counted or delivered and are swept after the grace period`()
+  @Test
+  func
+    `A crashed writer's temporary files are never counted or delivered and are swept after the grace period`()
     throws
   {
     #expect(SpoolConfiguration.temporaryFileGrace == 900)

@@ -46,7 +46,8 @@ import Testing
         == SpoolCounters(sequence: 5, depth: 4, newestImplicitMicros: Self.base + 3_000_000))
   }
 
-  @Test func `The valid spool delivers its pending messages in order and keeps its claim and quarantine`()
+  @Test
+  func `The valid spool delivers its pending messages in order and keeps its claim and quarantine`()
     throws
   {
     let container = try TemporaryContainer()
@@ -72,7 +73,8 @@ import Testing
     }
     #expect(container.names("pending") == [])
     try mailbox.enqueue("fifth")
-    #expect(container.pendingNames().map(\.key) == [MessageKey(micros: micros(clock.now), sequence: 6)])
+    #expect(
+      container.pendingNames().map(\.key) == [MessageKey(micros: micros(clock.now), sequence: 6)])
     #expect(
       container.counters()
         == SpoolCounters(sequence: 6, depth: 5, newestImplicitMicros: micros(clock.now)))
@@ -83,17 +85,20 @@ import Testing
     #expect(later.map(\.message) == ["third", "fifth"])
     #expect(later.map(\.deliveryCount) == [2, 1])
     #expect(diagnostics.all == [.abandonedClaimRecovered])
-    #expect(container.names("quarantine") == [
-      "1767225604000000-malformed-10000000-0000-4000-8000-000000000005-0badf00d.q"
-    ])
+    #expect(
+      container.names("quarantine") == [
+        "1767225604000000-malformed-10000000-0000-4000-8000-000000000005-0badf00d.q"
+      ])
   }
 
   enum StateDamage: String, CaseIterable, Sendable { case torn, empty, missing }
 
   @Test(arguments: StateDamage.allCases)
-  func `Crash leftovers: the abandoned claim comes back first, stale temporary files go, the state is rebuilt`(
-    damage: StateDamage
-  ) throws {
+  func
+    `Crash leftovers: the abandoned claim comes back first, stale temporary files go, the state is rebuilt`(
+      damage: StateDamage
+    ) throws
+  {
     let container = try TemporaryContainer()
     try Self.install("crash-leftovers-v1", into: container)
     let state = container.url.appendingPathComponent("AppGroupMailbox/jobs/state")

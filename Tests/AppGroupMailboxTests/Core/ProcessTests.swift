@@ -84,7 +84,9 @@ import Testing
     }
   }
 
-  @Test func `C02: a claim of a consumer killed with SIGKILL is delivered once more after the timeout, ahead of B`()
+  @Test
+  func
+    `C02: a claim of a consumer killed with SIGKILL is delivered once more after the timeout, ahead of B`()
     throws
   {
     let container = try TemporaryContainer()
@@ -114,13 +116,16 @@ import Testing
     #expect(container.counters()?.depth == 0)
   }
 
-  @Test func `C02: four processes sweeping the same abandoned claims at once make one copy of each`()
+  @Test
+  func `C02: four processes sweeping the same abandoned claims at once make one copy of each`()
     throws
   {
     let container = try TemporaryContainer()
-    let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self, limits: .init(claimTimeout: 1))
+    let mailbox: AppGroupMailbox<Int> = try container.mailbox(
+      Int.self, limits: .init(claimTimeout: 1))
     for value in 0..<20 { try mailbox.enqueue(value) }
-    let holder = try Processes.start(Self.worker, ["core-hold", container.url.path, "jobs", "1", "20"])
+    let holder = try Processes.start(
+      Self.worker, ["core-hold", container.url.path, "jobs", "1", "20"])
     #expect(waitUntil { container.claimedNames().count == 20 })
     holder.signal(SIGKILL)
     _ = try? holder.finish()
@@ -144,7 +149,9 @@ import Testing
     #expect(Set(claims.map(\.deliveryCount)) == [2])
   }
 
-  @Test func `A consumer killed with SIGKILL while holding claims has each of them delivered exactly once more`()
+  @Test
+  func
+    `A consumer killed with SIGKILL while holding claims has each of them delivered exactly once more`()
     throws
   {
     let container = try TemporaryContainer()
@@ -166,7 +173,9 @@ import Testing
     #expect(container.counters()?.depth == 0)
   }
 
-  @Test func `Four producer and four consumer processes move 20,000 messages, none lost, none duplicated`()
+  @Test
+  func
+    `Four producer and four consumer processes move 20,000 messages, none lost, none duplicated`()
     throws
   {
     let container = try TemporaryContainer()
@@ -217,7 +226,9 @@ import Testing
     let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self)
     let claims = try mailbox.claimPending()
     #expect(claims.map(\.message) == Array(0..<100))
-    #expect(claims.map { micros($0.enqueuedAt) } == (0..<100).map { (Int64(base)! + 30 * Int64($0)) * 1_000_000 })
+    #expect(
+      claims.map { micros($0.enqueuedAt) }
+        == (0..<100).map { (Int64(base)! + 30 * Int64($0)) * 1_000_000 })
   }
 
   @Test func `C13: an id claimed during the re-run counts as present`() throws {
@@ -252,7 +263,8 @@ import Testing
     #expect(container.counters()?.depth == 100)
   }
 
-  @Test func `C09: thirty seconds of producers, consumers and a lister lose nothing and fail nothing`()
+  @Test
+  func `C09: thirty seconds of producers, consumers and a lister lose nothing and fail nothing`()
     throws
   {
     let container = try TemporaryContainer()

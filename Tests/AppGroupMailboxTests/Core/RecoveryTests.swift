@@ -66,7 +66,8 @@ import Testing
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try stale[0].acknowledge() }
   }
 
-  @Test func `C03: a slow holder's late acknowledge and release fail and leave the new claim alone`()
+  @Test
+  func `C03: a slow holder's late acknowledge and release fail and leave the new claim alone`()
     throws
   {
     let container = try TemporaryContainer()

@@ -17,7 +17,11 @@ import Testing
     let fired = Mutex(false)
     let failure = Mutex<(any Error)?>(nil)
     let recorder = SystemCallRecording.Recorder { call in
-      guard matches(call), fired.withLock({ done in defer { done = true }; return !done }) else {
+      guard matches(call),
+        fired.withLock({ done in
+          defer { done = true }; return !done
+        })
+      else {
         return
       }
       do { try action() } catch { failure.withLock { $0 = error } }

@@ -153,6 +153,25 @@ let coreWorkerCommands: [WorkerCommand] = [
       throw CocoaError(.featureUnsupported)
     #endif
   },
+  // core-crash-enqueue CONTAINER NS VALUE: enqueues VALUE and kills itself with SIGKILL just
+  // before the first system call after the rename that publishes it.
+  WorkerCommand(name: "core-crash-enqueue") { args in
+    let mailbox = try openMailbox(Int.self, args[0], args[1])
+    #if DEBUG
+      let pending = mailbox.spool.directories.pending
+      let renamed = Mutex(false)
+      let recorder = SystemCallRecording.Recorder { call in
+        if renamed.withLock({ $0 }) { kill(getpid(), SIGKILL) }
+        if call.name == "renameat2", call.targetDescriptor == pending {
+          renamed.withLock { $0 = true }
+        }
+      }
+      try SystemCallRecording.recording(recorder) { _ = try mailbox.enqueue(Int(args[2])!) }
+      emitLine("survived")
+    #else
+      throw CocoaError(.featureUnsupported)
+    #endif
+  },
   // core-maintain CONTAINER NS TIMEOUT GOFILE: waits for GOFILE, then runs maintenance.
   WorkerCommand(name: "core-maintain") { args in
     let mailbox = try openMailbox(Int.self, args[0], args[1], claimTimeout: Double(args[2])!)

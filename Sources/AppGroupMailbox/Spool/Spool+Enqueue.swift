@@ -60,14 +60,26 @@ extension Spool {
         }
         let name = PendingName(
           key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-        try Syscall.renameNoReplace(
-          directories.tmp, temporary, directories.pending, name.fileName)
-        published = true
+        let before = counters
         counters.sequence += 1
         counters.depth += 1
         if explicitMicros == nil {
           counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
         }
+        // The counters go to disk before the rename: a producer killed right after publishing
+        // must not leave a sequence the next enqueue hands out again, nor a depth one too low.
+        // Killed before the rename, it leaves a skipped sequence and a depth one too high,
+        // which the recount a full mailbox does corrects.
+        try persist(counters)
+        do {
+          try Syscall.renameNoReplace(
+            directories.tmp, temporary, directories.pending, name.fileName)
+        } catch {
+          counters = before
+          try? persist(before)
+          throw error
+        }
+        published = true
         return (.published(name), discarded)
       }
     }

@@ -37,6 +37,9 @@ final class Spool: Sendable {
   let nextLeaseDeadline = Mutex<Int64>(Int64.max)
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
   let newestImplicitSeen = Mutex<Int64>(0)
+  /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
+  /// does not write the same line again. Touched only with `lock` held.
+  private let persistedInBody = Mutex<SpoolCounters?>(nil)
   /// Pending names seen with more than one link, and when first seen (microseconds).
   let linkedSeen = Mutex<[String: Int64]>([:])
 
@@ -65,15 +68,18 @@ final class Spool: Sendable {
         counters = try recount(stored: stored)
         validated = true
       }
-      let before = stored
+      persistedInBody.withLock { $0 = nil }
       let result = try body(&counters)
-      if counters != before {
-        try counters.line.withUnsafeBytes {
-          try Syscall.pwriteAll(directories.state, $0, at: 0)
-        }
-      }
+      let written = persistedInBody.withLock { $0 } ?? stored
+      if counters != written { try persist(counters) }
       return result
     }
+  }
+
+  /// Writes `counters` to the state file now. Call only from a ``withStateLock(_:)`` body.
+  func persist(_ counters: SpoolCounters) throws {
+    try counters.line.withUnsafeBytes { try Syscall.pwriteAll(directories.state, $0, at: 0) }
+    persistedInBody.withLock { $0 = counters }
   }
 
   /// Counters rebuilt from the names in `pending/` and `claimed/`, never below what `stored`

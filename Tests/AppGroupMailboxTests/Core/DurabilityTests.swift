@@ -46,8 +46,8 @@ import Testing
     let calls = try Self.trace(mailbox.spool) { try mailbox.enqueue("A") }
     #expect(
       calls == [
-        "openat tmp O_CREAT", "write file", "fsync file", "renameat2 tmp -> pending",
-        "pwrite state", "fsync pending",
+        "openat tmp O_CREAT", "write file", "fsync file", "pwrite state",
+        "renameat2 tmp -> pending", "fsync pending",
       ])
   }
 
@@ -58,7 +58,7 @@ import Testing
     try mailbox.enqueue("warm-up")
     let calls = try Self.trace(mailbox.spool) { try mailbox.enqueue("A") }
     #expect(
-      calls == ["openat tmp O_CREAT", "write file", "renameat2 tmp -> pending", "pwrite state"])
+      calls == ["openat tmp O_CREAT", "write file", "pwrite state", "renameat2 tmp -> pending"])
   }
 
   @Test func `Release and recovery flush pending after the rename back`() throws {

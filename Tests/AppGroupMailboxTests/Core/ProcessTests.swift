@@ -203,6 +203,25 @@ import Testing
     #expect(container.counters()?.depth == 0)
   }
 
+  @Test
+  func
+    `A producer killed just after publishing leaves counters that never hand out its sequence again`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self)
+    try mailbox.enqueue(1)
+    let crashed = try Processes.runWorker(["core-crash-enqueue", container.url.path, "jobs", "2"])
+    #expect(crashed.reason == .uncaughtSignal)
+    #expect(crashed.lines == [])
+    #expect(container.pendingNames().map(\.key.sequence) == [1, 2])
+    // This instance validated its counters before the crash and trusts the state file now.
+    try mailbox.enqueue(3)
+    #expect(container.pendingNames().map(\.key.sequence) == [1, 2, 3])
+    #expect(container.counters()?.depth == 3)
+    #expect(try mailbox.claimPending().map(\.message) == [1, 2, 3])
+  }
+
   @Test func `C13: an import killed at depth 50 and run again stores each of the 100 ids once`()
     throws
   {

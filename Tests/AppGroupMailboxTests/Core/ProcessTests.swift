@@ -117,6 +117,60 @@ import Testing
   }
 
   @Test
+  func
+    `C03: between processes, the slow holder's late acknowledge and release fail and the new holder's acknowledge works`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(limits: .init(claimTimeout: 2))
+    try mailbox.enqueue("A")
+    let consumer1 = try InteractiveWorker(["core-session", container.url.path, "jobs", "2"])
+    let consumer2 = try InteractiveWorker(["core-session", container.url.path, "jobs", "2"])
+    #expect(try consumer1.send("claim 0") == "claimed A:1")
+    var polled: [String] = []
+    #expect(
+      try waitUntil(deadline: 30) {
+        let answer = try consumer2.send("claim 0")
+        if answer != "claimed" { polled.append(answer) }
+        return answer != "claimed"
+      })
+    #expect(polled == ["claimed A:2"])
+    let current = container.names("claimed")
+    #expect(current.count == 1)
+    #expect(try consumer1.send("ack A") == "error claimNoLongerExists")
+    #expect(try consumer1.send("release A") == "error claimNoLongerExists")
+    #expect(container.names("claimed") == current)
+    #expect(container.names("pending") == [])
+    #expect(try consumer2.send("ack A") == "ok")
+    #expect(container.names("claimed") == [])
+    #expect(container.counters()?.depth == 0)
+    #expect(try consumer1.finish() == 0)
+    #expect(try consumer2.finish() == 0)
+  }
+
+  @Test func `C03: between processes, a holder renewing every second is never redelivered`() throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(limits: .init(claimTimeout: 2))
+    try mailbox.enqueue("A")
+    let consumer1 = try InteractiveWorker(["core-session", container.url.path, "jobs", "2"])
+    let consumer2 = try InteractiveWorker(["core-session", container.url.path, "jobs", "2"])
+    #expect(try consumer1.send("claim 0") == "claimed A:1")
+    var renewed = Date()
+    var answers: [String] = []
+    for _ in 0..<5 {
+      _ = waitUntil { Date() >= renewed.addingTimeInterval(1) }
+      #expect(try consumer1.send("renew A") == "ok")
+      renewed = Date()
+      answers.append(try consumer2.send("claim 0"))
+    }
+    #expect(answers == Array(repeating: "claimed", count: 5))
+    #expect(try consumer1.send("ack A") == "ok")
+    #expect(container.names("claimed") == [])
+    #expect(container.names("pending") == [])
+  }
+
+  @Test
   func `C02: four processes sweeping the same abandoned claims at once make one copy of each`()
     throws
   {

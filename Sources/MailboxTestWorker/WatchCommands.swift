@@ -103,11 +103,6 @@ func runBlocking(_ body: @escaping @Sendable () async throws -> Void) throws {
   if let error = result.withLock({ $0 }) ?? nil { throw error }
 }
 
-/// Writes one line to stdout at once (unbuffered).
-func emitLine(_ line: String) {
-  FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
 func countEntries(_ path: String) -> Int {
   (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1
 }

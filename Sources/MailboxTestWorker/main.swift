@@ -8,6 +8,11 @@ struct WorkerCommand: Sendable {
   var run: @Sendable ([String]) throws -> Void
 }
 
+/// Writes one line to stdout at once (unbuffered), so a test reading it sees it immediately.
+func emitLine(_ line: String) {
+  FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let commands: [WorkerCommand] =
   coreCommands
   + hardeningCommands

@@ -83,6 +83,8 @@ extension Spool {
           {
             removed += 1
           }
+        case .failure(.vanished):
+          continue
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
           try? Syscall.renameNoReplace(
@@ -165,6 +167,7 @@ extension Spool {
       leaseUntilMicros: clock + limits.claimTimeout.microseconds)
     do {
       try Syscall.rename(directories.pending, entry.name, directories.claimed, claimed.fileName)
+      nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
     } catch let error as SystemCallError where error.isNotFound {
       return .skipped
     } catch let error as SystemCallError {
@@ -194,10 +197,12 @@ extension Spool {
   /// Why a claimed file cannot be delivered.
   enum ReadFailure: Error {
     case unsafe, linked, oversized, malformed, future, wrongType
+    /// The claimed file is gone (another process removed it): skipped, nothing to quarantine.
+    case vanished
 
     var quarantine: QuarantineReason {
       switch self {
-      case .unsafe, .linked: .unsafe
+      case .unsafe, .linked, .vanished: .unsafe
       case .oversized: .oversized
       case .malformed: .malformed
       case .future: .future
@@ -239,6 +244,8 @@ extension Spool {
       || error.errno == EWOULDBLOCK || error.errno == ENODEV || error.errno == EACCES
     {
       return .failure(.unsafe)
+    } catch let error as SystemCallError where error.isNotFound {
+      return .failure(.vanished)
     } catch let error as SystemCallError {
       throw error.mailboxError("claim")
     }
@@ -265,8 +272,10 @@ extension Spool {
   /// Deletes a claim: the message is done. Throws ``AppGroupMailboxError/claimNoLongerExists``
   /// when the claim was recovered (or already finished) and touches nothing then.
   func acknowledge(_ claimed: ClaimedName) throws {
-    try finishing("acknowledge") { try Syscall.unlink(directories.claimed, claimed.fileName) }
-    try mapIO("acknowledge") { try decrementDepth() }
+    let removed = try mapIO("acknowledge") {
+      try removeCounted { try Syscall.unlink(directories.claimed, claimed.fileName) }
+    }
+    guard removed else { throw AppGroupMailboxError.claimNoLongerExists }
   }
 
   /// Puts a claimed message back in `pending/` under its original key (so at its original

@@ -11,7 +11,6 @@ extension Spool {
   func promoteDue(diagnostics: inout [AppGroupMailboxDiagnostic]) throws -> Int {
     let clock = now
     var promoted = 0
-    var expired = 0
     try mapIO("promote") {
       for entry in try Syscall.list(directories.delayed) {
         guard let name = DelayedName(parsing: entry.name), name.dueMicros <= clock else {
@@ -19,9 +18,9 @@ extension Spool {
         }
         do {
           if clock - name.message.key.micros >= limits.messageLifetime.microseconds {
-            try Syscall.unlink(directories.delayed, entry.name)
-            expired += 1
-            diagnostics.append(.expiredMessageRemoved)
+            if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
+              diagnostics.append(.expiredMessageRemoved)
+            }
           } else {
             try Syscall.renameNoReplace(
               directories.delayed, entry.name, directories.pending, name.message.fileName)
@@ -31,7 +30,6 @@ extension Spool {
           continue
         }
       }
-      try decrementDepth(expired)
       if promoted > 0 { try flushDirectory(directories.pending) }
     }
     if promoted > 0 { configuration.onPending?() }

@@ -85,14 +85,26 @@ extension Spool {
             attempts: 0)
           let target =
             due.map { DelayedName(dueMicros: $0, message: name).fileName } ?? name.fileName
-          try Syscall.renameNoReplace(directories.tmp, temporary, area, target)
-          published = true
-          publishedName = target
+          let before = counters
           counters.sequence += 1
           counters.depth += 1
           if explicitMicros == nil {
             counters.newestImplicitMicros = max(counters.newestImplicitMicros, micros)
           }
+          // The counters go to disk before the rename: a producer killed right after publishing
+          // must not leave a sequence the next enqueue hands out again, nor a depth one too low.
+          // Killed before the rename, it leaves a skipped sequence and a depth one too high,
+          // which the recount a full mailbox does corrects.
+          try persist(counters)
+          do {
+            try Syscall.renameNoReplace(directories.tmp, temporary, area, target)
+          } catch {
+            counters = before
+            try? persist(before)
+            throw error
+          }
+          published = true
+          publishedName = target
           return (due == nil ? .published(name) : .delayed(name), discarded)
         }
       }
@@ -109,9 +121,7 @@ extension Spool {
         try flushDirectory(area)
       } catch let error as SystemCallError {
         // Not durable: withdraw it, unless a consumer was faster.
-        if (try? Syscall.unlink(area, publishedName)) != nil {
-          try? decrementDepth()
-        }
+        _ = try? removeCounted { try Syscall.unlink(area, publishedName) }
         throw error.mailboxError("enqueue")
       }
     }

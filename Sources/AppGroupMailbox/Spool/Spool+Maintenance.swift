@@ -8,11 +8,17 @@ extension Spool {
   var sweepInterval: Int64 { min(1_000_000, limits.claimTimeout.microseconds / 2) }
 
   /// Runs ``recoverClaims(diagnostics:)`` when the last sweep of this instance is older than
-  /// ``sweepInterval``.
+  /// ``sweepInterval``, or when a lease this instance knows of has run out since.
+  ///
+  /// That is exact for every claim: one made by another process after the last sweep has a
+  /// deadline at least a claim timeout (twice the interval) after that sweep.
   func sweepIfDue(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
+    let leaseRanOut = clock > nextLeaseDeadline.withLock { $0 }
     let due = lastSweep.withLock { last -> Bool in
-      guard last == Int64.min || clock - last >= sweepInterval || clock < last else {
+      guard
+        last == Int64.min || clock - last >= sweepInterval || clock < last || leaseRanOut
+      else {
         return false
       }
       last = clock
@@ -40,16 +46,22 @@ extension Spool {
   func recoverClaims(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
     var recovered = 0
-    var expired = 0
     var contained = 0
+    var earliestLeft = Int64.max
+    defer { nextLeaseDeadline.withLock { $0 = earliestLeft } }
     try mapIO("recover") {
       for entry in try Syscall.list(directories.claimed) {
-        guard let claimed = ClaimedName(parsing: entry.name), claimed.leaseUntilMicros < clock
-        else { continue }
+        guard let claimed = ClaimedName(parsing: entry.name) else { continue }
+        guard claimed.leaseUntilMicros < clock else {
+          earliestLeft = min(earliestLeft, claimed.leaseUntilMicros)
+          continue
+        }
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
             do {
-              try Syscall.unlink(directories.claimed, entry.name)
+              if try removeCounted({ try Syscall.unlink(directories.claimed, entry.name) }) {
+                diagnostics.append(.expiredMessageRemoved)
+              }
             } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM
             {
               // A directory under a claimed name: contain it rather than stop recovery.
@@ -61,8 +73,6 @@ extension Spool {
               }
               continue
             }
-            expired += 1
-            diagnostics.append(.expiredMessageRemoved)
           } else {
             try Syscall.renameNoReplace(
               directories.claimed, entry.name, directories.pending, claimed.message.fileName)
@@ -83,8 +93,6 @@ extension Spool {
       }
       if contained > 0 {
         try withStateLock { $0 = try recount(stored: $0) }
-      } else {
-        try decrementDepth(expired)
       }
       if recovered > 0 { try flushDirectory(directories.pending) }
     }
@@ -100,7 +108,6 @@ extension Spool {
     try promoteDue(diagnostics: &diagnostics)
     try mapIO("maintenance") {
       let clock = now
-      var expired = 0
       let (names, foreign) = try pendingListing()
       for entry in foreign {
         quarantine(
@@ -111,7 +118,6 @@ extension Spool {
       where clock - name.key.micros >= limits.messageLifetime.microseconds {
         do {
           try Syscall.unlink(directories.pending, entry.name)
-          expired += 1
           diagnostics.append(.expiredMessageRemoved)
         } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
           quarantine(
@@ -121,7 +127,6 @@ extension Spool {
           continue
         }
       }
-      try decrementDepth(expired)
       try sweepTemporaryFiles(diagnostics: &diagnostics)
       try trimQuarantine(diagnostics: &diagnostics)
       try withStateLock { counters in counters = try recount(stored: counters) }

@@ -32,12 +32,18 @@ final class Spool: Sendable {
   private let lock = Mutex<Bool>(false)
   /// The clock reading of the last recovery sweep.
   let lastSweep = Mutex<Int64>(Int64.min)
+  /// The earliest lease deadline among the claims the last sweep left alone and the claims this
+  /// instance made since: a sweep is due as soon as the clock passes it.
+  let nextLeaseDeadline = Mutex<Int64>(Int64.max)
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
   let newestImplicitSeen = Mutex<Int64>(0)
   /// Pending files the last eviction found valid, by name (see ``makeRoom``).
   let verifiedPending = Mutex<[String: PendingStamp]>([:])
   /// The clock reading of the last sweep of `tmp/`.
   let lastTemporarySweep = Mutex<Int64>(Int64.min)
+  /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
+  /// does not write the same line again. Touched only with `lock` held.
+  private let persistedInBody = Mutex<SpoolCounters?>(nil)
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(
@@ -64,50 +70,77 @@ final class Spool: Sendable {
         counters = try recount(stored: stored)
         validated = true
       }
-      let before = stored
+      persistedInBody.withLock { $0 = nil }
       let result = try body(&counters)
-      if counters != before {
-        try counters.line.withUnsafeBytes {
-          try Syscall.pwriteAll(directories.state, $0, at: 0)
-        }
-      }
+      let written = persistedInBody.withLock { $0 } ?? stored
+      if counters != written { try persist(counters) }
       return result
     }
+  }
+
+  /// Writes `counters` to the state file now. Call only from a ``withStateLock(_:)`` body.
+  func persist(_ counters: SpoolCounters) throws {
+    try counters.line.withUnsafeBytes { try Syscall.pwriteAll(directories.state, $0, at: 0) }
+    persistedInBody.withLock { $0 = counters }
   }
 
   /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what
   /// `stored` says for the sequence and the newest time. Entries readdir reports as something
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
+  ///
+  /// Claims, releases, recoveries and promotions move messages between the areas without the
+  /// lock, so a message can leave one listing before it shows up in the next. The areas are
+  /// listed as pending, claimed, delayed, pending again, an order in which every single move
+  /// (pending to claimed, claimed to pending or delayed, delayed to pending) goes to an area
+  /// listed later, and each message (its ordering key and id) is counted once: a message that
+  /// moves once during the recount is still seen.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
-    var depth = 0
+    struct Seen: Hashable {
+      var key: MessageKey
+      var id: UUID
+    }
+    var seen = Set<Seen>()
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
-    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
-      guard let name = PendingName(parsing: entry.name) else { continue }
-      depth += 1
+    func count(_ name: PendingName) {
+      seen.insert(Seen(key: name.key, id: name.id))
       sequence = max(sequence, name.key.sequence)
       if stored == nil { newest = max(newest, name.key.micros) }
     }
+    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
+      if let name = PendingName(parsing: entry.name) { count(name) }
+    }
     for entry in try Syscall.list(directories.claimed) where !entry.isKnownNotRegular {
-      guard let name = ClaimedName(parsing: entry.name) else { continue }
-      depth += 1
-      sequence = max(sequence, name.message.key.sequence)
-      if stored == nil { newest = max(newest, name.message.key.micros) }
+      if let name = ClaimedName(parsing: entry.name) { count(name.message) }
     }
-    for entry in try Syscall.list(directories.delayed) {
-      guard let name = DelayedName(parsing: entry.name) else { continue }
-      depth += 1
-      sequence = max(sequence, name.message.key.sequence)
+    for entry in try Syscall.list(directories.delayed) where !entry.isKnownNotRegular {
+      if let name = DelayedName(parsing: entry.name) {
+        seen.insert(Seen(key: name.message.key, id: name.message.id))
+        sequence = max(sequence, name.message.key.sequence)
+      }
     }
-    return SpoolCounters(sequence: sequence, depth: depth, newestImplicitMicros: newest)
+    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
+      if let name = PendingName(parsing: entry.name) { count(name) }
+    }
+    return SpoolCounters(sequence: sequence, depth: seen.count, newestImplicitMicros: newest)
   }
 
-  /// Lowers the depth counter by `count` after messages left the mailbox.
-  func decrementDepth(_ count: Int = 1) throws {
-    guard count > 0 else { return }
-    try withStateLock { counters in counters.depth = max(0, counters.depth - count) }
+  /// Runs `removal` (an unlink or a rename that takes one counted message out of `pending/` or
+  /// `claimed/`) and lowers the depth counter in the same hold of the lock, so no recount can see
+  /// the removal and then have it subtracted a second time. Returns false, changing nothing,
+  /// when the entry was already gone (ENOENT).
+  func removeCounted(_ removal: () throws -> Void) throws -> Bool {
+    try withStateLock { counters in
+      do {
+        try removal()
+      } catch let error as SystemCallError where error.isNotFound {
+        return false
+      }
+      counters.depth = max(0, counters.depth - 1)
+      return true
+    }
   }
 
   /// Delivers diagnostics; call only outside every lock.

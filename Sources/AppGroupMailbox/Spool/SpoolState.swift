@@ -6,7 +6,7 @@ import Glibc
 /// last insertion sequence handed out, messages pending plus claimed, newest implicit
 /// `enqueuedAt` in microseconds). It is a cache of what the names say: a missing, torn or
 /// unparsable line, or one a power loss rolled back, is rebuilt from the listing (see
-/// ``Spool/recount()``), so the file is never flushed.
+/// ``Spool/recount(stored:)``), so the file is never flushed.
 struct SpoolCounters: Equatable, Sendable {
   var sequence: UInt64
   var depth: Int

@@ -2,7 +2,8 @@ import CMailboxShims
 import Glibc
 
 /// Thin wrappers over the system calls the spool uses. Each retries `EINTR` (never for `close`),
-/// consults ``FaultInjection`` in debug builds, and throws ``SystemCallError`` naming the call.
+/// consults ``FaultInjection`` and
+/// reports to ``SystemCallRecording`` in debug builds, and throws ``SystemCallError`` naming the call.
 enum Syscall {
   @inline(__always)
   private static func check(_ call: String) throws {
@@ -28,7 +29,11 @@ enum Syscall {
     _ directory: Int32, _ name: some SystemName, _ flags: Int32, mode: mode_t = 0
   ) throws -> Int32 {
     try name.withSystemName { path in
-      try retrying("openat") { openat(directory, path, flags | O_CLOEXEC, mode) }
+      try SystemCallRecording.observe(
+        .init(name: "openat", descriptor: directory, path: String(cString: path), flags: flags)
+      ) {
+        try retrying("openat") { openat(directory, path, flags | O_CLOEXEC, mode) }
+      }
     }
   }
 
@@ -39,8 +44,10 @@ enum Syscall {
   static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
     var offset = 0
     while offset < bytes.count {
-      let written = try retrying("write") {
-        Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+      let written = try SystemCallRecording.observe(.init(name: "write", descriptor: fd)) {
+        try retrying("write") {
+          Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+        }
       }
       offset += written
     }
@@ -50,9 +57,11 @@ enum Syscall {
   static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int) throws {
     var offset = 0
     while offset < bytes.count {
-      let written = try retrying("pwrite") {
-        Glibc.pwrite(
-          fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position + offset))
+      let written = try SystemCallRecording.observe(.init(name: "pwrite", descriptor: fd)) {
+        try retrying("pwrite") {
+          Glibc.pwrite(
+            fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position + offset))
+        }
       }
       offset += written
     }
@@ -76,11 +85,17 @@ enum Syscall {
   }
 
   /// fsync(2) (also valid on a directory opened read-only).
-  static func fsync(_ fd: Int32) throws { _ = try retrying("fsync") { Glibc.fsync(fd) } }
+  static func fsync(_ fd: Int32) throws {
+    _ = try SystemCallRecording.observe(.init(name: "fsync", descriptor: fd)) {
+      try retrying("fsync") { Glibc.fsync(fd) }
+    }
+  }
 
   /// ftruncate(2).
   static func truncate(_ fd: Int32, _ length: Int) throws {
-    _ = try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
+    _ = try SystemCallRecording.observe(.init(name: "ftruncate", descriptor: fd)) {
+      try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
+    }
   }
 
   /// fstat(2).
@@ -101,7 +116,14 @@ enum Syscall {
 
   /// renameat(2): replaces an existing destination.
   static func rename(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
-    _ = try old.withSystemName { path in try retrying("renameat") { renameat(from, path, to, new) }
+    _ = try old.withSystemName { path in
+      try SystemCallRecording.observe(
+        .init(
+          name: "renameat", descriptor: from, path: String(cString: path), targetDescriptor: to,
+          targetPath: new)
+      ) {
+        try retrying("renameat") { renameat(from, path, to, new) }
+      }
     }
   }
 
@@ -113,11 +135,23 @@ enum Syscall {
   ) throws {
     do {
       _ = try old.withSystemName { path in
-        try retrying("renameat2") { cmailbox_rename_noreplace(from, path, to, new) }
+        try SystemCallRecording.observe(
+          .init(
+            name: "renameat2", descriptor: from, path: String(cString: path),
+            targetDescriptor: to, targetPath: new)
+        ) {
+          try retrying("renameat2") { cmailbox_rename_noreplace(from, path, to, new) }
+        }
       }
     } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
       _ = try old.withSystemName { path in
-        try retrying("linkat") { linkat(from, path, to, new, 0) }
+        try SystemCallRecording.observe(
+          .init(
+            name: "linkat", descriptor: from, path: String(cString: path), targetDescriptor: to,
+            targetPath: new)
+        ) {
+          try retrying("linkat") { linkat(from, path, to, new, 0) }
+        }
       }
       try unlink(from, old)
     }
@@ -126,20 +160,34 @@ enum Syscall {
   /// unlinkat(2) of a non-directory entry.
   static func unlink(_ directory: Int32, _ name: some SystemName) throws {
     _ = try name.withSystemName { path in
-      try retrying("unlinkat") { unlinkat(directory, path, 0) }
+      try SystemCallRecording.observe(
+        .init(name: "unlinkat", descriptor: directory, path: String(cString: path))
+      ) {
+        try retrying("unlinkat") { unlinkat(directory, path, 0) }
+      }
     }
   }
 
   /// unlinkat(2) with `AT_REMOVEDIR` (the directory must be empty).
   static func removeDirectory(_ directory: Int32, _ name: some SystemName) throws {
     _ = try name.withSystemName { path in
-      try retrying("unlinkat") { unlinkat(directory, path, AT_REMOVEDIR) }
+      try SystemCallRecording.observe(
+        .init(
+          name: "unlinkat", descriptor: directory, path: String(cString: path),
+          flags: AT_REMOVEDIR)
+      ) {
+        try retrying("unlinkat") { unlinkat(directory, path, AT_REMOVEDIR) }
+      }
     }
   }
 
   /// mkdirat(2).
   static func makeDirectory(_ directory: Int32, _ name: String, mode: mode_t) throws {
-    _ = try retrying("mkdirat") { mkdirat(directory, name, mode) }
+    _ = try SystemCallRecording.observe(
+      .init(name: "mkdirat", descriptor: directory, path: name)
+    ) {
+      try retrying("mkdirat") { mkdirat(directory, name, mode) }
+    }
   }
 
   /// fchmod(2): sets exact permission bits, whatever the umask did.

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Claims count toward `maxMessages`, the overflow policies, and idempotent import (issue
+/// semantics 3 and 4; case C13's single-process parts).
+@Suite struct BoundsAndImportTests {
+  @Test func `Claims count toward maxMessages and rejectNewest writes nothing`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), clock: clock)
+    try mailbox.enqueue("A")
+    try mailbox.enqueue("B")
+    let claim = try mailbox.claimPending(limit: 1)
+    #expect(claim.map(\.message) == ["A"])
+    let pendingBefore = container.names("pending")
+    let claimedBefore = container.names("claimed")
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("C") }
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try mailbox.enqueue("D", id: UUID(), enqueuedAt: clock.now)
+    }
+    #expect(container.names("pending") == pendingBefore)
+    #expect(container.names("claimed") == claimedBefore)
+    #expect(container.names("tmp") == [])
+    #expect(container.counters()?.depth == 2)
+    #expect(container.counters()?.sequence == 2)
+    try claim[0].acknowledge()
+    try mailbox.enqueue("C")
+    #expect(try mailbox.claimPending().map(\.message) == ["B", "C"])
+  }
+
+  @Test func `An acknowledge from a fresh instance lowers the depth once, so the bound holds`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let producer: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), clock: clock)
+    try producer.enqueue("A")
+    try producer.enqueue("B")
+    // A fresh instance rebuilds the counters on its first lock; the acknowledge that takes that
+    // lock must not be subtracted from a count that already misses the acknowledged file.
+    let consumer: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), clock: clock)
+    try consumer.claimPending(limit: 1)[0].acknowledge()
+    #expect(container.counters()?.depth == 1)
+    try producer.enqueue("C")
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try producer.enqueue("D") }
+    #expect(container.pendingNames().count == 2)
+  }
+
+  @Test func `An expired message removed by a fresh instance lowers the depth once`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let limits = AppGroupMailboxLimits(maxMessages: 2, messageLifetime: 10)
+    let producer: AppGroupMailbox<String> = try container.mailbox(limits: limits, clock: clock)
+    try producer.enqueue("old")
+    clock.advance(11)
+    try producer.enqueue("B")
+    let consumer: AppGroupMailbox<String> = try container.mailbox(limits: limits, clock: clock)
+    #expect(try consumer.claimPending(limit: 1).map(\.message) == ["B"])
+    #expect(container.counters()?.depth == 1)
+    try producer.enqueue("C")
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try producer.enqueue("D") }
+  }
+
+  @Test func `discardOldest deletes the oldest pending message and never a claim`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let diagnostics = DiagnosticRecorder()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: clock,
+      diagnostics: diagnostics)
+    try mailbox.enqueue("A")
+    let b = try mailbox.enqueue("B")
+    try mailbox.enqueue("C")
+    let claimA = try mailbox.claimPending(limit: 1)
+    #expect(claimA.map(\.message) == ["A"])
+    try mailbox.enqueue("D")
+    #expect(diagnostics.all == [.oldestMessageDiscarded])
+    #expect(!container.pendingNames().map(\.id).contains(b))
+    #expect(container.pendingNames().count == 2)
+    #expect(container.claimedNames().map(\.message.id) == [claimA[0].id])
+    try claimA[0].acknowledge()
+    #expect(try mailbox.claimPending().map(\.message) == ["C", "D"])
+    #expect(container.counters()?.depth == 2)
+  }
+
+  @Test func `discardOldest fails with mailboxFull when every message is claimed`() throws {
+    let container = try TemporaryContainer()
+    let diagnostics = DiagnosticRecorder()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest, clock: FakeClock(),
+      diagnostics: diagnostics)
+    try mailbox.enqueue("A")
+    try mailbox.enqueue("B")
+    let claims = try mailbox.claimPending()
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("C") }
+    #expect(diagnostics.all == [])
+    #expect(container.names("pending") == [])
+    #expect(container.names("tmp") == [])
+    #expect(container.claimedNames().count == 2)
+    for claim in claims { try claim.acknowledge() }
+  }
+
+  @Test func `enqueue with an id writes nothing while that id is pending, claimed or quarantined`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    let id = UUID()
+    #expect(try mailbox.enqueue("first", id: id) == id)
+    #expect(try mailbox.enqueue("second", id: id) == id)
+    #expect(
+      try mailbox.enqueue("third", id: id, enqueuedAt: clock.now.addingTimeInterval(-5)) == id)
+    #expect(container.pendingNames().map(\.id) == [id])
+    #expect(container.counters()?.sequence == 1)
+
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.message) == ["first"])
+    #expect(try mailbox.enqueue("while claimed", id: id) == id)
+    #expect(container.names("pending") == [])
+    #expect(container.claimedNames().map(\.message.id) == [id])
+
+    // Quarantined: the id is read from the quarantine name alone.
+    try claims[0].acknowledge()
+    let quarantined = QuarantineName(
+      micros: micros(clock.now), reason: .malformed, id: id, nonce: 0xabcd)
+    try container.plant("quarantine", quarantined.fileName, Data("junk".utf8))
+    #expect(try mailbox.enqueue("while quarantined", id: id) == id)
+    #expect(container.names("pending") == [])
+    #expect(container.names("tmp") == [])
+    #expect(container.counters()?.depth == 0)
+  }
+
+  @Test func `An acknowledged id can be enqueued again because the mailbox keeps no tombstones`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: FakeClock())
+    let id = UUID()
+    try mailbox.enqueue("first", id: id)
+    try mailbox.claimPending()[0].acknowledge()
+    try mailbox.enqueue("again", id: id)
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.message) == ["again"])
+    #expect(claims.map(\.id) == [id])
+    #expect(claims.map(\.deliveryCount) == [1])
+  }
+
+  @Test func `Threads racing to import the same ids store exactly one copy of each`() async throws {
+    let container = try TemporaryContainer()
+    let ids = (0..<40).map { _ in UUID() }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for _ in 0..<4 {
+        // One mailbox instance per task: separate descriptors, so the flock is what excludes.
+        let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self)
+        group.addTask {
+          for (index, id) in ids.enumerated() { try mailbox.enqueue(index, id: id) }
+        }
+      }
+      try await group.waitForAll()
+    }
+    #expect(container.pendingNames().map(\.id) == ids)
+    #expect(container.counters()?.depth == 40)
+  }
+
+  @Test func `An invalid claim limit throws and changes nothing`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: FakeClock())
+    try mailbox.enqueue("A")
+    let before = container.names("pending")
+    for limit in [0, -1, Int.min] {
+      #expect(throws: AppGroupMailboxError.invalidLimit("claim limit")) {
+        try mailbox.claimPending(limit: limit)
+      }
+    }
+    #expect(container.names("pending") == before)
+    #expect(try mailbox.claimPending(limit: 1).map(\.message) == ["A"])
+  }
+}

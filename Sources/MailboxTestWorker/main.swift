@@ -8,7 +8,7 @@ struct WorkerCommand: Sendable {
   var run: @Sendable ([String]) throws -> Void
 }
 
-let commands: [WorkerCommand] = coreCommands + hardeningCommands
+let commands: [WorkerCommand] = coreCommands + hardeningCommands + tortureCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -17,6 +17,7 @@ let commands: [WorkerCommand] =
   coreCommands
   + hardeningCommands
   + watchCommands
+  + tortureCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -7,6 +7,7 @@ import Glibc
 enum Syscall {
   @inline(__always)
   private static func check(_ call: String) throws {
+    CrashPoint.check(call)
     if let injected = FaultInjection.check(call) {
       throw SystemCallError(call: call, errno: injected)
     }

@@ -18,6 +18,7 @@ let commands: [WorkerCommand] =
   + hardeningCommands
   + watchCommands
   + tortureCommands
+  + soakCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -63,8 +63,10 @@ extension Spool {
         } catch {
           // An I/O error (EMFILE, EIO...) says nothing about the file: put it back so it is not
           // stuck in claimed/ until its lease runs out, then report the error.
-          try? Syscall.renameNoReplace(
-            directories.claimed, claimed.fileName, directories.pending, entry.name)
+          try? lockedMove {
+            try Syscall.renameNoReplace(
+              directories.claimed, claimed.fileName, directories.pending, entry.name)
+          }
           throw error
         }
         switch outcome {
@@ -87,8 +89,10 @@ extension Spool {
           continue
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
-          try? Syscall.renameNoReplace(
-            directories.claimed, claimed.fileName, directories.pending, entry.name)
+          try? lockedMove {
+            try Syscall.renameNoReplace(
+              directories.claimed, claimed.fileName, directories.pending, entry.name)
+          }
         case .failure(let reason):
           if quarantine(
             from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
@@ -282,8 +286,10 @@ extension Spool {
   /// position), keeping the delivery count.
   func release(_ claimed: ClaimedName) throws {
     try finishing("release") {
-      try Syscall.renameNoReplace(
-        directories.claimed, claimed.fileName, directories.pending, claimed.message.fileName)
+      try lockedMove {
+        try Syscall.renameNoReplace(
+          directories.claimed, claimed.fileName, directories.pending, claimed.message.fileName)
+      }
     }
     try mapIO("release") { try flushDirectory(directories.pending) }
     configuration.onPending?()
@@ -295,8 +301,10 @@ extension Spool {
     renewed.leaseUntilMicros = min(
       now + limits.claimTimeout.microseconds, MessageKey.maxMicros)
     try finishing("renew") {
-      try Syscall.rename(
-        directories.claimed, claimed.fileName, directories.claimed, renewed.fileName)
+      try lockedMove {
+        try Syscall.rename(
+          directories.claimed, claimed.fileName, directories.claimed, renewed.fileName)
+      }
     }
     return renewed
   }

@@ -22,8 +22,10 @@ extension Spool {
               diagnostics.append(.expiredMessageRemoved)
             }
           } else {
-            try Syscall.renameNoReplace(
-              directories.delayed, entry.name, directories.pending, name.message.fileName)
+            try lockedMove {
+              try Syscall.renameNoReplace(
+                directories.delayed, entry.name, directories.pending, name.message.fileName)
+            }
             promoted += 1
           }
         } catch let error as SystemCallError where error.isNotFound {
@@ -52,8 +54,10 @@ extension Spool {
     guard delay > 0 else { return try release(claimed) }
     let target = DelayedName(dueMicros: now + delay.microseconds, message: claimed.message)
     do {
-      try Syscall.renameNoReplace(
-        directories.claimed, claimed.fileName, directories.delayed, target.fileName)
+      try lockedMove {
+        try Syscall.renameNoReplace(
+          directories.claimed, claimed.fileName, directories.delayed, target.fileName)
+      }
     } catch let error as SystemCallError where error.isNotFound {
       throw AppGroupMailboxError.claimNoLongerExists
     } catch let error as SystemCallError {

@@ -74,8 +74,10 @@ extension Spool {
               continue
             }
           } else {
-            try Syscall.renameNoReplace(
-              directories.claimed, entry.name, directories.pending, claimed.message.fileName)
+            try lockedMove {
+              try Syscall.renameNoReplace(
+                directories.claimed, entry.name, directories.pending, claimed.message.fileName)
+            }
             recovered += 1
             diagnostics.append(.abandonedClaimRecovered)
           }

@@ -16,7 +16,7 @@ import Testing
     var roles: [Int32: String] = [
       directories.tmp: "tmp", directories.pending: "pending", directories.claimed: "claimed",
       directories.quarantine: "quarantine", directories.state: "state",
-      directories.namespace: "namespace",
+      directories.namespace: "namespace", directories.delayed: "delayed",
     ]
     var lines: [String] = []
     for call in recorder.all {

@@ -1,0 +1,145 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Random operations from 8 processes for a bounded time while the test kills (SIGKILL) and
+/// restarts them at random, checking the invariants throughout and from the ledgers at the end.
+/// About a minute in CI; `MAILBOX_SOAK_SECONDS` sets the length.
+@Suite struct SoakTests {
+  static var seconds: Double {
+    let environment = ProcessInfo.processInfo.environment
+    if let text = environment["MAILBOX_SOAK_SECONDS"], let value = Double(text) { return value }
+    return environment["CI"] == "true" ? 60 : 15
+  }
+
+  static let maxMessages = 200
+
+  @Test func `Eight processes killed and restarted at random lose nothing and duplicate nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailboxURL = container.url.appendingPathComponent("mailbox")
+    let ledgers = container.url.appendingPathComponent("ledgers")
+    try FileManager.default.createDirectory(at: ledgers, withIntermediateDirectories: true)
+    let end = Date().addingTimeInterval(Self.seconds)
+    var random = SeededGenerator(seed: UInt64(getpid()))
+    var ledgerCount = 0
+    func startWorker() throws -> RunningProcess {
+      ledgerCount += 1
+      let ledger = ledgers.appendingPathComponent("\(ledgerCount).log")
+      FileManager.default.createFile(atPath: ledger.path, contents: nil)
+      let remaining = max(0.5, end.timeIntervalSinceNow)
+      return try Processes.start(
+        Processes.product("MailboxTestWorker"),
+        [
+          "soak", mailboxURL.path, String(random.next() % 1_000_000), String(remaining),
+          ledger.path,
+        ])
+    }
+    var workers = try (0..<8).map { _ in try startWorker() }
+    var kills = 0
+    var samples = 0
+    var violations: [String] = []
+    let areas = ["pending", "claimed", "delayed"].map {
+      mailboxURL.appendingPathComponent("AppGroupMailbox/soak/\($0)").path
+    }
+    while Date() < end {
+      // Sample the invariants from the names: the depth bound and one file per id.
+      var ids: [UUID] = []
+      for area in areas {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: area)) ?? [] {
+          if let id = PendingName(parsing: name)?.id ?? ClaimedName(parsing: name)?.message.id
+            ?? DelayedName(parsing: name)?.message.id
+          {
+            ids.append(id)
+          }
+        }
+      }
+      // The areas are listed one after another while messages move between them, so a message
+      // can show up twice here; count each id once (a duplicate file is checked at rest below).
+      samples += 1
+      let depth = Set(ids).count
+      if depth > Self.maxMessages { violations.append("depth \(depth)") }
+      if random.next() % 8 == 0 {
+        let victim = Int(random.next() % UInt64(workers.count))
+        workers[victim].signal(SIGKILL)
+        _ = try workers[victim].finish(deadline: 30)
+        kills += 1
+        workers[victim] = try startWorker()
+      }
+      _ = poll(nil, 0, 25)  // Pace the sampling; correctness never waits on it.
+    }
+    for worker in workers {
+      let result = try worker.finish(deadline: Self.seconds + 60)
+      #expect(result.status == 0 || result.reason == .uncaughtSignal, "\(result.stderr)")
+    }
+    #expect(violations.isEmpty, "\(violations.prefix(5))")
+    // At rest, one file per id across the areas.
+    var restingIDs: [UUID] = []
+    for area in areas {
+      for name in try FileManager.default.contentsOfDirectory(atPath: area) {
+        let id =
+          PendingName(parsing: name)?.id ?? ClaimedName(parsing: name)?.message.id
+          ?? DelayedName(parsing: name)?.message.id
+        restingIDs += id.map { [$0] } ?? []
+      }
+    }
+    #expect(Set(restingIDs).count == restingIDs.count)
+    #expect(restingIDs.count <= Self.maxMessages)
+
+    // Drain what is left an hour later: every lease has run out, every delay is due.
+    let mailbox: AppGroupMailbox<String> = try AppGroupMailbox(
+      containerURL: mailboxURL, namespace: "soak", limits: .init(maxMessages: Self.maxMessages),
+      overflowPolicy: .rejectNewest, notificationName: nil, messageType: nil, diagnostic: nil,
+      durability: .full, permissions: .private,
+      clock: FakeClock(start: Date().addingTimeInterval(3_600)).mailboxClock)
+    try mailbox.performMaintenance()
+    let remaining = try mailbox.claimPending()
+    let left = remaining.map(\.message)
+
+    var tried = Set<String>()
+    var enqueued = Set<String>()
+    var acknowledged: [String] = []
+    var reimported = Set<String>()
+    for file in try FileManager.default.contentsOfDirectory(atPath: ledgers.path) {
+      let text = try String(contentsOf: ledgers.appendingPathComponent(file), encoding: .utf8)
+      for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        guard parts.count == 2 else { continue }  // A line cut by SIGKILL.
+        let payload = String(parts[1])
+        switch parts[0] {
+        case "T": tried.insert(payload)
+        case "E": enqueued.insert(payload)
+        case "A": acknowledged.append(payload)
+        case "R": reimported.insert(payload)
+        default: break
+        }
+      }
+    }
+    let acknowledgedSet = Set(acknowledged)
+    #expect(!enqueued.isEmpty && kills > 0)
+    // At least once: every returned enqueue was acknowledged or is still there.
+    let lost = enqueued.subtracting(acknowledgedSet).subtracting(left)
+    #expect(lost.isEmpty, "lost: \(lost.sorted().prefix(5))")
+    // Nothing acknowledged comes back (unless re-imported after it was gone, which adds it
+    // again by design); nothing left twice; nothing that was never sent.
+    #expect(acknowledgedSet.subtracting(reimported).intersection(left).isEmpty)
+    #expect(Set(left).count == left.count)
+    let twice = Dictionary(grouping: acknowledged, by: { $0 }).filter { $0.value.count > 1 }.keys
+    #expect(Set(twice).isSubset(of: reimported), "acknowledged twice: \(twice.prefix(5))")
+    #expect(Set(left).isSubset(of: tried))
+    #expect(FileManager.default.fileExists(atPath: areas[0]))
+    #expect(
+      (try FileManager.default.contentsOfDirectory(
+        atPath: mailboxURL.appendingPathComponent("AppGroupMailbox/soak/quarantine").path)) == [])
+    for claim in remaining { try claim.acknowledge() }
+    try mailbox.enqueue("after")
+    #expect(try mailbox.claimPending().map(\.message) == ["after"])
+    print(
+      "soak: \(Self.seconds) s, \(ledgerCount) worker processes, \(kills) SIGKILLs and restarts,",
+      "\(tried.count) enqueues tried, \(enqueued.count) returned,",
+      "\(acknowledged.count) acknowledged, \(left.count) left at the end, \(samples) samples")
+  }
+}

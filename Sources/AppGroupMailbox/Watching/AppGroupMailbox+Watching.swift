@@ -25,7 +25,9 @@ extension AppGroupMailbox {
 
   /// Blocks until a message may be pending or `timeout` seconds pass (nil: no limit).
   ///
-  /// Returns at once with true when a message is already pending. Opens a watcher for the call
+  /// Returns at once with true when a message is already pending. A delayed message (see
+  /// ``enqueue(_:notBefore:)``) wakes the caller by itself when it becomes due: the wait ends
+  /// then, the message is made pending, and the result is true. Opens a watcher for the call
   /// and closes it before returning; a loop waiting again and again should keep one
   /// ``wakeUps(pollingInterval:)`` watcher instead. Do not call it from a Swift concurrency
   /// task.
@@ -34,7 +36,12 @@ extension AppGroupMailbox {
   public func wait(timeout: TimeInterval?) throws -> Bool {
     let watcher = try wakeUps()
     defer { watcher.close() }
-    return try watcher.wait(timeout: timeout)
+    let due = secondsToNextDue()
+    guard let due, due < timeout ?? .infinity else { return try watcher.wait(timeout: timeout) }
+    if try watcher.wait(timeout: due) { return true }
+    var diagnostics: [Diagnostic] = []
+    defer { spool.emit(diagnostics) }
+    return try spool.promoteDue(diagnostics: &diagnostics) > 0 || watcher.wait(timeout: 0)
   }
 
   /// Claims messages in batches and hands each to `handler` until the mailbox is empty, then
@@ -46,7 +53,8 @@ extension AppGroupMailbox {
   /// cancellation the claim in the handler finishes as usual, the claims of the batch not yet
   /// handed out are released (back at their positions), and `drain` returns: no claim is lost
   /// or held twice. While idle it also wakes when the earliest lease in `claimed/` runs out, to
-  /// recover that abandoned claim.
+  /// recover that abandoned claim, and when the earliest delayed message becomes due (no busy
+  /// polling in between).
   /// - Parameters:
   ///   - batchSize: Messages claimed at once, at least 1 (their leases run while earlier ones
   ///     are handled). Default 16.
@@ -68,11 +76,15 @@ extension AppGroupMailbox {
         try await handOut(claims, to: handler)
       }
       if Task.isCancelled { return }
-      let outcome = await watcher.core.wait(timeout: secondsToNextLeaseExpiry())
+      let lease = secondsToNextLeaseExpiry()
+      let due = secondsToNextDue()
+      let timeout = [lease, due].compactMap { $0 }.min()
+      let outcome = await watcher.core.wait(timeout: timeout)
       if outcome == .timedOut {
         var diagnostics: [Diagnostic] = []
         defer { spool.emit(diagnostics) }
         try spool.recoverClaims(diagnostics: &diagnostics)
+        try spool.promoteDue(diagnostics: &diagnostics)
       }
       guard try Watcher.interpret(outcome) || outcome == .timedOut else { return }
     }
@@ -106,6 +118,12 @@ extension AppGroupMailbox {
 
   private func releaseQuietly(_ claims: ArraySlice<Claim>) {
     for claim in claims { try? claim.release() }
+  }
+
+  /// Seconds until the earliest delayed message is due (at least 0.001), nil when none waits.
+  private func secondsToNextDue() -> TimeInterval? {
+    guard let due = try? spool.nextDueMicros() else { return nil }
+    return max(Double(due - spool.now) / 1_000_000 + 0.000_5, 0.001)
   }
 
   /// Seconds until the earliest lease in `claimed/` runs out (at least 0.01; 1 when it already

@@ -15,9 +15,10 @@ extension Spool {
   /// Expired messages met on the way are deleted; hostile or malformed files are quarantined and
   /// do not count toward `limit`; `decode` turns a valid file into the caller's value (nil means
   /// it does not decode: quarantined as malformed). Another consumer winning a rename is not an
-  /// error. - Complexity: one listing and sort of `pending/` per call, O(n log n).
+  /// error. Messages whose id is in `skipping` are left pending untouched.
+  /// - Complexity: one listing and sort of `pending/` per call, O(n log n).
   func claim<T>(
-    limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
+    limit: Int?, skipping: Set<UUID> = [], diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
@@ -27,6 +28,7 @@ extension Spool {
     var linkedNow: [String: Int64] = [:]
     for (name, entry) in try mapIO("claim", { try pendingNames() }) {
       if results.count >= wanted { break }
+      if !skipping.isEmpty, skipping.contains(name.id) { continue }
       let clock = now
       if clock - name.key.micros >= limits.messageLifetime.microseconds {
         if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {

@@ -8,7 +8,7 @@ struct WorkerCommand: Sendable {
   var run: @Sendable ([String]) throws -> Void
 }
 
-let commands: [WorkerCommand] = coreCommands
+let commands: [WorkerCommand] = coreCommands + cliCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

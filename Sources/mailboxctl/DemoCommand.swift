@@ -41,7 +41,7 @@ let demoProduceCommand = Subcommand(
       do {
         try mailbox.enqueue(Data(json.utf8), messageType: "demo")
       } catch {
-        throw CommandFailure(error, while: "enqueue")
+        throw CommandFailure(error, while: "")
       }
     }
     return .success
@@ -106,7 +106,7 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
     do {
       claims = try mailbox.claimPending(limit: 64)
     } catch {
-      throw CommandFailure(error, while: "claim")
+      throw CommandFailure(error, while: "")
     }
     for claim in claims {
       guard let message = try? decoder.decode(DemoMessage.self, from: claim.payload) else {
@@ -118,7 +118,7 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
       do {
         try claim.acknowledge()
       } catch {
-        throw CommandFailure(error, while: "acknowledge")
+        throw CommandFailure(error, while: "")
       }
     }
     if claims.isEmpty {

@@ -150,7 +150,7 @@ final class Drainer {
     do {
       return try mailbox.claimPending(limit: 1, skipping: retry.skipped()).first
     } catch {
-      fatal = CommandFailure(error, while: "claim")
+      fatal = CommandFailure(error, while: "")
       return nil
     }
   }
@@ -200,7 +200,7 @@ final class Drainer {
         "drain: message \(claim.id.uuidString.lowercased()): the claim was recovered by another "
           + "consumer before the acknowledge (lease too short?); it will be delivered again")
     } catch {
-      fatal = CommandFailure(error, while: "acknowledge")
+      fatal = CommandFailure(error, while: "")
     }
   }
 

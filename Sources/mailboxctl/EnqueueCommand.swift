@@ -79,7 +79,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
           "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
             + "(--max-payload-bytes); nothing was enqueued")
       default:
-        throw CommandFailure(error, while: "enqueue")
+        throw CommandFailure(error, while: "")
       }
     }
   }
@@ -88,7 +88,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     do {
       receipt = try mailbox.enqueue(message.payload, id: id, enqueuedAt: date, messageType: type)
     } catch {
-      throw CommandFailure(error, while: "enqueue")
+      throw CommandFailure(error, while: "")
     }
     let text = receipt.id.uuidString.lowercased()
     if arguments.flag("--json") {

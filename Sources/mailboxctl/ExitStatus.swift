@@ -51,6 +51,6 @@ struct CommandFailure: Error, CustomStringConvertible {
     case .ioFailure: status = .ioError
     default: status = .software
     }
-    self.init(status, "\(what): \(text)")
+    self.init(status, what.isEmpty ? text : "\(what): \(text)")
   }
 }

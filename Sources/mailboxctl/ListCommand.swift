@@ -29,7 +29,7 @@ let listCommand = Subcommand(
     do {
       entries = try mailbox.inspector.entries(in: states)
     } catch {
-      throw CommandFailure(error, while: "list")
+      throw CommandFailure(error, while: "")
     }
     if let limit { entries = Array(entries.prefix(limit)) }
     if arguments.flag("--json") {

@@ -20,7 +20,7 @@ let maintainCommand = Subcommand(
     do {
       try mailbox.performMaintenance()
     } catch {
-      throw CommandFailure(error, while: "maintain")
+      throw CommandFailure(error, while: "")
     }
     let seen = events.withLock { $0 }
     func count(_ event: AppGroupMailboxDiagnostic) -> Int { seen.filter { $0 == event }.count }

@@ -46,7 +46,7 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
   do {
     entries = try inspector.entries(in: [.quarantined])
   } catch {
-    throw CommandFailure(error, while: "quarantine")
+    throw CommandFailure(error, while: "")
   }
   switch action {
   case "list":

@@ -24,7 +24,7 @@ let showCommand = Subcommand(
       envelope = try mailbox.inspector.envelope(
         selector, includeMessage: arguments.flag("--message"))
     } catch {
-      throw CommandFailure(error, while: "show")
+      throw CommandFailure(error, while: "")
     }
     guard let envelope else { throw CommandFailure(.noInput, "no such message: \(selector)") }
     try EntryFormat.printEnvelope(envelope, json: arguments.flag("--json"))

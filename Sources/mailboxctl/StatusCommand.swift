@@ -17,7 +17,7 @@ let statusCommand = Subcommand(
     do {
       status = try mailbox.inspector.status()
     } catch {
-      throw CommandFailure(error, while: "status")
+      throw CommandFailure(error, while: "")
     }
     let now = Date()
     let pendingAge = status.oldestPendingEnqueuedAt.map { max(0, now.timeIntervalSince($0)) }

@@ -24,6 +24,7 @@ let watchCommand = Subcommand(
     let waiter: any WorkWaiter = PollingWorkWaiter(
       mailboxDirectory: location.directory, wakeup: signals.wakeup,
       shouldStop: { [signals] in signals.stopSignal != nil })
+    Output.note("watch: waiting for changes in \(location.directory.path)/pending")
     let deadline = timeout.map { Date().addingTimeInterval($0) }
     var seen = 0
     while signals.stopSignal == nil {
@@ -36,7 +37,7 @@ let watchCommand = Subcommand(
       do {
         status = try mailbox.inspector.status()
       } catch {
-        throw CommandFailure(error, while: "watch")
+        throw CommandFailure(error, while: "")
       }
       if arguments.flag("--json") {
         var object = JSONObject()

@@ -32,9 +32,10 @@ enum Output {
     try? write(2, Array(text.utf8), what: "stderr")
   }
 
-  /// Colour only when stderr is a terminal and NO_COLOR is unset (https://no-color.org).
+  /// Colour only when stderr is a terminal and NO_COLOR is unset or empty
+  /// (https://no-color.org).
   static var useColour: Bool {
-    isatty(2) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+    isatty(2) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
   }
 
   /// Whether stderr is a terminal (progress lines are shown only then).

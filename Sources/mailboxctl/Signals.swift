@@ -32,6 +32,12 @@ final class Signals: Sendable {
     action.sa_flags = SA_RESTART
     sigaction(SIGINT, &action, nil)
     sigaction(SIGTERM, &action, nil)
+    // A parent may have started us with these blocked (the mask is inherited): unblock them.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGINT)
+    sigaddset(&unblock, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     let reader = fds[0]
     let thread = Thread {
       var byte: UInt8 = 0

@@ -10,7 +10,8 @@ let demoCommand = Subcommand(
     summary: "Fill a fresh mailbox from several producer processes, drain it, print a summary.",
     options: [
       OptionSpec(name: "--producers", kind: .value("N"), help: "Producer processes (default 4)."),
-      OptionSpec(name: "--messages", kind: .value("N"), help: "Messages per producer (default 250)."),
+      OptionSpec(
+        name: "--messages", kind: .value("N"), help: "Messages per producer (default 250)."),
       OptionSpec(name: "--keep", kind: .flag, help: "Keep the temporary mailbox directory."),
       MailboxOptions.json,
     ],
@@ -55,7 +56,8 @@ private struct DemoMessage: Decodable {
 private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
   let producers = try arguments.integer("--producers", in: 1...64) ?? 4
   let perProducer = try arguments.integer("--messages", in: 1...100_000) ?? 250
-  let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+  let base =
+    ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
   var template = Array((base + "/mailboxctl-demo-XXXXXX").utf8CString)
   guard let made = mkdtemp(&template) else {
     throw CommandFailure(.ioError, "cannot create a directory in \(base)")
@@ -93,7 +95,8 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   if !json {
     try Output.data(
-      "started \(producers) producer processes, \(perProducer) messages each; draining as they run\n")
+      "started \(producers) producer processes, \(perProducer) messages each; draining as they run\n"
+    )
   }
   var seen = Set<[Int]>()
   var duplicates = 0

@@ -59,7 +59,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       messages.append((number, Data(line)))
     }
     if id != nil && messages.count > 1 {
-      throw CommandFailure(.usage, "--id applies to one message, but the input has \(messages.count)")
+      throw CommandFailure(
+        .usage, "--id applies to one message, but the input has \(messages.count)")
     }
   } else {
     messages.append((1, input))

@@ -3,7 +3,8 @@ import Foundation
 
 /// How entries print in `list`, `show` and `quarantine` (text rows or JSON objects).
 enum EntryFormat {
-  static let header = "STATE        ID                                    ENQUEUED AT                  SIZE  DELIVERIES"
+  static let header =
+    "STATE        ID                                    ENQUEUED AT                  SIZE  DELIVERIES"
 
   /// One text row: state, id, enqueue time, size, deliveries (`-` where unknown).
   static func row(_ entry: AppGroupMailboxEntry) -> String {
@@ -74,7 +75,8 @@ enum EntryFormat {
     } else {
       rows.append(("envelope", "unreadable (not a regular file, too large, or malformed)"))
     }
-    var text = rows.map { $0.0 + ":" + String(repeating: " ", count: 15 - $0.0.count) + $0.1 }
+    var text =
+      rows.map { $0.0 + ":" + String(repeating: " ", count: 15 - $0.0.count) + $0.1 }
       .joined(separator: "\n") + "\n"
     if let message = envelope.message {
       text += "\n" + String(decoding: message, as: UTF8.self) + "\n"

@@ -44,8 +44,7 @@ enum ISO8601 {
       second <= 60
     else { return nil }
     var fraction = 0.0
-    if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: ",")
-    {
+    if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] == UInt8(ascii: ",") {
       index += 1
       var scale = 0.1
       let start = index
@@ -59,7 +58,9 @@ enum ISO8601 {
     var offset = 0
     if expect("Zz") {
       offset = 0
-    } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+    } else if index < bytes.count,
+      bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")
+    {
       let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
       index += 1
       guard let hours = number(2) else { return nil }

@@ -8,11 +8,12 @@ let listCommand = Subcommand(
     summary: "List messages: id, state, enqueue time, size, deliveries (no contents).",
     options: MailboxOptions.location + [
       OptionSpec(
-        name: "--state", kind: .value("STATE"), help: "pending, claimed or quarantined (repeatable).",
+        name: "--state", kind: .value("STATE"),
+        help: "pending, claimed or quarantined (repeatable).",
         repeatable: true),
       OptionSpec(name: "--limit", kind: .value("N"), help: "Print at most N entries."),
       MailboxOptions.json,
-    ],
+    ] + MailboxOptions.limits,
     details: "Pending and claimed oldest first, then quarantined by quarantine time."),
   run: { arguments in
     var states = Set<AppGroupMailboxEntry.State>()

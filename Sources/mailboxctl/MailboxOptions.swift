@@ -36,11 +36,13 @@ enum MailboxOptions {
     OptionSpec(
       name: "--overflow", kind: .value("POLICY"),
       help: "reject-newest (default) or discard-oldest."),
-    OptionSpec(name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
+    OptionSpec(
+      name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
     OptionSpec(name: "--group-shared", kind: .flag, help: "Create with group modes (02770/0660)."),
   ]
 
-  static let json = OptionSpec(name: "--json", kind: .flag, help: "Print JSON (JSON Lines for lists).")
+  static let json = OptionSpec(
+    name: "--json", kind: .flag, help: "Print JSON (JSON Lines for lists).")
 
   /// Where a mailbox is: its container and namespace.
   struct Location {

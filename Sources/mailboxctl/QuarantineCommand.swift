@@ -53,7 +53,9 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
     if json {
       try Output.data(entries.map { EntryFormat.object($0).text + "\n" }.joined())
     } else {
-      var lines = ["QUARANTINED AT               REASON      ID                                    SIZE  FILE"]
+      var lines = [
+        "QUARANTINED AT               REASON      ID                                    SIZE  FILE"
+      ]
       for entry in entries {
         let date = entry.quarantinedAt.map(ISO8601.format) ?? "-"
         let reason = entry.quarantineReason ?? "-"

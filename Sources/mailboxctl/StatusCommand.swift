@@ -6,7 +6,7 @@ let statusCommand = Subcommand(
   spec: CommandSpec(
     name: "status",
     summary: "Show counts: pending, claimed, quarantined, temporary files, ages, bytes.",
-    options: MailboxOptions.location + [MailboxOptions.json],
+    options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
     details: """
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
       since it was taken or last renewed. Read from file names and sizes only.

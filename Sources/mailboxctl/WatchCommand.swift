@@ -10,7 +10,7 @@ let watchCommand = Subcommand(
       OptionSpec(name: "--count", kind: .value("N"), help: "Exit after N wake-ups."),
       OptionSpec(name: "--timeout", kind: .value("SECONDS"), help: "Exit after SECONDS."),
       MailboxOptions.json,
-    ],
+    ] + MailboxOptions.limits,
     details: """
       Each line: the time, and the pending and claimed counts after the wake-up (with --json:
       {"at", "pending", "claimed"}). Runs until SIGINT (exit 130), SIGTERM (exit 0), --count

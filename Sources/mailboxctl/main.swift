@@ -23,7 +23,8 @@ let topLevelHelp: String = {
   ]
   for command in subcommands where !command.spec.hidden {
     let name = command.spec.name
-    lines.append("  " + name + String(repeating: " ", count: max(2, 13 - name.count)) + command.spec.summary)
+    lines.append(
+      "  " + name + String(repeating: " ", count: max(2, 13 - name.count)) + command.spec.summary)
   }
   lines += [
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",

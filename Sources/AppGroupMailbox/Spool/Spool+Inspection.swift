@@ -40,8 +40,7 @@ extension Spool {
   }
 
   /// See ``AppGroupMailboxInspector/entries(in:)``.
-  func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry]
-  {
+  func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry] {
     var result: [AppGroupMailboxEntry] = []
     if states.contains(.pending) {
       var found: [(MessageKey, AppGroupMailboxEntry)] = []
@@ -82,7 +81,8 @@ extension Spool {
 
   private func claimedEntry(_ name: ClaimedName, size: Int) -> AppGroupMailboxEntry {
     AppGroupMailboxEntry(
-      id: name.message.id, state: .claimed, enqueuedAt: Date(mailboxMicros: name.message.key.micros),
+      id: name.message.id, state: .claimed,
+      enqueuedAt: Date(mailboxMicros: name.message.key.micros),
       size: size, deliveryCount: name.message.attempts, fileName: name.fileName,
       leaseExpiresAt: Date(mailboxMicros: name.leaseUntilMicros))
   }

@@ -120,7 +120,8 @@ import Testing
   }
 
   @Test func `The retry delay doubles with the delivery count up to five minutes`() {
-    #expect((1...10).map { retryDelay(afterDelivery: $0) } == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300])
+    #expect(
+      (1...10).map { retryDelay(afterDelivery: $0) } == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300])
     #expect(retryDelay(afterDelivery: 1_000) == 300)
   }
 

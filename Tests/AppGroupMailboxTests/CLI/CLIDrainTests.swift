@@ -24,8 +24,10 @@ import Testing
     let ids = try enqueue(container, ["{\"n\":1}", "\"two\"", "[3,\n 3]"])
     let mailbox = try container.rawMailbox()
     let hourAgo = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
-    let older = try mailbox.enqueue(Data("0".utf8), id: UUID(), enqueuedAt: hourAgo, messageType: "t")
-      .id
+    let older = try mailbox.enqueue(
+      Data("0".utf8), id: UUID(), enqueuedAt: hourAgo, messageType: "t"
+    )
+    .id
     let result = try Mailboxctl.run(["drain"] + container.arguments())
     #expect(result.status == 0)
     #expect(summary(result.stderr) == "mailboxctl: drain: delivered 4, released 0, quarantined 0")
@@ -248,18 +250,23 @@ import Testing
       ["drain"] + container.arguments() + ["--exec", "no-such-command-here"])
     #expect(missing.status == 69)
     #expect(
-      missing.stderr == "mailboxctl: error: drain: --exec: command not found: no-such-command-here\n")
-    #expect(try container.rawMailbox().inspector.entries(in: [.pending]).map(\.deliveryCount) == [0])
+      missing.stderr
+        == "mailboxctl: error: drain: --exec: command not found: no-such-command-here\n")
+    #expect(
+      try container.rawMailbox().inspector.entries(in: [.pending]).map(\.deliveryCount) == [0])
     let broken = container.url.appendingPathComponent("broken")
     try Data([0, 1, 2, 3]).write(to: broken)
     chmod(broken.path, 0o755)
-    let unstartable = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", broken.path])
+    let unstartable = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--exec", broken.path])
     #expect(unstartable.status == 71)
-    #expect(unstartable.stderr.contains("mailboxctl: error: drain: --exec: cannot start \(broken.path)"))
+    #expect(
+      unstartable.stderr.contains("mailboxctl: error: drain: --exec: cannot start \(broken.path)"))
     #expect(try container.rawMailbox().inspector.entries(in: [.pending]).map(\.id) == ids)
   }
 
-  @Test func `A malformed file is quarantined, counted, and the valid messages around it delivered`()
+  @Test
+  func `A malformed file is quarantined, counted, and the valid messages around it delivered`()
     throws
   {
     let container = try TemporaryContainer()

@@ -32,29 +32,51 @@ import Testing
   {
     let container = try TemporaryContainer()
     let cases: [([String], String)] = [
-      (["frobnicate"], "mailboxctl: error: unknown subcommand 'frobnicate'\n"
-        + "Run 'mailboxctl --help' for the list.\n"),
-      (["status", "--bogus"], "mailboxctl: error: status: unknown option '--bogus'\n"
-        + "Run 'mailboxctl status --help' for usage.\n"),
-      (["status"], "mailboxctl: error: status: give --container DIR or --app-group ID\n"
-        + "Run 'mailboxctl status --help' for usage.\n"),
-      (["status", "--container", container.url.path, "--app-group", "g"],
+      (
+        ["frobnicate"],
+        "mailboxctl: error: unknown subcommand 'frobnicate'\n"
+          + "Run 'mailboxctl --help' for the list.\n"
+      ),
+      (
+        ["status", "--bogus"],
+        "mailboxctl: error: status: unknown option '--bogus'\n"
+          + "Run 'mailboxctl status --help' for usage.\n"
+      ),
+      (
+        ["status"],
+        "mailboxctl: error: status: give --container DIR or --app-group ID\n"
+          + "Run 'mailboxctl status --help' for usage.\n"
+      ),
+      (
+        ["status", "--container", container.url.path, "--app-group", "g"],
         "mailboxctl: error: status: give --container or --app-group, not both\n"
-        + "Run 'mailboxctl status --help' for usage.\n"),
-      (["status", "--container", container.url.path, "--namespace", "../x"],
+          + "Run 'mailboxctl status --help' for usage.\n"
+      ),
+      (
+        ["status", "--container", container.url.path, "--namespace", "../x"],
         "mailboxctl: error: status: invalid namespace '../x'\n"
-        + "Run 'mailboxctl status --help' for usage.\n"),
-      (["drain"] + container.arguments() + ["--limit", "0"],
+          + "Run 'mailboxctl status --help' for usage.\n"
+      ),
+      (
+        ["drain"] + container.arguments() + ["--limit", "0"],
         "mailboxctl: error: drain: --limit needs an integer from 1 to \(Int.max), not '0'\n"
-        + "Run 'mailboxctl drain --help' for usage.\n"),
-      (["show"] + container.arguments(), "mailboxctl: error: show: missing ID\n"
-        + "Run 'mailboxctl show --help' for usage.\n"),
-      (["enqueue"] + container.arguments() + ["--enqueued-at", "yesterday", "--data", "1"],
+          + "Run 'mailboxctl drain --help' for usage.\n"
+      ),
+      (
+        ["show"] + container.arguments(),
+        "mailboxctl: error: show: missing ID\n"
+          + "Run 'mailboxctl show --help' for usage.\n"
+      ),
+      (
+        ["enqueue"] + container.arguments() + ["--enqueued-at", "yesterday", "--data", "1"],
         "mailboxctl: error: enqueue: --enqueued-at needs an ISO 8601 date, not 'yesterday'\n"
-        + "Run 'mailboxctl enqueue --help' for usage.\n"),
-      (["quarantine"] + container.arguments() + ["requeue"],
+          + "Run 'mailboxctl enqueue --help' for usage.\n"
+      ),
+      (
+        ["quarantine"] + container.arguments() + ["requeue"],
         "mailboxctl: error: quarantine: quarantine requeue needs IDs or --all (not both)\n"
-        + "Run 'mailboxctl quarantine --help' for usage.\n"),
+          + "Run 'mailboxctl quarantine --help' for usage.\n"
+      ),
     ]
     for (arguments, stderr) in cases {
       let result = try Mailboxctl.run(arguments)
@@ -162,7 +184,9 @@ import Testing
       stdin: Data(("\"" + String(repeating: "x", count: 200) + "\"").utf8))
     #expect(large.status == 65)
     #expect(large.stderr.hasPrefix("mailboxctl: error: enqueue: the message file would be "))
-    #expect(large.stderr.hasSuffix(" bytes, over the limit of 100 (--max-payload-bytes); nothing was enqueued\n"))
+    #expect(
+      large.stderr.hasSuffix(
+        " bytes, over the limit of 100 (--max-payload-bytes); nothing was enqueued\n"))
     #expect(container.names("pending").isEmpty)
   }
 
@@ -276,7 +300,8 @@ import Testing
     #expect(show.status == 0)
     #expect(show.stdout.contains("reason:         wrongtype\n"))
     #expect(show.stdout.contains("message type:   Other\n"))
-    let unreadable = try Mailboxctl.run(["quarantine"] + container.arguments() + ["show", malformed])
+    let unreadable = try Mailboxctl.run(
+      ["quarantine"] + container.arguments() + ["show", malformed])
     #expect(unreadable.stdout.contains("envelope:       unreadable"))
     let requeue = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["requeue", wrongType.uuidString, "--json"])
@@ -345,7 +370,8 @@ import Testing
     #expect(result.stderr == "")
     #expect(result.lines.count == 5)
     #expect(result.lines[0].hasPrefix("mailboxctl demo: a fresh mailbox at /"))
-    #expect(result.lines[1] == "started 3 producer processes, 40 messages each; draining as they run")
+    #expect(
+      result.lines[1] == "started 3 producer processes, 40 messages each; draining as they run")
     #expect(result.lines[2].hasSuffix("120 of 120 distinct, 0 duplicates, 0 out of order"))
     #expect(result.lines[3] == "summary: delivered 120, released 0, quarantined 0")
     #expect(result.lines[4] == "every message arrived exactly once, each producer's in order")
@@ -362,7 +388,8 @@ import Testing
     var environment = ProcessInfo.processInfo.environment
     environment.removeValue(forKey: "NO_COLOR")
     let coloured = try runScript(command, environment: environment)
-    #expect(coloured.stdout.contains("mailboxctl: \u{1B}[31merror\u{1B}[0m: status: no such mailbox"))
+    #expect(
+      coloured.stdout.contains("mailboxctl: \u{1B}[31merror\u{1B}[0m: status: no such mailbox"))
     environment["NO_COLOR"] = "1"
     let uncoloured = try runScript(command, environment: environment)
     #expect(uncoloured.stdout.contains("mailboxctl: error: status: no such mailbox"))

@@ -14,7 +14,9 @@ import Testing
     let result = try Mailboxctl.run(["drain"] + container.arguments())
     #expect(result.status == 0)
     let lines = try jsonLines(result.stdout)
-    #expect(lines.map { $0["messageType"] as? String } == Array(repeating: "MailboxTestWorker.Job", count: 3))
+    #expect(
+      lines.map { $0["messageType"] as? String }
+        == Array(repeating: "MailboxTestWorker.Job", count: 3))
     #expect(lines.map { $0["deliveryCount"] as? Int } == [1, 1, 1])
     let messages = lines.compactMap { $0["message"] as? [String: Any] }
     #expect(messages.map { $0["number"] as? Int } == [1, 2, 3])
@@ -25,8 +27,10 @@ import Testing
     let container = try TemporaryContainer()
     let untyped = "{\"number\":1,\"text\":\"one\"}\n{\"text\":\"twö\",\"number\":2}\n"
     #expect(
-      try Mailboxctl.run(["enqueue"] + container.arguments() + ["--lines"], stdin: Data(untyped.utf8))
-        .status == 0)
+      try Mailboxctl.run(
+        ["enqueue"] + container.arguments() + ["--lines"], stdin: Data(untyped.utf8)
+      )
+      .status == 0)
     #expect(
       try Mailboxctl.run(
         ["enqueue"] + container.arguments() + [
@@ -50,7 +54,9 @@ import Testing
     #expect(quarantined.map(\.quarantineReason) == ["wrongtype"])
   }
 
-  @Test func `A drain killed with SIGKILL mid-way, run again, delivers everything once but the in-flight message`()
+  @Test
+  func
+    `A drain killed with SIGKILL mid-way, run again, delivers everything once but the in-flight message`()
     throws
   {
     let container = try TemporaryContainer()
@@ -76,8 +82,11 @@ import Testing
     #expect(inFlight.count <= 1)
     let inFlightValues = Set(inFlight.compactMap { entry in ids.firstIndex(of: entry.id!) })
     #expect(
-      waitUntil(deadline: 30) { inFlight.allSatisfy { ($0.leaseExpiresAt ?? .distantFuture) < Date() } })
-    let second = try Mailboxctl.run(["drain"] + container.arguments() + ["--claim-timeout", "1"] + handler)
+      waitUntil(deadline: 30) {
+        inFlight.allSatisfy { ($0.leaseExpiresAt ?? .distantFuture) < Date() }
+      })
+    let second = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--claim-timeout", "1"] + handler)
     #expect(second.status == 0)
     let deliveries = logged()
     #expect(Set(deliveries.map(\.0)) == Set(0..<40))
@@ -86,7 +95,9 @@ import Testing
     let duplicated = Set(counts.filter { $0.value > 1 }.keys)
     #expect(duplicated.isSubset(of: inFlightValues))
     #expect(counts.values.allSatisfy { $0 <= 2 })
-    #expect(deliveries.filter { duplicated.contains($0.0) }.map(\.1).sorted() == duplicated.flatMap { _ in [1, 2] })
+    #expect(
+      deliveries.filter { duplicated.contains($0.0) }.map(\.1).sorted()
+        == duplicated.flatMap { _ in [1, 2] })
     let status = try mailbox.inspector.status()
     #expect(status.pending == 0)
     #expect(status.claimed == 0)

@@ -29,11 +29,14 @@ import Testing
     sys.stdout.write(json.dumps(rows))
     """
 
-  @Test func `Every dpkg status entry goes from 4 producers through drain --follow into SQLite exactly once`()
+  @Test
+  func
+    `Every dpkg status entry goes from 4 producers through drain --follow into SQLite exactly once`()
     throws
   {
     let environment = ProcessInfo.processInfo.environment
-    let required = FileManager.default.fileExists(atPath: Self.database)
+    let required =
+      FileManager.default.fileExists(atPath: Self.database)
       && FileManager.default.isExecutableFile(atPath: Self.python)
     if environment["CI"] == "true" {
       try #require(required, "needs \(Self.database) and \(Self.python)")

@@ -71,7 +71,9 @@ final class StreamingProcess: Sendable {
 
   /// Waits for exit (and the end of both streams) within `deadline` seconds.
   func finish(deadline: TimeInterval = 60) throws -> Finished {
-    let done = waitUntil(deadline: deadline) { !process.isRunning && closed.count.withLock { $0 } == 2 }
+    let done = waitUntil(deadline: deadline) {
+      !process.isRunning && closed.count.withLock { $0 } == 2
+    }
     if !done {
       kill(process.processIdentifier, SIGKILL)
       process.waitUntilExit()

@@ -82,7 +82,8 @@ import Testing
     #expect(entries[1].leaseExpiresAt != nil)
     #expect(entries[2].fileName == "foreign")
     #expect(claim.id == first)
-    let envelope = try #require(try typed.inspector.envelope(second.uuidString, includeMessage: true))
+    let envelope = try #require(
+      try typed.inspector.envelope(second.uuidString, includeMessage: true))
     #expect(envelope.format == 1)
     #expect(envelope.messageType == typed.messageType)
     #expect(envelope.message == Data("\"b\"".utf8))

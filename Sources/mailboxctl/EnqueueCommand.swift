@@ -50,25 +50,33 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   } else {
     input = FileHandle.standardInput.readDataToEndOfFile()
   }
-  var messages: [(line: Int, payload: Data)] = []
+  // Messages are ranges of the one input buffer: no copy is held per message.
+  var messages: [(line: Int, range: Range<Int>)] = []
   if arguments.flag("--lines") {
-    var number = 0
-    for line in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-      number += 1
-      if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-      messages.append((number, Data(line)))
+    input.withUnsafeBytes { raw in
+      let bytes = raw.bindMemory(to: UInt8.self)
+      var number = 0
+      var start = 0
+      while start <= bytes.count {
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+        number += 1
+        if !bytes[start..<end].allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
+          messages.append((number, start..<end))
+        }
+        start = end + 1
+      }
     }
     if id != nil && messages.count > 1 {
       throw CommandFailure(
         .usage, "--id applies to one message, but the input has \(messages.count)")
     }
   } else {
-    messages.append((1, input))
+    messages.append((1, 0..<input.count))
   }
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
   for message in messages {
     do {
-      try mailbox.validate(message.payload, id: id, messageType: type)
+      try mailbox.validate(input.subdata(in: message.range), id: id, messageType: type)
     } catch {
       let place = arguments.flag("--lines") ? "line \(message.line): " : ""
       switch error {
@@ -87,7 +95,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   for message in messages {
     let receipt: AppGroupRawMailbox.Receipt
     do {
-      receipt = try mailbox.enqueue(message.payload, id: id, enqueuedAt: date, messageType: type)
+      receipt = try mailbox.enqueue(
+        input.subdata(in: message.range), id: id, enqueuedAt: date, messageType: type)
     } catch {
       throw CommandFailure(error, while: "")
     }

@@ -281,6 +281,54 @@ import Testing
     #expect(try jsonLines(result.stdout).map { $0["message"] as? Int } == [1, 3])
     #expect(summary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 1")
   }
+
+  @Test func `A handler that outlives a third of the claim timeout has its lease renewed`() throws {
+    let container = try TemporaryContainer()
+    let ids = try enqueue(container, ["1"])
+    let release = container.url.appendingPathComponent("release")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + [
+        "--claim-timeout", "3", "--exec", "sh", "-c",
+        "while [ ! -e '\(release.path)' ]; do sleep 0.01; done",
+      ])
+    let mailbox = try container.rawMailbox()
+    func lease() -> Date? {
+      (try? mailbox.inspector.entries(in: [.claimed]))?.first?.leaseExpiresAt
+    }
+    #expect(waitUntil(deadline: 60) { lease() != nil })
+    let first = try #require(lease())
+    #expect(waitUntil(deadline: 60) { (lease() ?? first) > first })
+    try Data().write(to: release)
+    let result = try drain.finish()
+    #expect(result.status == 0)
+    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(try mailbox.inspector.status().pending == 0)
+    _ = ids
+  }
+
+  @Test func `A progress line appears only when stderr is a terminal`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, ["1", "2"])
+    let plain = try Mailboxctl.run(["drain"] + container.arguments() + ["--limit", "1"])
+    #expect(!plain.stderr.contains("\r"))
+    #expect(plain.stderr.split(separator: "\n").count == 1)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+    process.arguments = [
+      "-qec",
+      "\(Mailboxctl.url.path) drain --container \(container.url.path) --namespace jobs "
+        + "--exec true", "/dev/null",
+    ]
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+    try process.run()
+    let terminal = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    #expect(terminal.contains("\r\u{1B}[Kdelivered 0 (0.0/s), 1 running, 0 pending"))
+    #expect(terminal.contains("mailboxctl: drain: delivered 1, released 0, quarantined 0 in "))
+  }
 }
 
 enum ISO8601Check {

@@ -163,7 +163,7 @@ enum ArgumentParser {
       case .rest(let placeholder): "\(option.name) \(placeholder)"
       }
     }
-    let width = min(30, (labels.map(\.count).max() ?? 0) + 2)
+    let width = min(30, (labels.map(\.count).max() ?? 0) + 3)
     for (option, label) in zip(visible, labels) {
       lines.append(row(label, option.help, width: width))
     }
@@ -174,7 +174,7 @@ enum ArgumentParser {
 
   private static func row(_ label: String, _ help: String, width: Int) -> String {
     let padded = "  " + label
-    if label.count + 2 >= width {
+    if label.count + 3 > width {
       return padded + "\n" + String(repeating: " ", count: width + 2) + help
     }
     return padded + String(repeating: " ", count: width + 2 - padded.count) + help

@@ -26,7 +26,7 @@ let drainCommand = Subcommand(
       OptionSpec(
         name: "--shutdown-timeout", kind: .value("SECONDS"),
         help: "After SIGINT/SIGTERM, let running handlers finish this long (default 30)."),
-      MailboxOptions.json,
+      OptionSpec(name: "--json", kind: .flag, help: "Print the summary on stderr as JSON."),
       OptionSpec(
         name: "--exec", kind: .rest("CMD [ARG...]"),
         help: "Run CMD once per message, message JSON on stdin; must come last."),

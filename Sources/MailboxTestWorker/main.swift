@@ -19,6 +19,7 @@ let commands: [WorkerCommand] =
   + watchCommands
   + tortureCommands
   + soakCommands
+  + cliCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -1,1 +1,80 @@
-print("mailboxctl")
+// mailboxctl: drain, fill, inspect and repair an AppGroupMailbox from the shell.
+// Each subcommand lives in its own file as a `Subcommand`; see docs/mailboxctl.1.
+import Foundation
+import Glibc
+
+/// One subcommand: its grammar (for parsing and help) and what it does.
+struct Subcommand: Sendable {
+  var spec: CommandSpec
+  /// Runs with parsed arguments; returns the exit status or throws a ``CommandFailure``.
+  var run: @Sendable (ParsedArguments) throws -> ExitStatus
+}
+
+let subcommands: [Subcommand] = [
+  drainCommand, enqueueCommand, statusCommand, listCommand, showCommand, maintainCommand,
+  quarantineCommand, watchCommand, demoCommand, demoProduceCommand,
+]
+
+let topLevelHelp: String = {
+  var lines = [
+    "usage: mailboxctl <subcommand> [options]", "",
+    "Drain, fill, inspect and repair an AppGroupMailbox (a durable file-based mailbox).", "",
+    "subcommands:",
+  ]
+  for command in subcommands where !command.spec.hidden {
+    let name = command.spec.name
+    lines.append(
+      "  " + name + String(repeating: " ", count: max(2, 13 - name.count)) + command.spec.summary)
+  }
+  lines += [
+    "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
+    "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox or message, 69 unavailable,",
+    "71 cannot start a handler, 74 I/O error, 75 temporary failure (full, handler failed),",
+    "130 interrupted.",
+  ]
+  return lines.joined(separator: "\n") + "\n"
+}()
+
+/// Parses and runs the command line; returns the exit status.
+func runMain(_ arguments: [String]) -> ExitStatus {
+  guard let name = arguments.first else {
+    Output.raw(topLevelHelp)
+    return .usage
+  }
+  if name == "--help" || name == "-h" || name == "help" {
+    try? Output.data(topLevelHelp)
+    return .success
+  }
+  guard let command = subcommands.first(where: { $0.spec.name == name }) else {
+    Output.error("unknown subcommand '\(name)'")
+    Output.raw("Run 'mailboxctl --help' for the list.\n")
+    return .usage
+  }
+  do {
+    let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), spec: command.spec)
+    if parsed.wantsHelp {
+      try Output.data(ArgumentParser.help(for: command.spec))
+      return .success
+    }
+    return try command.run(parsed)
+  } catch let error as UsageError {
+    Output.error("\(name): \(error.message)")
+    Output.raw("Run 'mailboxctl \(name) --help' for usage.\n")
+    return .usage
+  } catch let failure as CommandFailure {
+    if failure.status == .usage {
+      Output.error("\(name): \(failure.message)")
+      Output.raw("Run 'mailboxctl \(name) --help' for usage.\n")
+    } else {
+      Output.error("\(name): \(failure.message)")
+    }
+    return failure.status
+  } catch {
+    let failure = CommandFailure(error, while: name)
+    Output.error(failure.message)
+    return failure.status
+  }
+}
+
+Signals.ignoreBrokenPipe()
+exit(runMain(Array(CommandLine.arguments.dropFirst())).rawValue)

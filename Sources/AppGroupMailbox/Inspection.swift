@@ -1,0 +1,202 @@
+public import Foundation
+
+/// Counts for one namespace, read from the names and sizes of its files (no message is read).
+///
+/// A snapshot: other processes may change the mailbox while it is taken, so the numbers are
+/// consistent per area, not across areas.
+public struct AppGroupMailboxStatus: Sendable, Equatable, Hashable, Codable {
+  /// Messages waiting to be claimed (valid message names in `pending/`).
+  public var pending: Int
+  /// Messages held by a consumer (valid claim names in `claimed/`).
+  public var claimed: Int
+  /// Files in `quarantine/`.
+  public var quarantined: Int
+  /// Files in `tmp/`: enqueues in progress, or a crashed writer's leftovers (swept after 15
+  /// minutes).
+  public var temporaryFiles: Int
+  /// The `enqueuedAt` of the oldest pending message; nil when none is pending.
+  public var oldestPendingEnqueuedAt: Date?
+  /// When the oldest live claim was taken or last renewed (the file's status-change time, which
+  /// rename(2) sets on Linux filesystems); nil when nothing is claimed.
+  public var oldestClaimedAt: Date?
+  /// Total size in bytes of the files in all four areas.
+  public var bytes: Int
+
+  /// Creates a status value.
+  public init(
+    pending: Int, claimed: Int, quarantined: Int, temporaryFiles: Int,
+    oldestPendingEnqueuedAt: Date?, oldestClaimedAt: Date?, bytes: Int
+  ) {
+    self.pending = pending
+    self.claimed = claimed
+    self.quarantined = quarantined
+    self.temporaryFiles = temporaryFiles
+    self.oldestPendingEnqueuedAt = oldestPendingEnqueuedAt
+    self.oldestClaimedAt = oldestClaimedAt
+    self.bytes = bytes
+  }
+}
+
+/// One file of a mailbox as its name describes it; never its contents.
+public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
+  /// Where the file is.
+  public enum State: String, Sendable, Equatable, Hashable, CaseIterable {
+    /// In `pending/`, waiting to be claimed.
+    case pending
+    /// In `claimed/`, held by a consumer.
+    case claimed
+    /// In `quarantine/`, never delivered again unless requeued.
+    case quarantined
+  }
+
+  /// The message id; nil for a quarantined file whose id is unknown.
+  public var id: UUID?
+  /// The area the file is in.
+  public var state: State
+  /// When the message was enqueued; nil for a quarantined file (its name does not say).
+  public var enqueuedAt: Date?
+  /// The file size in bytes (envelope header plus message).
+  public var size: Int
+  /// Deliveries so far (a claimed message counts its current one); nil for a quarantined file.
+  public var deliveryCount: Int?
+  /// The file name inside its area (see docs/FORMAT.md).
+  public var fileName: String
+  /// When a claim's lease runs out; nil unless claimed.
+  public var leaseExpiresAt: Date?
+  /// When the file was quarantined; nil unless quarantined with a quarantine name.
+  public var quarantinedAt: Date?
+  /// Why the file was quarantined (`unsafe`, `malformed`, `oversized`, `future`, `wrongtype`,
+  /// `deadletter`); nil unless quarantined with a quarantine name.
+  public var quarantineReason: String?
+
+  /// Creates an entry.
+  public init(
+    id: UUID?, state: State, enqueuedAt: Date?, size: Int, deliveryCount: Int?,
+    fileName: String, leaseExpiresAt: Date? = nil, quarantinedAt: Date? = nil,
+    quarantineReason: String? = nil
+  ) {
+    self.id = id
+    self.state = state
+    self.enqueuedAt = enqueuedAt
+    self.size = size
+    self.deliveryCount = deliveryCount
+    self.fileName = fileName
+    self.leaseExpiresAt = leaseExpiresAt
+    self.quarantinedAt = quarantinedAt
+    self.quarantineReason = quarantineReason
+  }
+}
+
+/// One file's entry plus what its envelope header says (see docs/FORMAT.md).
+public struct AppGroupMailboxEnvelope: Sendable, Equatable, Hashable {
+  /// The entry as listed.
+  public var entry: AppGroupMailboxEntry
+  /// The header's format number; nil when the file is not a readable envelope (a hostile,
+  /// oversized or malformed file, typically in quarantine).
+  public var format: Int?
+  /// The header's `enqueuedAt`; nil when unreadable.
+  public var enqueuedAt: Date?
+  /// The header's message type (empty for untyped); nil when unreadable.
+  public var messageType: String?
+  /// The size in bytes of the encoded message after the header; nil when unreadable.
+  public var messageBytes: Int?
+  /// The encoded message itself, only when asked for and readable.
+  public var message: Data?
+
+  /// Creates an envelope description.
+  public init(
+    entry: AppGroupMailboxEntry, format: Int?, enqueuedAt: Date?, messageType: String?,
+    messageBytes: Int?, message: Data?
+  ) {
+    self.entry = entry
+    self.format = format
+    self.enqueuedAt = enqueuedAt
+    self.messageType = messageType
+    self.messageBytes = messageBytes
+    self.message = message
+  }
+}
+
+/// What ``AppGroupMailboxInspector/requeueQuarantined(_:)`` did.
+public enum AppGroupMailboxRequeueOutcome: Sendable, Equatable, Hashable {
+  /// The file went back to pending with this id, at the position of its `enqueuedAt`, with its
+  /// delivery count reset to 0.
+  case requeued(UUID)
+  /// A message with this id is already pending or claimed; the file stays in quarantine.
+  case alreadyPresent(UUID)
+  /// No quarantined file has that name.
+  case notFound
+  /// The file is not a readable message envelope (hostile, oversized, malformed or a future
+  /// format); it stays in quarantine. Purge it instead.
+  case notAMessage
+}
+
+/// Read-only views and repairs of one mailbox namespace, for status displays and operators
+/// (`mailboxctl status`, `list`, `show`, `quarantine`).
+///
+/// Obtain one from ``AppGroupMailbox/inspector`` or ``AppGroupRawMailbox/inspector``. Every
+/// member may be called from any thread and process, beside live producers and consumers:
+/// listings are snapshots, and an entry that vanishes while it is listed is skipped. Nothing here
+/// reads a message except ``envelope(_:includeMessage:)``, which opens one file without
+/// following links and reads at most the payload limit.
+public struct AppGroupMailboxInspector: Sendable {
+  let spool: Spool
+
+  /// Counts and ages of the namespace.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: one listing of each area and one fstatat(2) per entry, O(n).
+  public func status() throws -> AppGroupMailboxStatus {
+    try mapIO("status") { try spool.inspectStatus() }
+  }
+
+  /// The entries in `states`, pending and claimed oldest first, quarantined by quarantine time.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n log n) in the listed entries, one fstatat(2) each.
+  public func entries(
+    in states: Set<AppGroupMailboxEntry.State> = Set(AppGroupMailboxEntry.State.allCases)
+  ) throws -> [AppGroupMailboxEntry] {
+    try mapIO("list") { try spool.inspectEntries(states) }
+  }
+
+  /// The envelope of the file named by `selector`: a message id (any case; the first match in
+  /// pending, claimed, then quarantine) or a file name in one of those areas. Nil when nothing
+  /// matches.
+  /// - Parameter includeMessage: Also return the encoded message bytes.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) in the entries (one listing per area), plus one capped read.
+  public func envelope(_ selector: String, includeMessage: Bool = false) throws
+    -> AppGroupMailboxEnvelope?
+  {
+    try mapIO("show") { try spool.inspectEnvelope(selector, includeMessage: includeMessage) }
+  }
+
+  /// Moves the quarantined file `fileName` back to pending, keeping its id, `enqueuedAt` and
+  /// type, with a fresh insertion sequence and its delivery count reset to 0, under the same
+  /// lock and depth bound as an enqueue. A message past its lifetime is then deleted by the
+  /// next claim.
+  /// - Throws: ``AppGroupMailboxError/mailboxFull`` (the file stays in quarantine);
+  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) in the entries of pending and claimed (the duplicate check).
+  public func requeueQuarantined(_ fileName: String) throws -> AppGroupMailboxRequeueOutcome {
+    try spool.requeueQuarantined(fileName)
+  }
+
+  /// Deletes the quarantined file `fileName` (a directory is removed without following links).
+  /// Returns false when there is no such file.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  public func purgeQuarantined(_ fileName: String) throws -> Bool {
+    try spool.purgeQuarantined(fileName)
+  }
+}
+
+extension AppGroupMailbox {
+  /// Counts, listings and quarantine repairs of this namespace; see
+  /// ``AppGroupMailboxInspector``.
+  public var inspector: AppGroupMailboxInspector { AppGroupMailboxInspector(spool: spool) }
+}
+
+extension AppGroupRawMailbox {
+  /// Counts, listings and quarantine repairs of this namespace; see
+  /// ``AppGroupMailboxInspector``.
+  public var inspector: AppGroupMailboxInspector { AppGroupMailboxInspector(spool: spool) }
+}

@@ -1,0 +1,77 @@
+public import Foundation
+import Synchronization
+
+extension AppGroupRawMailbox {
+  /// A raw message this process holds exclusively until it acknowledges or releases it, or until
+  /// its lease (``AppGroupMailboxLimits/claimTimeout``) runs out; the untyped counterpart of
+  /// ``AppGroupMailbox/Claim``, with the same semantics.
+  ///
+  /// Thread safety: the methods may be called from any thread; they are serialised per claim.
+  /// A claim keeps its mailbox's directories open until it is released from memory.
+  public final class Claim: Sendable {
+    /// The message id: stable across redeliveries.
+    public let id: UUID
+    /// The encoded message, byte for byte as enqueued (one JSON value).
+    public let payload: Data
+    /// When the message was enqueued (microsecond precision).
+    public let enqueuedAt: Date
+    /// 1 on the first delivery, one more each time it is claimed again.
+    public let deliveryCount: Int
+    /// The producer's type tag; empty for an untyped message.
+    public let messageType: String
+
+    private let spool: Spool
+    private let name: Mutex<ClaimedName?>
+
+    init(raw: RawClaim, spool: Spool) {
+      self.id = raw.name.message.id
+      self.payload = raw.payload
+      self.enqueuedAt = Date(
+        timeIntervalSince1970: Double(raw.name.message.key.micros) / 1_000_000)
+      self.deliveryCount = raw.name.message.attempts
+      self.messageType = raw.header.messageType
+      self.spool = spool
+      self.name = Mutex(raw.name)
+    }
+
+    /// Deletes the message: it has been handled.
+    /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when already finished or
+    ///   recovered; ``AppGroupMailboxError/ioFailure(_:)``.
+    public func acknowledge() throws {
+      try finish { spool, name in try spool.acknowledge(name) }
+    }
+
+    /// Returns the message to pending at its original position; its lifetime is not extended.
+    /// - Throws: as ``acknowledge()``.
+    public func release() throws {
+      try finish { spool, name in try spool.release(name) }
+    }
+
+    /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.
+    /// - Throws: as ``acknowledge()``.
+    public func renew() throws {
+      try name.withLock { current in
+        guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
+        do {
+          current = try spool.renew(claimed)
+        } catch AppGroupMailboxError.claimNoLongerExists {
+          current = nil
+          throw AppGroupMailboxError.claimNoLongerExists
+        }
+      }
+    }
+
+    private func finish(_ body: (Spool, ClaimedName) throws -> Void) throws {
+      try name.withLock { current in
+        guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
+        do {
+          try body(spool, claimed)
+          current = nil
+        } catch AppGroupMailboxError.claimNoLongerExists {
+          current = nil
+          throw AppGroupMailboxError.claimNoLongerExists
+        }
+      }
+    }
+  }
+}

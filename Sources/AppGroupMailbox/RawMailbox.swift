@@ -1,0 +1,165 @@
+public import Foundation
+
+/// An untyped mailbox: the same spool, protocol and guarantees as ``AppGroupMailbox``, but
+/// messages are raw JSON bytes (a Linux addition, used by `mailboxctl` and by tools that relay
+/// messages without knowing their Swift type).
+///
+/// A message enqueued here with an empty type is accepted by every typed consumer whose
+/// `Message` decodes the JSON; a consumer here accepts messages of every type. Thread and process
+/// safety as ``AppGroupMailbox``.
+public final class AppGroupRawMailbox: Sendable {
+  /// Resource limits; see ``AppGroupMailboxLimits``.
+  public typealias Limits = AppGroupMailboxLimits
+
+  /// What an enqueue did.
+  public struct Receipt: Sendable, Equatable, Hashable {
+    /// The message id (the caller's, or a fresh random one).
+    public var id: UUID
+    /// True when a message with this id was already pending, claimed or quarantined, so nothing
+    /// was written.
+    public var wasAlreadyPresent: Bool
+
+    /// Creates a receipt.
+    public init(id: UUID, wasAlreadyPresent: Bool) {
+      self.id = id
+      self.wasAlreadyPresent = wasAlreadyPresent
+    }
+  }
+
+  /// The limits this mailbox enforces.
+  public var limits: Limits { spool.configuration.limits }
+  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
+  public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
+  /// The namespace name.
+  public let namespace: String
+
+  let spool: Spool
+
+  /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
+  ///
+  /// Parameters and errors as
+  /// ``AppGroupMailbox/init(containerURL:namespace:limits:overflowPolicy:notificationName:messageType:diagnostic:durability:permissions:)``,
+  /// without a message type: claims accept every type.
+  public convenience init(
+    containerURL: URL,
+    namespace: String,
+    limits: Limits = .init(),
+    overflowPolicy: AppGroupMailboxOverflowPolicy = .rejectNewest,
+    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)? = nil,
+    durability: AppGroupMailboxDurability = .full,
+    permissions: AppGroupMailboxPermissions = .private
+  ) throws {
+    try self.init(
+      containerURL: containerURL, namespace: namespace, limits: limits,
+      overflowPolicy: overflowPolicy, diagnostic: diagnostic, durability: durability,
+      permissions: permissions, clock: .system)
+  }
+
+  /// The designated initialiser; `clock` lets tests control time.
+  init(
+    containerURL: URL, namespace: String, limits: Limits,
+    overflowPolicy: AppGroupMailboxOverflowPolicy,
+    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?,
+    durability: AppGroupMailboxDurability, permissions: AppGroupMailboxPermissions,
+    clock: MailboxClock
+  ) throws {
+    guard NamespaceRule.isValid(namespace) else { throw AppGroupMailboxError.invalidNamespace }
+    try limits.validate()
+    self.namespace = namespace
+    let configuration = SpoolConfiguration(
+      limits: limits, overflowPolicy: overflowPolicy, durability: durability,
+      permissions: permissions, expectedMessageType: nil, clock: clock,
+      diagnostic: diagnostic, onPending: nil)
+    self.spool = try Spool(
+      container: containerURL, namespace: namespace, configuration: configuration)
+  }
+
+  /// Checks, without writing anything, that `payload` could be enqueued: it is one JSON value
+  /// (RFC 8259; any top-level value) and the message file would fit ``Limits/maxPayloadBytes``.
+  ///
+  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON;
+  ///   ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``.
+  /// - Complexity: O(n) in the payload bytes.
+  public func validate(_ payload: Data, id: UUID? = nil, messageType: String = "") throws {
+    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
+    let file: Data
+    do {
+      file = try Envelope.encode(
+        id: id ?? UUID(), enqueuedAt: MessageKey.maxMicros, messageType: messageType,
+        payload: payload)
+    } catch {
+      throw AppGroupMailboxError.encodingFailure
+    }
+    guard file.count <= limits.maxPayloadBytes else {
+      throw AppGroupMailboxError.payloadTooLarge(
+        actualBytes: file.count, maximumBytes: limits.maxPayloadBytes)
+    }
+  }
+
+  /// Adds one message whose encoded JSON is `payload`.
+  ///
+  /// - Parameters:
+  ///   - payload: One JSON value, stored byte for byte.
+  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, claimed
+  ///     or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random id.
+  ///   - enqueuedAt: Places the message by this date (as
+  ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
+  ///     order holds.
+  ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
+  ///     consumer.
+  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON (nothing
+  ///   written); the errors of ``AppGroupMailbox/enqueue(_:)``.
+  /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:)`` when `id` is given, else O(1) system
+  ///   calls; O(n) in the payload bytes for the JSON check.
+  @discardableResult
+  public func enqueue(
+    _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = ""
+  ) throws -> Receipt {
+    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
+    let messageID = id ?? UUID()
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.sweepIfDue(diagnostics: &diagnostics)
+    let outcome = try spool.enqueue(
+      payload: payload, id: messageID, messageType: messageType,
+      explicitMicros: enqueuedAt.map { $0.timeIntervalSince1970.microseconds },
+      unique: id != nil, diagnostics: &diagnostics)
+    if case .published = outcome { spool.configuration.onPending?() }
+    return Receipt(id: messageID, wasAlreadyPresent: outcome == .duplicate)
+  }
+
+  /// Claims up to `limit` pending messages (all when nil), oldest first, as
+  /// ``AppGroupMailbox/claimPending(limit:)`` does; a file whose message is not JSON is
+  /// quarantined as malformed.
+  ///
+  /// - Parameter ids: Messages with these ids are left pending and not counted (for a consumer
+  ///   that released them and does not want them again yet).
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
+  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one
+  ///   read per claimed message.
+  public func claimPending(limit: Int? = nil, skipping ids: Set<UUID> = []) throws -> [Claim] {
+    if let limit, limit <= 0 { throw AppGroupMailboxError.invalidLimit("claim limit") }
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    return try spool.claim(limit: limit, skipping: ids, diagnostics: &diagnostics) { raw in
+      guard Self.isJSON(raw.payload) else { return nil }
+      return Claim(raw: raw, spool: spool)
+    }
+  }
+
+  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
+  /// quarantine and rebuilds the depth counter (as ``AppGroupMailbox/performMaintenance()``).
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n log n) in the entries of the namespace.
+  public func performMaintenance() throws {
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.maintain(diagnostics: &diagnostics)
+  }
+
+  /// Whether `data` is one JSON value (any top-level value, UTF-8).
+  static func isJSON(_ data: Data) -> Bool {
+    (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+  }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import Glibc
+
+extension Spool {
+  /// See ``AppGroupMailboxInspector/status()``.
+  func inspectStatus() throws -> AppGroupMailboxStatus {
+    var status = AppGroupMailboxStatus(
+      pending: 0, claimed: 0, quarantined: 0, temporaryFiles: 0, oldestPendingEnqueuedAt: nil,
+      oldestClaimedAt: nil, bytes: 0)
+    var oldestPending: Int64?
+    for entry in try Syscall.list(directories.pending) {
+      guard let name = PendingName(parsing: entry.name),
+        let info = try? Syscall.lstat(directories.pending, entry.name)
+      else { continue }
+      status.pending += 1
+      status.bytes += Int(info.st_size)
+      oldestPending = min(oldestPending ?? .max, name.key.micros)
+    }
+    var oldestClaim: Int64?
+    for entry in try Syscall.list(directories.claimed) {
+      guard ClaimedName(parsing: entry.name) != nil,
+        let info = try? Syscall.lstat(directories.claimed, entry.name)
+      else { continue }
+      status.claimed += 1
+      status.bytes += Int(info.st_size)
+      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
+      oldestClaim = min(oldestClaim ?? .max, changed)
+    }
+    for entry in try Syscall.list(directories.quarantine) {
+      status.quarantined += 1
+      status.bytes += Int((try? Syscall.lstat(directories.quarantine, entry.name))?.st_size ?? 0)
+    }
+    for entry in try Syscall.list(directories.tmp) {
+      status.temporaryFiles += 1
+      status.bytes += Int((try? Syscall.lstat(directories.tmp, entry.name))?.st_size ?? 0)
+    }
+    status.oldestPendingEnqueuedAt = oldestPending.map(Date.init(mailboxMicros:))
+    status.oldestClaimedAt = oldestClaim.map(Date.init(mailboxMicros:))
+    return status
+  }
+
+  /// See ``AppGroupMailboxInspector/entries(in:)``.
+  func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry] {
+    var result: [AppGroupMailboxEntry] = []
+    if states.contains(.pending) {
+      var found: [(MessageKey, AppGroupMailboxEntry)] = []
+      for entry in try Syscall.list(directories.pending) {
+        guard let name = PendingName(parsing: entry.name),
+          let info = try? Syscall.lstat(directories.pending, entry.name)
+        else { continue }
+        found.append((name.key, pendingEntry(name, fileName: entry.name, size: Int(info.st_size))))
+      }
+      result += found.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+    if states.contains(.claimed) {
+      var found: [(MessageKey, AppGroupMailboxEntry)] = []
+      for entry in try Syscall.list(directories.claimed) {
+        guard let name = ClaimedName(parsing: entry.name),
+          let info = try? Syscall.lstat(directories.claimed, entry.name)
+        else { continue }
+        found.append((name.message.key, claimedEntry(name, size: Int(info.st_size))))
+      }
+      result += found.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+    if states.contains(.quarantined) {
+      for entry in try Syscall.list(directories.quarantine).sorted(by: { $0.name < $1.name }) {
+        guard let info = try? Syscall.lstat(directories.quarantine, entry.name) else { continue }
+        result.append(quarantinedEntry(entry.name, size: Int(info.st_size)))
+      }
+    }
+    return result
+  }
+
+  private func pendingEntry(_ name: PendingName, fileName: String, size: Int)
+    -> AppGroupMailboxEntry
+  {
+    AppGroupMailboxEntry(
+      id: name.id, state: .pending, enqueuedAt: Date(mailboxMicros: name.key.micros), size: size,
+      deliveryCount: name.attempts, fileName: fileName)
+  }
+
+  private func claimedEntry(_ name: ClaimedName, size: Int) -> AppGroupMailboxEntry {
+    AppGroupMailboxEntry(
+      id: name.message.id, state: .claimed,
+      enqueuedAt: Date(mailboxMicros: name.message.key.micros),
+      size: size, deliveryCount: name.message.attempts, fileName: name.fileName,
+      leaseExpiresAt: Date(mailboxMicros: name.leaseUntilMicros))
+  }
+
+  private func quarantinedEntry(_ fileName: String, size: Int) -> AppGroupMailboxEntry {
+    let name = QuarantineName(parsing: fileName)
+    return AppGroupMailboxEntry(
+      id: name?.id, state: .quarantined, enqueuedAt: nil, size: size, deliveryCount: nil,
+      fileName: fileName, quarantinedAt: name.map { Date(mailboxMicros: $0.micros) },
+      quarantineReason: name?.reason.rawValue)
+  }
+
+  /// See ``AppGroupMailboxInspector/envelope(_:includeMessage:)``.
+  func inspectEnvelope(_ selector: String, includeMessage: Bool) throws
+    -> AppGroupMailboxEnvelope?
+  {
+    let wantedID = UUID(uuidString: selector)
+    let areas: [(Int32, AppGroupMailboxEntry.State)] = [
+      (directories.pending, .pending), (directories.claimed, .claimed),
+      (directories.quarantine, .quarantined),
+    ]
+    for (directory, state) in areas {
+      for entry in try Syscall.list(directory).sorted(by: { $0.name < $1.name }) {
+        guard let info = try? Syscall.lstat(directory, entry.name) else { continue }
+        let size = Int(info.st_size)
+        let listed: AppGroupMailboxEntry?
+        switch state {
+        case .pending:
+          listed = PendingName(parsing: entry.name).map {
+            pendingEntry($0, fileName: entry.name, size: size)
+          }
+        case .claimed:
+          listed = ClaimedName(parsing: entry.name).map { claimedEntry($0, size: size) }
+        case .quarantined:
+          listed = quarantinedEntry(entry.name, size: size)
+        }
+        guard let listed else { continue }
+        let matches = wantedID.map { listed.id == $0 } ?? (entry.name == selector)
+        guard matches else { continue }
+        return try readEnvelope(directory, listed, includeMessage: includeMessage)
+      }
+    }
+    return nil
+  }
+
+  /// Reads one file's envelope: opened without following links or blocking, checked on the
+  /// descriptor (a regular file within the payload limit) before reading at most the limit.
+  private func readEnvelope(
+    _ directory: Int32, _ entry: AppGroupMailboxEntry, includeMessage: Bool
+  ) throws -> AppGroupMailboxEnvelope {
+    var envelope = AppGroupMailboxEnvelope(
+      entry: entry, format: nil, enqueuedAt: nil, messageType: nil, messageBytes: nil,
+      message: nil)
+    guard let bytes = try readCapped(directory, entry.fileName),
+      let (header, range) = try? Envelope.decode(bytes)
+    else { return envelope }
+    envelope.format = header.format
+    envelope.enqueuedAt = Date(mailboxMicros: header.enqueuedAt)
+    envelope.messageType = header.messageType
+    envelope.messageBytes = range.count
+    if includeMessage { envelope.message = Data(bytes[range]) }
+    return envelope
+  }
+
+  /// The bytes of a regular, singly linked file of at most the payload limit; nil for anything
+  /// else (or when it vanished).
+  private func readCapped(_ directory: Int32, _ name: String) throws -> [UInt8]? {
+    let fd: Int32
+    do {
+      fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    } catch let error as SystemCallError where error.errno != EIO && error.errno != ENOMEM {
+      return nil
+    }
+    defer { Syscall.close(fd) }
+    let info = try Syscall.fstat(fd)
+    guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1,
+      info.st_size <= limits.maxPayloadBytes
+    else { return nil }
+    let bytes = try Syscall.pread(fd, limit: limits.maxPayloadBytes + 1)
+    return bytes.count <= limits.maxPayloadBytes ? bytes : nil
+  }
+
+  /// See ``AppGroupMailboxInspector/requeueQuarantined(_:)``.
+  func requeueQuarantined(_ fileName: String) throws -> AppGroupMailboxRequeueOutcome {
+    guard Self.isPlainName(fileName) else { return .notFound }
+    let header: EnvelopeHeader
+    do {
+      guard (try? Syscall.lstat(directories.quarantine, fileName)) != nil else { return .notFound }
+      guard let bytes = try readCapped(directories.quarantine, fileName),
+        let decoded = try? Envelope.decode(bytes)
+      else { return .notAMessage }
+      header = decoded.0
+    } catch let error as SystemCallError {
+      throw error.mailboxError("requeue")
+    }
+    guard let id = UUID(uuidString: header.id) else { return .notAMessage }
+    let outcome = try mapIO("requeue") {
+      try withStateLock { counters -> AppGroupMailboxRequeueOutcome in
+        if try isPendingOrClaimed(id: id) { return .alreadyPresent(id) }
+        if counters.depth >= limits.maxMessages {
+          counters = try recount(stored: counters)
+          if counters.depth >= limits.maxMessages { throw AppGroupMailboxError.mailboxFull }
+        }
+        let micros = min(max(header.enqueuedAt, 0), MessageKey.maxMicros)
+        let name = PendingName(
+          key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
+        do {
+          try Syscall.renameNoReplace(
+            directories.quarantine, fileName, directories.pending, name.fileName)
+        } catch let error as SystemCallError where error.isNotFound {
+          return .notFound
+        }
+        counters.sequence += 1
+        counters.depth += 1
+        return .requeued(id)
+      }
+    }
+    if case .requeued = outcome {
+      try mapIO("requeue") {
+        try flushDirectory(directories.pending)
+        try flushDirectory(directories.quarantine)
+      }
+      configuration.onPending?()
+    }
+    return outcome
+  }
+
+  /// See ``AppGroupMailboxInspector/purgeQuarantined(_:)``.
+  func purgeQuarantined(_ fileName: String) throws -> Bool {
+    guard Self.isPlainName(fileName) else { return false }
+    return try mapIO("purge") {
+      do {
+        try removeEntry(directories.quarantine, fileName)
+      } catch let error as SystemCallError where error.isNotFound {
+        return false
+      }
+      try flushDirectory(directories.quarantine)
+      return true
+    }
+  }
+
+  /// Whether a message with `id` is pending or claimed, from names alone.
+  private func isPendingOrClaimed(id: UUID) throws -> Bool {
+    for entry in try Syscall.list(directories.pending) {
+      if PendingName(parsing: entry.name)?.id == id { return true }
+    }
+    for entry in try Syscall.list(directories.claimed) {
+      if ClaimedName(parsing: entry.name)?.message.id == id { return true }
+    }
+    return false
+  }
+
+  /// A name that stays inside its directory: not empty, `.` or `..`, without `/` or NUL.
+  static func isPlainName(_ name: String) -> Bool {
+    !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/"))
+      && !name.utf8.contains(0)
+  }
+}
+
+extension Date {
+  /// The date `micros` microseconds after the Unix epoch.
+  init(mailboxMicros micros: Int64) { self.init(timeIntervalSince1970: Double(micros) / 1_000_000) }
+}

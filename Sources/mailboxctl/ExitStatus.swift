@@ -1,0 +1,56 @@
+import AppGroupMailbox
+import Glibc
+
+/// Exit statuses from sysexits(3) (`/usr/include/sysexits.h`), plus 130 for SIGINT.
+enum ExitStatus: Int32, Sendable {
+  case success = 0
+  /// EX_USAGE: a wrong command line.
+  case usage = 64
+  /// EX_DATAERR: input that is not JSON, a bad date, or a message too large.
+  case dataError = 65
+  /// EX_NOINPUT: no such mailbox, or no such message.
+  case noInput = 66
+  /// EX_UNAVAILABLE: the container cannot be opened, or the --exec program was not found.
+  case unavailable = 69
+  /// EX_SOFTWARE: an internal error (a demo check that failed).
+  case software = 70
+  /// EX_OSERR: a handler process could not be started.
+  case osError = 71
+  /// EX_IOERR: reading or writing the mailbox or stdout failed.
+  case ioError = 74
+  /// EX_TEMPFAIL: the mailbox is full, or a handler failed and its message was released.
+  case temporaryFailure = 75
+  /// Interrupted by SIGINT (128 + 2), as shells report it.
+  case interrupted = 130
+}
+
+/// A failure that ends the command with a message on stderr and an exit status.
+struct CommandFailure: Error, CustomStringConvertible {
+  var status: ExitStatus
+  var message: String
+  var description: String { message }
+
+  init(_ status: ExitStatus, _ message: String) {
+    self.status = status
+    self.message = message
+  }
+
+  /// The failure for a library error during `what` (for example "enqueue").
+  init(_ error: any Error, while what: String) {
+    guard let mailboxError = error as? AppGroupMailboxError else {
+      self.init(.software, "\(what): \(error)")
+      return
+    }
+    let text = mailboxError.errorDescription ?? "\(mailboxError)"
+    let status: ExitStatus
+    switch mailboxError {
+    case .invalidNamespace, .invalidLimit: status = .usage
+    case .containerUnavailable: status = .unavailable
+    case .mailboxFull, .claimNoLongerExists: status = .temporaryFailure
+    case .payloadTooLarge, .decodingFailure, .encodingFailure: status = .dataError
+    case .ioFailure: status = .ioError
+    default: status = .software
+    }
+    self.init(status, what.isEmpty ? text : "\(what): \(text)")
+  }
+}

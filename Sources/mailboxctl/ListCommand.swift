@@ -1,0 +1,43 @@
+import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl list`: entries with id, state, enqueue time, size and delivery count.
+let listCommand = Subcommand(
+  spec: CommandSpec(
+    name: "list",
+    summary: "List messages: id, state, enqueue time, size, deliveries (no contents).",
+    options: MailboxOptions.location + [
+      OptionSpec(
+        name: "--state", kind: .value("STATE"),
+        help: "pending, claimed or quarantined (repeatable).",
+        repeatable: true),
+      OptionSpec(name: "--limit", kind: .value("N"), help: "Print at most N entries."),
+      MailboxOptions.json,
+    ] + MailboxOptions.limits,
+    details: "Pending and claimed oldest first, then quarantined by quarantine time."),
+  run: { arguments in
+    var states = Set<AppGroupMailboxEntry.State>()
+    for text in arguments.all("--state") {
+      guard let state = AppGroupMailboxEntry.State(rawValue: text) else {
+        throw CommandFailure(.usage, "--state needs pending, claimed or quarantined, not '\(text)'")
+      }
+      states.insert(state)
+    }
+    if states.isEmpty { states = Set(AppGroupMailboxEntry.State.allCases) }
+    let limit = try arguments.integer("--limit", in: 1...Int.max)
+    let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+    var entries: [AppGroupMailboxEntry]
+    do {
+      entries = try mailbox.inspector.entries(in: states)
+    } catch {
+      throw CommandFailure(error, while: "")
+    }
+    if let limit { entries = Array(entries.prefix(limit)) }
+    if arguments.flag("--json") {
+      try Output.data(entries.map { EntryFormat.object($0).text + "\n" }.joined())
+    } else {
+      try Output.data(
+        ([EntryFormat.header] + entries.map(EntryFormat.row)).joined(separator: "\n") + "\n")
+    }
+    return .success
+  })

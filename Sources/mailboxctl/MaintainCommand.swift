@@ -1,0 +1,48 @@
+import AppGroupMailbox
+import Foundation
+import Synchronization
+
+/// `mailboxctl maintain`: runs the mailbox's maintenance now.
+let maintainCommand = Subcommand(
+  spec: CommandSpec(
+    name: "maintain",
+    summary: "Recover abandoned claims, remove expired and stale files, trim quarantine.",
+    options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
+    details: """
+      Prints what was done: claims recovered, messages expired, temporary files removed,
+      files quarantined and quarantined files discarded. The limits given (--claim-timeout,
+      --message-lifetime, --max-quarantined-files) decide what counts as abandoned or expired.
+      """),
+  run: { arguments in
+    let events = Mutex<[AppGroupMailboxDiagnostic]>([])
+    let (mailbox, _) = try MailboxOptions.open(
+      arguments, mustExist: true, diagnostic: { event in events.withLock { $0.append(event) } })
+    do {
+      try mailbox.performMaintenance()
+    } catch {
+      throw CommandFailure(error, while: "")
+    }
+    let seen = events.withLock { $0 }
+    func count(_ event: AppGroupMailboxDiagnostic) -> Int { seen.filter { $0 == event }.count }
+    let rows: [(String, Int)] = [
+      ("recoveredClaims", count(.abandonedClaimRecovered)),
+      ("expiredMessages", count(.expiredMessageRemoved)),
+      ("staleTemporaryFiles", count(.staleTemporaryFileRemoved)),
+      (
+        "quarantined",
+        count(.malformedMessageQuarantined) + count(.unsafeFileQuarantined)
+          + count(.deadLetterQuarantined)
+      ),
+      ("quarantineDiscarded", count(.quarantinedFileDiscarded)),
+    ]
+    if arguments.flag("--json") {
+      var object = JSONObject()
+      for (key, value) in rows { object.add(key, value) }
+      try Output.data(object.text + "\n")
+    } else {
+      try Output.data(
+        rows.map { $0.0 + ":" + String(repeating: " ", count: 21 - $0.0.count) + "\($0.1)\n" }
+          .joined())
+    }
+    return .success
+  })

@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+
+/// Data goes to stdout, diagnostics to stderr, each written whole with write(2) (no buffering,
+/// so a line is out before the message it describes is acknowledged).
+enum Output {
+  /// Writes `text` to stdout.
+  /// - Throws: ``CommandFailure`` with ``ExitStatus/ioError`` when the write fails (EPIPE,
+  ///   ENOSPC, EIO...).
+  static func data(_ text: String) throws(CommandFailure) {
+    try write(1, Array(text.utf8), what: "stdout")
+  }
+
+  /// Writes `bytes` to stdout; see ``data(_:)-(String)``.
+  static func data(_ bytes: [UInt8]) throws(CommandFailure) {
+    try write(1, bytes, what: "stdout")
+  }
+
+  /// Writes a diagnostic line `mailboxctl: <text>` to stderr; failures are ignored.
+  static func note(_ text: String) {
+    try? write(2, Array("mailboxctl: \(text)\n".utf8), what: "stderr")
+  }
+
+  /// Writes `mailboxctl: error: <text>` to stderr, "error" in red when colour is on.
+  static func error(_ text: String) {
+    let label = useColour ? "\u{1B}[31merror\u{1B}[0m" : "error"
+    try? write(2, Array("mailboxctl: \(label): \(text)\n".utf8), what: "stderr")
+  }
+
+  /// Writes raw text to stderr (progress lines); failures are ignored.
+  static func raw(_ text: String) {
+    try? write(2, Array(text.utf8), what: "stderr")
+  }
+
+  /// Colour only when stderr is a terminal and NO_COLOR is unset or empty
+  /// (https://no-color.org).
+  static var useColour: Bool {
+    isatty(2) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+  }
+
+  /// Whether stderr is a terminal (progress lines are shown only then).
+  static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+  private static func write(_ fd: Int32, _ bytes: [UInt8], what: String) throws(CommandFailure) {
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+      }
+      if written < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        throw CommandFailure(
+          .ioError, "writing \(what) failed: \(String(cString: strerror(code))) (errno \(code))")
+      }
+      offset += written
+    }
+  }
+}
+
+/// A JSON object written by hand so keys keep their order and a message's bytes can be
+/// embedded as they are.
+struct JSONObject {
+  private var parts: [String] = []
+
+  mutating func add(_ key: String, _ value: String?) {
+    parts.append(JSONText.string(key) + ":" + (value.map(JSONText.string) ?? "null"))
+  }
+
+  mutating func add(_ key: String, _ value: Int?) {
+    parts.append(JSONText.string(key) + ":" + (value.map(String.init) ?? "null"))
+  }
+
+  mutating func add(_ key: String, seconds value: Double?) {
+    let text = value.map { String(format: "%.3f", $0) } ?? "null"
+    parts.append(JSONText.string(key) + ":" + text)
+  }
+
+  mutating func add(_ key: String, _ value: Bool) {
+    parts.append(JSONText.string(key) + ":" + (value ? "true" : "false"))
+  }
+
+  mutating func add(_ key: String, date: Date?) {
+    add(key, date.map(ISO8601.format))
+  }
+
+  /// Embeds `json` (one valid JSON value) as it is, with line breaks (only ever whitespace
+  /// between tokens in valid JSON) turned into spaces so the object stays on one line.
+  mutating func add(_ key: String, rawJSON json: Data) {
+    let flat = String(decoding: json.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }, as: UTF8.self)
+    parts.append(JSONText.string(key) + ":" + flat)
+  }
+
+  /// The object on one line, without a line break.
+  var text: String { "{" + parts.joined(separator: ",") + "}" }
+}
+
+/// JSON string quoting (RFC 8259 section 7).
+enum JSONText {
+  static func string(_ value: String) -> String {
+    var out = "\""
+    for scalar in value.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case _ where scalar.value < 0x20:
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out + "\""
+  }
+}

@@ -1,0 +1,168 @@
+import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl quarantine list | show | requeue | purge`.
+let quarantineCommand = Subcommand(
+  spec: CommandSpec(
+    name: "quarantine",
+    summary: "List, show, requeue or purge quarantined files.",
+    positionalUsage: "list | show ID | requeue ID... | purge ID...", minPositionals: 1,
+    maxPositionals: Int.max,
+    options: MailboxOptions.location + [
+      OptionSpec(name: "--all", kind: .flag, help: "requeue/purge: every quarantined file."),
+      OptionSpec(name: "--message", kind: .flag, help: "show: also print the encoded message."),
+      MailboxOptions.json,
+    ] + MailboxOptions.limits,
+    details: """
+      ID is a message id (every quarantined file with that id) or a quarantine file name.
+      requeue puts a readable message back in pending at the position of its enqueue date,
+      with its delivery count reset; a file that is not a readable message stays (exit 65;
+      purge it), an id already pending or claimed stays too. purge deletes files.
+      Exit status: 66 when an ID matches nothing, 65 when a file is not a message, 75 when the
+      mailbox is full.
+      """),
+  run: { arguments in try runQuarantine(arguments) })
+
+private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
+  let action = arguments.positionals[0]
+  let selectors = Array(arguments.positionals.dropFirst())
+  let json = arguments.flag("--json")
+  switch action {
+  case "list", "show":
+    guard selectors.count == (action == "show" ? 1 : 0) else {
+      throw UsageError(
+        message: action == "show" ? "quarantine show needs one ID" : "quarantine list takes no ID")
+    }
+  case "requeue", "purge":
+    guard arguments.flag("--all") != !selectors.isEmpty else {
+      throw UsageError(message: "quarantine \(action) needs IDs or --all (not both)")
+    }
+  default:
+    throw UsageError(message: "unknown quarantine action '\(action)' (list, show, requeue, purge)")
+  }
+  let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+  let inspector = mailbox.inspector
+  let entries: [AppGroupMailboxEntry]
+  do {
+    entries = try inspector.entries(in: [.quarantined])
+  } catch {
+    throw CommandFailure(error, while: "")
+  }
+  switch action {
+  case "list":
+    if json {
+      try Output.data(entries.map { EntryFormat.object($0).text + "\n" }.joined())
+    } else {
+      var lines = [
+        "QUARANTINED AT               REASON      ID                                    SIZE  FILE"
+      ]
+      for entry in entries {
+        let date = entry.quarantinedAt.map(ISO8601.format) ?? "-"
+        let reason = entry.quarantineReason ?? "-"
+        let id = entry.id?.uuidString.lowercased() ?? "unknown"
+        lines.append(
+          date.padding(toLength: 29, withPad: " ", startingAt: 0)
+            + reason.padding(toLength: 12, withPad: " ", startingAt: 0)
+            + id.padding(toLength: 38, withPad: " ", startingAt: 0)
+            + String(entry.size).padding(toLength: 6, withPad: " ", startingAt: 0) + entry.fileName)
+      }
+      try Output.data(lines.joined(separator: "\n") + "\n")
+    }
+    return .success
+  case "show":
+    guard let name = resolve(selectors[0], in: entries).first else {
+      throw CommandFailure(.noInput, "no such quarantined file: \(selectors[0])")
+    }
+    let envelope: AppGroupMailboxEnvelope?
+    do {
+      envelope = try inspector.envelope(name, includeMessage: arguments.flag("--message"))
+    } catch {
+      throw CommandFailure(error, while: "quarantine show")
+    }
+    guard let envelope else { throw CommandFailure(.noInput, "no such quarantined file: \(name)") }
+    try EntryFormat.printEnvelope(envelope, json: json)
+    return .success
+  default:
+    var names: [String] = []
+    if arguments.flag("--all") {
+      names = entries.map(\.fileName)
+    } else {
+      for selector in selectors {
+        let found = resolve(selector, in: entries)
+        guard !found.isEmpty else {
+          throw CommandFailure(.noInput, "no such quarantined file: \(selector)")
+        }
+        names += found
+      }
+    }
+    return try action == "purge"
+      ? purge(names, inspector, json: json) : requeue(names, inspector, json: json)
+  }
+}
+
+/// The quarantine file names `selector` names: the file itself, or every file of that id.
+private func resolve(_ selector: String, in entries: [AppGroupMailboxEntry]) -> [String] {
+  if let id = UUID(uuidString: selector) {
+    return entries.filter { $0.id == id }.map(\.fileName)
+  }
+  return entries.contains { $0.fileName == selector } ? [selector] : []
+}
+
+private func report(_ name: String, _ id: UUID?, _ outcome: String, json: Bool)
+  throws(CommandFailure)
+{
+  if json {
+    var object = JSONObject()
+    object.add("fileName", name)
+    object.add("id", id?.uuidString.lowercased())
+    object.add("outcome", outcome)
+    try Output.data(object.text + "\n")
+  } else {
+    try Output.data("\(outcome) \(name)\n")
+  }
+}
+
+private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
+  -> ExitStatus
+{
+  var status = ExitStatus.success
+  for name in names {
+    let outcome: AppGroupMailboxRequeueOutcome
+    do {
+      outcome = try inspector.requeueQuarantined(name)
+    } catch {
+      throw CommandFailure(error, while: "requeue \(name)")
+    }
+    switch outcome {
+    case .requeued(let id): try report(name, id, "requeued", json: json)
+    case .alreadyPresent(let id):
+      try report(name, id, "alreadyPresent", json: json)
+      Output.note("quarantine: message \(id.uuidString.lowercased()) is already pending or claimed")
+    case .notFound:
+      try report(name, nil, "notFound", json: json)
+      status = .noInput
+    case .notAMessage:
+      try report(name, nil, "notAMessage", json: json)
+      Output.note("quarantine: \(name) is not a readable message; purge it instead")
+      status = .dataError
+    }
+  }
+  return status
+}
+
+private func purge(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
+  -> ExitStatus
+{
+  var status = ExitStatus.success
+  for name in names {
+    let removed: Bool
+    do {
+      removed = try inspector.purgeQuarantined(name)
+    } catch {
+      throw CommandFailure(error, while: "purge \(name)")
+    }
+    try report(name, nil, removed ? "purged" : "notFound", json: json)
+    if !removed { status = .noInput }
+  }
+  return status
+}

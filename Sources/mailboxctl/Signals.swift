@@ -1,0 +1,96 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The write end of the self-pipe the signal handler writes the signal number to.
+nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
+
+/// SIGINT and SIGTERM as a stop request, and a wake-up that every wait in the command uses.
+///
+/// The handler is a real sigaction(2) handler (not SIG_IGN), so programs started by `--exec`
+/// get the default dispositions back on execve(2). It only write(2)s the signal number to a
+/// pipe (async-signal-safe); a thread reads it, records the stop and wakes waiters.
+final class Signals: Sendable {
+  /// The first stop signal received (SIGINT or SIGTERM), or 0; and how many were received.
+  private let state = Mutex<(first: Int32, count: Int)>((0, 0))
+  let wakeup = Wakeup()
+
+  /// Installs handlers for SIGINT and SIGTERM; call once.
+  static func install() -> Signals {
+    let signals = Signals()
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { return signals }
+    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
+    signalPipeWrite = fds[1]
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { number in
+      var byte = UInt8(truncatingIfNeeded: number)
+      _ = Glibc.write(signalPipeWrite, &byte, 1)
+    }
+    sigemptyset(&action.sa_mask)
+    action.sa_flags = SA_RESTART
+    sigaction(SIGINT, &action, nil)
+    sigaction(SIGTERM, &action, nil)
+    // A parent may have started us with these blocked (the mask is inherited): unblock them.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGINT)
+    sigaddset(&unblock, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    let reader = fds[0]
+    let thread = Thread {
+      var byte: UInt8 = 0
+      while true {
+        let got = Glibc.read(reader, &byte, 1)
+        if got < 0 && errno == EINTR { continue }
+        guard got == 1 else { return }
+        signals.state.withLock { state in
+          if state.first == 0 { state.first = Int32(byte) }
+          state.count += 1
+        }
+        signals.wakeup.signal()
+      }
+    }
+    thread.start()
+    return signals
+  }
+
+  /// Makes a write to a closed pipe fail with EPIPE instead of killing the process, with a
+  /// handler rather than SIG_IGN so child processes get the default back on execve(2).
+  static func ignoreBrokenPipe() {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { _ in }
+    sigemptyset(&action.sa_mask)
+    action.sa_flags = SA_RESTART
+    sigaction(SIGPIPE, &action, nil)
+  }
+
+  /// The first stop signal received, or nil.
+  var stopSignal: Int32? {
+    let first = state.withLock { $0.first }
+    return first == 0 ? nil : first
+  }
+
+  /// How many stop signals arrived (a second one asks to stop at once).
+  var stopCount: Int { state.withLock { $0.count } }
+
+  /// The exit status for a command stopped by a signal: 0 after SIGTERM (so a systemd service is
+  /// not marked failed), 130 after SIGINT.
+  var stoppedStatus: ExitStatus { stopSignal == SIGINT ? .interrupted : .success }
+}
+
+/// A wake-up any thread can post and one waiter consumes; posts are counted, so a waiter may
+/// wake spuriously and must re-check its conditions.
+final class Wakeup: Sendable {
+  private let semaphore = DispatchSemaphore(value: 0)
+
+  func signal() { semaphore.signal() }
+
+  /// Waits up to `seconds`; returns true when woken, false on timeout.
+  @discardableResult
+  func wait(seconds: Double) -> Bool {
+    semaphore.wait(timeout: .now() + .microseconds(Int(max(0, min(seconds, 3600)) * 1_000_000)))
+      == .success
+  }
+}

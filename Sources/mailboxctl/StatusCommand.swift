@@ -1,0 +1,55 @@
+import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl status`: counts and ages of one namespace.
+let statusCommand = Subcommand(
+  spec: CommandSpec(
+    name: "status",
+    summary: "Show counts: pending, claimed, quarantined, temporary files, ages, bytes.",
+    options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
+    details: """
+      Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
+      since it was taken or last renewed. Read from file names and sizes only.
+      """),
+  run: { arguments in
+    let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
+    let status: AppGroupMailboxStatus
+    do {
+      status = try mailbox.inspector.status()
+    } catch {
+      throw CommandFailure(error, while: "")
+    }
+    let now = Date()
+    let pendingAge = status.oldestPendingEnqueuedAt.map { max(0, now.timeIntervalSince($0)) }
+    let claimAge = status.oldestClaimedAt.map { max(0, now.timeIntervalSince($0)) }
+    if arguments.flag("--json") {
+      var object = JSONObject()
+      object.add("namespace", location.namespace)
+      object.add("pending", status.pending)
+      object.add("claimed", status.claimed)
+      object.add("quarantined", status.quarantined)
+      object.add("temporaryFiles", status.temporaryFiles)
+      object.add("oldestPendingAgeSeconds", seconds: pendingAge)
+      object.add("oldestClaimAgeSeconds", seconds: claimAge)
+      object.add("bytes", status.bytes)
+      try Output.data(object.text + "\n")
+    } else {
+      func age(_ seconds: Double?) -> String {
+        seconds.map { String(format: "%.1f s", $0) } ?? "-"
+      }
+      let rows = [
+        ("namespace", location.namespace),
+        ("pending", String(status.pending)),
+        ("claimed", String(status.claimed)),
+        ("quarantined", String(status.quarantined)),
+        ("temporary files", String(status.temporaryFiles)),
+        ("oldest pending", age(pendingAge)),
+        ("oldest claim", age(claimAge)),
+        ("bytes", String(status.bytes)),
+      ]
+      try Output.data(
+        rows.map { $0.0 + ":" + String(repeating: " ", count: 17 - $0.0.count) + $0.1 + "\n" }
+          .joined())
+    }
+    return .success
+  })

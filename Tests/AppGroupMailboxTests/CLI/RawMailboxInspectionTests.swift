@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// The untyped mailbox and the inspection API the CLI is built on.
+@Suite struct RawMailboxInspectionTests {
+  @Test func `An untyped enqueue stores the bytes as given and refuses what is not JSON`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    #expect(throws: AppGroupMailboxError.decodingFailure) { try mailbox.enqueue(Data("{".utf8)) }
+    #expect(throws: AppGroupMailboxError.decodingFailure) { try mailbox.validate(Data()) }
+    #expect(container.names("pending").isEmpty)
+    #expect(container.names("tmp").isEmpty)
+    let payload = Data("{ \"b\": 1,  \"a\": [\"é\"] }".utf8)
+    let receipt = try mailbox.enqueue(payload, messageType: "x.Y")
+    #expect(!receipt.wasAlreadyPresent)
+    let claim = try #require(try mailbox.claimPending().first)
+    #expect(claim.id == receipt.id)
+    #expect(claim.payload == payload)
+    #expect(claim.messageType == "x.Y")
+    #expect(claim.deliveryCount == 1)
+    try claim.acknowledge()
+    #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try claim.release() }
+  }
+
+  @Test func `Validate refuses a message file over the limit and an explicit id is unique`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxPayloadBytes: 200))
+    let large = Data(("\"" + String(repeating: "x", count: 150) + "\"").utf8)
+    #expect {
+      try mailbox.validate(large)
+    } throws: { error in
+      guard case AppGroupMailboxError.payloadTooLarge(let actual, 200) = error else { return false }
+      return actual > 200
+    }
+    let id = UUID()
+    #expect(try mailbox.enqueue(Data("1".utf8), id: id).wasAlreadyPresent == false)
+    #expect(try mailbox.enqueue(Data("2".utf8), id: id).wasAlreadyPresent == true)
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `Skipped ids stay pending and do not hold back the messages behind them`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let ids = try (1...3).map { try mailbox.enqueue(Data(String($0).utf8)).id }
+    let claims = try mailbox.claimPending(limit: 1, skipping: [ids[0]])
+    #expect(claims.map(\.id) == [ids[1]])
+    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.id) == [ids[0], ids[2]])
+    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.deliveryCount) == [0, 0])
+  }
+
+  @Test func `Status and entries describe every area from names and sizes`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock(start: Date().addingTimeInterval(-60))
+    let typed: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    let first = try typed.enqueue("a")
+    clock.advance(1)
+    let second = try typed.enqueue("b")
+    let claim = try #require(try typed.claimPending(limit: 1).first)
+    try Data("x".utf8).write(to: container.area("tmp").appendingPathComponent("1-ab.tmp"))
+    try Data("junk".utf8).write(to: container.area("quarantine").appendingPathComponent("foreign"))
+    let status = try typed.inspector.status()
+    #expect(status.pending == 1)
+    #expect(status.claimed == 1)
+    #expect(status.quarantined == 1)
+    #expect(status.temporaryFiles == 1)
+    #expect(status.oldestPendingEnqueuedAt == Date(mailboxMicros: clock.mailboxClock.nowMicros()))
+    #expect(status.oldestClaimedAt != nil)
+    let sizes = ["pending", "claimed", "tmp", "quarantine"].flatMap { area in
+      container.names(area).map { name in
+        (try? Data(contentsOf: container.area(area).appendingPathComponent(name)).count) ?? 0
+      }
+    }
+    #expect(status.bytes == sizes.reduce(0, +))
+    let entries = try typed.inspector.entries()
+    #expect(entries.map(\.state) == [.pending, .claimed, .quarantined])
+    #expect(entries.map(\.id) == [second, first, nil])
+    #expect(entries.map(\.deliveryCount) == [0, 1, nil])
+    #expect(entries[1].leaseExpiresAt != nil)
+    #expect(entries[2].fileName == "foreign")
+    #expect(claim.id == first)
+    let envelope = try #require(
+      try typed.inspector.envelope(second.uuidString, includeMessage: true))
+    #expect(envelope.format == 1)
+    #expect(envelope.messageType == typed.messageType)
+    #expect(envelope.message == Data("\"b\"".utf8))
+    #expect(try typed.inspector.envelope(UUID().uuidString) == nil)
+  }
+
+  @Test func `Requeue keeps the id and date, respects the bound and refuses duplicates`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxMessages: 1))
+    let id = try raw.enqueue(Data("\"q\"".utf8), messageType: "Other").id
+    let typed: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 1), messageType: "Mine")
+    #expect(try typed.claimPending().isEmpty)
+    let quarantined = try #require(try raw.inspector.entries(in: [.quarantined]).first)
+    #expect(quarantined.id == id)
+    #expect(quarantined.quarantineReason == "wrongtype")
+    try raw.enqueue(Data("1".utf8))
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try raw.inspector.requeueQuarantined(quarantined.fileName)
+    }
+    #expect(container.names("quarantine") == [quarantined.fileName])
+    let blocker = try #require(try raw.claimPending().first)
+    try blocker.acknowledge()
+    #expect(try raw.inspector.requeueQuarantined(quarantined.fileName) == .requeued(id))
+    #expect(try raw.inspector.requeueQuarantined(quarantined.fileName) == .notFound)
+    #expect(try raw.inspector.requeueQuarantined("../state") == .notFound)
+    #expect(try raw.inspector.purgeQuarantined("..") == false)
+    let back = try #require(try raw.claimPending().first)
+    #expect(back.id == id)
+    #expect(back.deliveryCount == 1)
+    #expect(back.messageType == "Other")
+  }
+}

@@ -198,7 +198,9 @@ enum Syscall {
 
   /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`).
   static func lock(_ fd: Int32, _ operation: Int32) throws {
-    _ = try retrying("flock") { cmailbox_flock(fd, operation) }
+    _ = try SystemCallRecording.observe(.init(name: "flock", descriptor: fd, flags: operation)) {
+      try retrying("flock") { cmailbox_flock(fd, operation) }
+    }
   }
 
   /// Fills a buffer with random bytes from getrandom(2).

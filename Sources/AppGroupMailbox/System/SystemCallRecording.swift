@@ -14,7 +14,7 @@ enum SystemCallRecording {
   /// One system call as the wrapper in ``Syscall`` made it.
   struct Call: Sendable, Equatable, CustomStringConvertible {
     /// The system call: `openat`, `write`, `pwrite`, `fsync`, `ftruncate`, `renameat`,
-    /// `renameat2`, `linkat`, `unlinkat` or `mkdirat`.
+    /// `renameat2`, `linkat`, `unlinkat`, `mkdirat` or `flock` (whose `flags` is the operation).
     var name: String
     /// The descriptor acted on: the directory for calls that take a path, the file otherwise.
     var descriptor: Int32

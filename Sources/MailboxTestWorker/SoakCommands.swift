@@ -5,8 +5,9 @@ import Glibc
 /// `soak CONTAINER SEED SECONDS LEDGER`: random operations on one mailbox for SECONDS, writing a
 /// ledger line after each step whose outcome a checker needs: `T p` before enqueueing payload p,
 /// `E p` after the enqueue returned, `F p` when it was refused (full), `R p` before re-importing
-/// p under its id (which adds it again if it was acknowledged meanwhile: no tombstones), `A p`
-/// after an acknowledge returned. The soak test kills and restarts these workers at random.
+/// p under its id (which adds it again if it was acknowledged meanwhile: no tombstones), `a p`
+/// before acknowledging, `A p` after the acknowledge returned, `N p` when it found the claim
+/// recovered by another process. An `a` without `A` or `N` is an acknowledge a kill interrupted. The soak test kills and restarts these workers at random.
 let soakCommands: [WorkerCommand] = [
   WorkerCommand(name: "soak") { args in
     let mailbox = try AppGroupMailbox<String>(
@@ -51,7 +52,13 @@ let soakCommands: [WorkerCommand] = [
         do {
           switch random.next() % 6 {
           case 0...2:
-            try claim.acknowledge()
+            note("a \(claim.message)")
+            do {
+              try claim.acknowledge()
+            } catch AppGroupMailboxError.claimNoLongerExists {
+              note("N \(claim.message)")
+              throw AppGroupMailboxError.claimNoLongerExists
+            }
             note("A \(claim.message)")
           case 3: try claim.release()
           case 4: try claim.release(retryAfter: 0.1)

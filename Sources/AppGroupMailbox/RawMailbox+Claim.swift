@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import MailboxLocks
 
 extension AppGroupRawMailbox {
   /// A raw message this process holds exclusively until it acknowledges or releases it, or until
@@ -21,7 +21,7 @@ extension AppGroupRawMailbox {
     public let messageType: String
 
     private let spool: Spool
-    private let name: Mutex<ClaimedName?>
+    private let name: Locked<ClaimedName?>
 
     init(raw: RawClaim, spool: Spool) {
       self.id = raw.name.message.id
@@ -31,7 +31,7 @@ extension AppGroupRawMailbox {
       self.deliveryCount = raw.name.message.attempts
       self.messageType = raw.header.messageType
       self.spool = spool
-      self.name = Mutex(raw.name)
+      self.name = Locked(raw.name)
     }
 
     /// Deletes the message: it has been handled.

@@ -1,7 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// `mailboxctl drain`: claims pending messages oldest first and delivers each one, as JSON Lines
 /// on stdout or to a program (`--exec`). See ``Drainer``.
@@ -311,7 +311,7 @@ final class Drainer {
 
 /// Counts quarantine diagnostics (from any thread).
 final class QuarantineCounter: Sendable {
-  private let value = Mutex<Int>(0)
+  private let value = Locked<Int>(0)
 
   func record(_ event: AppGroupMailboxDiagnostic) {
     switch event {

@@ -1,6 +1,6 @@
 import AppGroupMailbox
 import Foundation
-import Synchronization
+import MailboxLocks
 
 /// `mailboxctl maintain`: runs the mailbox's maintenance now.
 let maintainCommand = Subcommand(
@@ -14,7 +14,7 @@ let maintainCommand = Subcommand(
       --message-lifetime, --max-quarantined-files) decide what counts as abandoned or expired.
       """),
   run: { arguments in
-    let events = Mutex<[AppGroupMailboxDiagnostic]>([])
+    let events = Locked<[AppGroupMailboxDiagnostic]>([])
     let (mailbox, _) = try MailboxOptions.open(
       arguments, mustExist: true, diagnostic: { event in events.withLock { $0.append(event) } })
     do {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Synchronization
 
 /// A message this process holds: its current claimed name and what the file said.

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// What a watcher observes, and the I/O specific to it: adding watches, telling which events
 /// matter, checking the directory, and following a replaced directory.
@@ -119,7 +119,7 @@ final class NotificationTarget: WakeUpTarget {
     var lastSeen: NotificationFile.Stamp?
     var scannedOnce = false
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Creates the notification directory when missing.
   /// - Throws: ``AppGroupMailboxError/containerUnavailable``.

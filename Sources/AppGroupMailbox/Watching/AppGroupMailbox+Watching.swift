@@ -6,8 +6,10 @@ extension AppGroupMailbox {
 
   /// Starts watching this mailbox: a wake-up after each message that becomes pending in any
   /// process (an enqueue, a release, a recovered claim, a valid message file moved or linked
-  /// into `pending/` from outside). Temporary files, idempotent enqueues that wrote nothing,
-  /// claims and acknowledges wake nobody.
+  /// into `pending/` from outside), and after each message that arrives in `delayed/` (a
+  /// delayed enqueue or a release with a retry delay: nothing is pending yet, but a consumer
+  /// sleeping until the earliest due time learns of a new one). Temporary files, idempotent
+  /// enqueues that wrote nothing, claims and acknowledges wake nobody.
   ///
   /// The watch is added before the first scan; the first wake-up comes at once when messages
   /// are already pending. When the namespace directory is deleted, moved or replaced, waiting

@@ -57,11 +57,11 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    try enqueue(container, ["\"A\"", "\"M\"", "\"B\"", "\"C\""])
+    let ids = try enqueue(container, ["\"A\"", "\"M\"", "\"B\"", "\"C\""])
     let out = container.url.appendingPathComponent("out")
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + [
-        "--follow", "--retry-delay", "0.4", "--retry-jitter", "0",
+        "--follow", "--retry-delay", "0.5", "--retry-jitter", "0",
       ]
         + recorder(out, failing: "\"M\"", failures: 3))
     #expect(
@@ -79,27 +79,29 @@ import Testing
     for other in ["\"A\"", "\"B\"", "\"C\""] {
       #expect(all.filter { $0.message == other }.map(\.count) == [1], "\(other)")
     }
-    // The messages behind M were not blocked by it: both went before its second delivery.
+    // The messages behind M were not blocked by it: both went before its second delivery (B is
+    // claimed right after M's release; C after B's handler, well within M's 0.5 s delay).
     let second = try #require(all.firstIndex { $0.message == "\"M\"" && $0.count == 2 })
     #expect(all.prefix(second).map(\.message) == ["\"A\"", "\"M\"", "\"B\"", "\"C\""])
-    // Each retry waited at least its delay (0.4, 0.8, 1.6 s: the message could not be claimed
+    // Each retry waited at least its delay (0.5, 1, 2 s: the message could not be claimed
     // earlier), and the gaps grow.
     let gaps = zip(retried.dropFirst(), retried).map { $0.at - $1.at }
     #expect(gaps.count == 3)
-    for (gap, delay) in zip(gaps, [0.4, 0.8, 1.6]) { #expect(gap > delay, "\(gaps)") }
+    for (gap, delay) in zip(gaps, [0.5, 1, 2]) { #expect(gap > delay, "\(gaps)") }
     #expect(gaps[0] < gaps[1] && gaps[1] < gaps[2], "\(gaps)")
-    let notes = result.stderr.split(separator: "\n").filter { $0.contains("handler exit status") }
+    let m = ids[1].uuidString.lowercased()
+    let lines = result.stderr.split(separator: "\n").map(String.init)
     #expect(
-      notes.map { $0.split(separator: "; ").last.map(String.init) } == [
-        "released, retry in 0.4 s", "released, retry in 0.8 s", "released, retry in 1.6 s",
-      ])
+      Array(lines.prefix(3))
+        == [0.5, 1, 2].map {
+          "mailboxctl: drain: message \(m): handler exit status 1; released, retry in "
+            + "\(Drainer.format(seconds: $0)) s"
+        })
+    #expect(lines.count == 4)
     #expect(
-      result.stderr.hasPrefix(
-        "mailboxctl: drain: message ")
-        && result.stderr.contains(
-          "\nmailboxctl: drain: delivered 4, released 3, quarantined 0 in ")
-    )
-    #expect(result.stderr.hasSuffix("; 3 handler failures; stopped by SIGTERM\n"))
+      lines.last?.hasPrefix("mailboxctl: drain: delivered 4, released 3, quarantined 0 in ")
+        == true)
+    #expect(lines.last?.hasSuffix(" s; 3 handler failures; stopped by SIGTERM") == true)
     #expect(try container.rawMailbox().inspector.status().depth == 0)
   }
 

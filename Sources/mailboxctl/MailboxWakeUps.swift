@@ -59,7 +59,7 @@ final class MailboxWakeUps: Sendable {
       defer { state.count = 0 }
       return (state.count, state.failure)
     }
-    if let failure { throw CommandFailure(failure, while: "watch") }
+    if let failure { throw CommandFailure(failure, while: "") }
     return count
   }
 

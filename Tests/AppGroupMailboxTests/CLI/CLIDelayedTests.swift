@@ -301,4 +301,29 @@ import Testing
     #expect(
       result.stderr.hasPrefix("mailboxctl: drain: delivered 3, released 0, quarantined 0 in "))
   }
+
+  @Test func `Watch and a follow drain exit 66 when the mailbox directory is removed`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let watch = try Mailboxctl.start(["watch"] + container.arguments())
+    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
+    #expect(waitUntil(deadline: 30) { watch.stderr.contains("watch: waiting") })
+    #expect(
+      waitUntil(deadline: 30) {
+        WatchSupport.inotifyWatchCount(pid: drain.process.processIdentifier) >= 3
+      })
+    try FileManager.default.removeItem(at: container.url.appendingPathComponent("AppGroupMailbox"))
+    let watched = try watch.finish()
+    #expect(watched.status == 66)
+    #expect(
+      watched.stderr.hasSuffix(
+        "mailboxctl: error: watch: The mailbox directory was deleted, moved or replaced; "
+          + "open the mailbox again.\n"))
+    let drained = try drain.finish()
+    #expect(drained.status == 66)
+    #expect(
+      drained.stderr.hasSuffix(
+        "mailboxctl: error: drain: The mailbox directory was deleted, moved or replaced; "
+          + "open the mailbox again.\n"))
+  }
 }

@@ -6,9 +6,11 @@ import MailboxLocks
 let maintainCommand = Subcommand(
   spec: CommandSpec(
     name: "maintain",
-    summary: "Recover abandoned claims, remove expired and stale files, trim quarantine.",
+    summary: "Recover abandoned claims, make due messages pending, remove expired files.",
     options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
     details: """
+      Also makes delayed messages that are due pending (a timer running this lets a systemd
+      .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
       Prints what was done: claims recovered, messages expired, temporary files removed,
       files quarantined and quarantined files discarded. The limits given (--claim-timeout,
       --message-lifetime, --max-quarantined-files) decide what counts as abandoned or expired.

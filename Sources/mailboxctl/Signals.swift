@@ -93,4 +93,11 @@ final class Wakeup: Sendable {
     semaphore.wait(timeout: .now() + .microseconds(Int(max(0, min(seconds, 3600)) * 1_000_000)))
       == .success
   }
+
+  /// Waits up to `seconds`, then takes every post already waiting too, so a burst of posts
+  /// (one per handler exit or wake-up) costs the waiter one round of re-checks.
+  func waitCoalescing(seconds: Double) {
+    guard wait(seconds: seconds) else { return }
+    while semaphore.wait(timeout: .now()) == .success {}
+  }
 }

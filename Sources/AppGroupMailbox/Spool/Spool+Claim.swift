@@ -30,11 +30,10 @@ extension Spool {
   /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
   /// listing once (planted files were never counted, so decrementing would drift).
-  /// Messages whose id is in `skipping` are left pending untouched.
   /// - Complexity: one listing and sort of `pending/` per call, O(n log n), plus one fstatat(2)
   ///   per entry looked at.
   func claim<T>(
-    limit: Int?, skipping: Set<UUID> = [], diagnostics: inout [AppGroupMailboxDiagnostic],
+    limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
@@ -55,7 +54,6 @@ extension Spool {
     }
     for (name, entry) in names {
       if results.count >= wanted { break }
-      if !skipping.isEmpty, skipping.contains(name.id) { continue }
       switch try take(name, entry, diagnostics: &diagnostics) {
       case .skipped: continue
       case .removed: removed += 1

@@ -1,6 +1,6 @@
 import AppGroupMailbox
 import Foundation
-import Synchronization
+import MailboxLocks
 
 /// The library's watcher on a mailbox's pending area (inotify, or its polling fallback),
 /// forwarded to a ``Wakeup``, so the one coordinating thread of `drain --follow` and `watch`
@@ -18,7 +18,7 @@ final class MailboxWakeUps: Sendable {
 
   /// What the forwarding thread and the caller share.
   private final class Shared: Sendable {
-    let state = Mutex(State())
+    let state = Locked(State())
   }
 
   private let watcher: AppGroupMailboxWatcher

@@ -62,7 +62,7 @@ final class PendingAreaTarget: WakeUpTarget {
   let directories: SpoolDirectories
   /// The earliest due time in `delayed/` at the previous scan (nil: none, or no scan yet), so a
   /// polling watcher reports a new earlier due time as a change.
-  private let lastEarliestDue = Mutex<(scanned: Bool, due: Int64?)>((false, nil))
+  private let lastEarliestDue = Locked<(scanned: Bool, due: Int64?)>((false, nil))
 
   init(directories: SpoolDirectories) { self.directories = directories }
 

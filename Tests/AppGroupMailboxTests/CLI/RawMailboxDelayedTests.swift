@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -181,7 +181,7 @@ import Testing
     let mailbox = try container.rawMailbox()
     try mailbox.enqueue(Data("\"later\"".utf8), delay: 0.3)
     try mailbox.enqueue(Data("\"now\"".utf8))
-    let delivered = Mutex<[String]>([])
+    let delivered = Locked<[String]>([])
     let drain = Task {
       try await mailbox.drain { claim in
         delivered.withLock { $0.append(String(decoding: claim.payload, as: UTF8.self)) }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -45,7 +45,7 @@ import Testing
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox()
     try mailbox.enqueue("first")
-    let delivered = Mutex<[String]>([])
+    let delivered = Locked<[String]>([])
     let drain = Task {
       try await mailbox.drain { claim in delivered.withLock { $0.append(claim.message) } }
     }

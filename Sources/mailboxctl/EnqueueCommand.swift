@@ -83,7 +83,11 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         .usage, "--id applies to one message, but the input has \(messages.count)")
     }
   } else {
-    messages.append((1, 0..<input.count))
+    // Whitespace after the JSON value (the newline echo and heredocs add) means nothing in JSON;
+    // drop it so the stored message is the value alone.
+    var end = input.count
+    while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(input[input.startIndex + end - 1]) { end -= 1 }
+    messages.append((1, 0..<end))
   }
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
   if let notBefore {

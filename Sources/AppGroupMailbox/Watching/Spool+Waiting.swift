@@ -23,17 +23,31 @@ extension Spool {
       pollingInterval: pollingInterval, diagnostic: configuration.diagnostic)
   }
 
-  /// See ``AppGroupMailbox/wait(timeout:)``: a wake-up, or the earliest due time (then due
-  /// messages are made pending), or `timeout`.
+  /// See ``AppGroupMailbox/wait(timeout:)``: true once a message is pending (after a wake-up,
+  /// or at the earliest due time, when due messages are made pending), false at `timeout`. A
+  /// wake-up that finds nothing pending (a delayed arrival, a coalesced hint) waits on.
   func waitForWork(timeout: TimeInterval?) throws -> Bool {
     let watcher = try watcher(pollingInterval: 1)
     defer { watcher.close() }
-    let due = secondsToNextDue()
-    guard let due, due < timeout ?? .infinity else { return try watcher.wait(timeout: timeout) }
-    if try watcher.wait(timeout: due) { return true }
-    var diagnostics: [AppGroupMailboxDiagnostic] = []
-    defer { emit(diagnostics) }
-    return try promoteDue(diagnostics: &diagnostics) > 0 || watcher.wait(timeout: 0)
+    let deadline = timeout.map { Date().addingTimeInterval(max(0, $0)) }
+    while true {
+      let remaining = deadline.map { max(0, $0.timeIntervalSinceNow) }
+      let due = secondsToNextDue()
+      let slice = [remaining, due].compactMap { $0 }.min()
+      let woken = try watcher.wait(timeout: slice)
+      var diagnostics: [AppGroupMailboxDiagnostic] = []
+      let promoted = try promoteDue(diagnostics: &diagnostics)
+      emit(diagnostics)
+      if promoted > 0 || (woken && hasPendingMessage()) { return true }
+      if let deadline, Date() >= deadline { return false }
+    }
+  }
+
+  /// Whether `pending/` holds at least one entry under a message name (one listing).
+  private func hasPendingMessage() -> Bool {
+    ((try? Syscall.list(directories.pending)) ?? []).contains {
+      PendingName(parsing: $0.name) != nil
+    }
   }
 
   /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``; `claim` claims up to

@@ -35,7 +35,9 @@ import Testing
     let drain = Task {
       try await mailbox.drain { claim in delivered.withLock { $0.append(claim.message) } }
     }
-    let done = await waitUntilAsync(deadline: 30) { delivered.withLock { $0.count == 2 } }
+    // A generous bound: long synchronous tests running in parallel can hold every cooperative
+    // thread for a minute on a 2-core machine.
+    let done = await waitUntilAsync(deadline: 300) { delivered.withLock { $0.count == 2 } }
     drain.cancel()
     _ = try? await drain.value
     #expect(done)

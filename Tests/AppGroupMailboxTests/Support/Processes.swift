@@ -117,3 +117,16 @@ func waitUntil(deadline: TimeInterval = 30, _ condition: () throws -> Bool) reth
   }
   return try condition()
 }
+
+/// Runs blocking `body` on a thread of its own and returns its result, so a long synchronous
+/// test does not hold one of the few cooperative threads (two on a 2-core machine) that async
+/// tests running in parallel need. Record expectations on the returned value, not in `body`.
+func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws
+  -> T
+{
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.stackSize = 8 << 20
+    thread.start()
+  }
+}

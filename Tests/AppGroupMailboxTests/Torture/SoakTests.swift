@@ -15,67 +15,33 @@ import Testing
   }
 
   static let maxMessages = 200
+  /// What the running phase saw.
+  struct RunPhase: Sendable {
+    var ledgerCount: Int
+    var kills: Int
+    var samples: Int
+    var violations: [String]
+    var workerFailures: [String]
+  }
 
   @Test func `Eight processes killed and restarted at random lose nothing and duplicate nothing`()
-    throws
+    async throws
   {
     let container = try TemporaryContainer()
     let mailboxURL = container.url.appendingPathComponent("mailbox")
     let ledgers = container.url.appendingPathComponent("ledgers")
     try FileManager.default.createDirectory(at: ledgers, withIntermediateDirectories: true)
-    let end = Date().addingTimeInterval(Self.seconds)
-    var random = SeededGenerator(seed: UInt64(getpid()))
-    var ledgerCount = 0
-    func startWorker() throws -> RunningProcess {
-      ledgerCount += 1
-      let ledger = ledgers.appendingPathComponent("\(ledgerCount).log")
-      FileManager.default.createFile(atPath: ledger.path, contents: nil)
-      let remaining = max(0.5, end.timeIntervalSinceNow)
-      return try Processes.start(
-        Processes.product("MailboxTestWorker"),
-        [
-          "soak", mailboxURL.path, String(random.next() % 1_000_000), String(remaining),
-          ledger.path,
-        ])
-    }
-    var workers = try (0..<8).map { _ in try startWorker() }
-    var kills = 0
-    var samples = 0
-    var violations: [String] = []
     let areas = ["pending", "claimed", "delayed"].map {
       mailboxURL.appendingPathComponent("AppGroupMailbox/soak/\($0)").path
     }
-    while Date() < end {
-      // Sample the invariants from the names: the depth bound and one file per id.
-      var ids: [UUID] = []
-      for area in areas {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: area)) ?? [] {
-          if let id = PendingName(parsing: name)?.id ?? ClaimedName(parsing: name)?.message.id
-            ?? DelayedName(parsing: name)?.message.id
-          {
-            ids.append(id)
-          }
-        }
-      }
-      // The areas are listed one after another while messages move between them, so a message
-      // can show up twice here; count each id once (a duplicate file is checked at rest below).
-      samples += 1
-      let depth = Set(ids).count
-      if depth > Self.maxMessages { violations.append("depth \(depth)") }
-      if random.next() % 8 == 0 {
-        let victim = Int(random.next() % UInt64(workers.count))
-        workers[victim].signal(SIGKILL)
-        _ = try workers[victim].finish(deadline: 30)
-        kills += 1
-        workers[victim] = try startWorker()
-      }
-      _ = poll(nil, 0, 25)  // Pace the sampling; correctness never waits on it.
+    // A minute of blocking work: on a thread of its own, off the cooperative pool that the
+    // async tests running beside it need.
+    let run = try await offCooperativePool {
+      try Self.run(mailboxURL: mailboxURL, ledgers: ledgers, areas: areas)
     }
-    for worker in workers {
-      let result = try worker.finish(deadline: Self.seconds + 60)
-      #expect(result.status == 0 || result.reason == .uncaughtSignal, "\(result.stderr)")
-    }
-    #expect(violations.isEmpty, "\(violations.prefix(5))")
+    let (ledgerCount, kills, samples) = (run.ledgerCount, run.kills, run.samples)
+    #expect(run.workerFailures.isEmpty, "\(run.workerFailures.prefix(3))")
+    #expect(run.violations.isEmpty, "\(run.violations.prefix(5))")
     // At rest, one file per id across the areas.
     var restingIDs: [UUID] = []
     for area in areas {
@@ -152,5 +118,67 @@ import Testing
       "\(tried.count) enqueues tried, \(enqueued.count) returned,",
       "\(acknowledged.count) acknowledged, \(interrupted.count) acknowledges cut by a kill,",
       "\(left.count) left at the end, \(samples) samples")
+  }
+}
+
+extension SoakTests {
+  /// Runs 8 workers until the soak time is up, killing and restarting them at random and
+  /// sampling the depth bound from the names.
+  static func run(mailboxURL: URL, ledgers: URL, areas: [String]) throws -> RunPhase {
+    let end = Date().addingTimeInterval(Self.seconds)
+    var random = SeededGenerator(seed: UInt64(getpid()))
+    var ledgerCount = 0
+    func startWorker() throws -> RunningProcess {
+      ledgerCount += 1
+      let ledger = ledgers.appendingPathComponent("\(ledgerCount).log")
+      FileManager.default.createFile(atPath: ledger.path, contents: nil)
+      let remaining = max(0.5, end.timeIntervalSinceNow)
+      return try Processes.start(
+        Processes.product("MailboxTestWorker"),
+        [
+          "soak", mailboxURL.path, String(random.next() % 1_000_000), String(remaining),
+          ledger.path,
+        ])
+    }
+    var workers = try (0..<8).map { _ in try startWorker() }
+    var kills = 0
+    var samples = 0
+    var violations: [String] = []
+    while Date() < end {
+      // Sample the invariants from the names: the depth bound and one file per id.
+      var ids: [UUID] = []
+      for area in areas {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: area)) ?? [] {
+          if let id = PendingName(parsing: name)?.id ?? ClaimedName(parsing: name)?.message.id
+            ?? DelayedName(parsing: name)?.message.id
+          {
+            ids.append(id)
+          }
+        }
+      }
+      // The areas are listed one after another while messages move between them, so a message
+      // can show up twice here; count each id once (a duplicate file is checked at rest below).
+      samples += 1
+      let depth = Set(ids).count
+      if depth > Self.maxMessages { violations.append("depth \(depth)") }
+      if random.next() % 8 == 0 {
+        let victim = Int(random.next() % UInt64(workers.count))
+        workers[victim].signal(SIGKILL)
+        _ = try workers[victim].finish(deadline: 30)
+        kills += 1
+        workers[victim] = try startWorker()
+      }
+      _ = poll(nil, 0, 25)  // Pace the sampling; correctness never waits on it.
+    }
+    var failures: [String] = []
+    for worker in workers {
+      let result = try worker.finish(deadline: Self.seconds + 60)
+      if !(result.status == 0 || result.reason == .uncaughtSignal) {
+        failures.append(result.stderr)
+      }
+    }
+    return RunPhase(
+      ledgerCount: ledgerCount, kills: kills, samples: samples, violations: violations,
+      workerFailures: failures)
   }
 }

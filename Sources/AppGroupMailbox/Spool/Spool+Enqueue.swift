@@ -81,7 +81,7 @@ extension Spool {
 
   /// The message file for these values, or ``AppGroupMailboxError/payloadTooLarge`` before
   /// anything is written.
-  private func encodeChecked(id: UUID, micros: Int64, type: String, payload: Data) throws -> Data {
+  func encodeChecked(id: UUID, micros: Int64, type: String, payload: Data) throws -> Data {
     let file: Data
     do {
       file = try Envelope.encode(id: id, enqueuedAt: micros, messageType: type, payload: payload)

@@ -6,9 +6,12 @@ import Glibc
 enum Children {
   /// This executable's path (readlink of /proc/self/exe).
   static let executable: String = {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    return length > 0 ? String(cString: buffer) : CommandLine.arguments[0]
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let length = buffer.withUnsafeMutableBufferPointer { raw in
+      raw.withMemoryRebound(to: CChar.self) { readlink("/proc/self/exe", $0.baseAddress!, 4095) }
+    }
+    return length > 0
+      ? String(decoding: buffer[..<length], as: UTF8.self) : CommandLine.arguments[0]
   }()
 
   /// Starts `executable` (default: this one) with `arguments`; stdout and stderr are inherited.

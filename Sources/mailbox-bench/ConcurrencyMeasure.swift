@@ -71,7 +71,7 @@ struct ConcurrencyMeasure {
       let words = try Children.result(out)
       late = late || words[2] == "late"
     }
-    FileManager.default.createFile(atPath: done, contents: nil)
+    _ = FileManager.default.createFile(atPath: done, contents: nil)
     var end: Int64 = 0
     var consumed = 0
     for (pid, out) in consumers {

@@ -46,6 +46,8 @@ enum Workers {
       // container samples ready out
       try LibraryWake.consume(
         container: args[0], samples: Int(args[1])!, readyPath: args[2], out: args[3])
+    case "_profile":
+      try ProfileRole.run(args)
     case "_drain-lib":
       // container out
       let count = try DrainStandIn.drain(container: args[0])

@@ -15,7 +15,9 @@ extension Spool {
   /// Expired messages met on the way are deleted; hostile or malformed files are quarantined and
   /// do not count toward `limit`; `decode` turns a valid file into the caller's value (nil means
   /// it does not decode: quarantined as malformed). Another consumer winning a rename is not an
-  /// error. - Complexity: one listing and sort of `pending/` per call, O(n log n).
+  /// error. Candidates come from the spool's ``PendingIndex`` (FIFO across processes; see
+  /// there). - Complexity: O(log n) per message claimed and per name that arrived since the
+  /// last call; O(n log n) when the index has to list `pending/`.
   func claim<T>(
     limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
@@ -25,63 +27,81 @@ extension Spool {
     let wanted = limit ?? Int.max
     let linkedBefore = linkedSeen.withLock { $0 }
     var linkedNow: [String: Int64] = [:]
-    for (name, entry) in try mapIO("claim", { try pendingNames() }) {
-      if results.count >= wanted { break }
-      let clock = now
-      if clock - name.key.micros >= limits.messageLifetime.microseconds {
-        if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
-          try mapIO("claim") { try decrementDepth() }
-          diagnostics.append(.expiredMessageRemoved)
-        }
-        continue
+    try mapIO("claim") { try pendingIndex.refresh(pending: directories.pending) }
+    do {
+      while results.count < wanted, let name = pendingIndex.next() {
+        try claim(
+          name, linkedBefore: linkedBefore, linkedNow: &linkedNow, results: &results,
+          diagnostics: &diagnostics, decode: decode)
       }
-      if let maximum = limits.maxDeliveryAttempts, name.attempts >= maximum {
-        try quarantine(
-          from: directories.pending, name.fileName, id: name.id, reason: .deadletter,
-          counted: true, diagnostics: &diagnostics)
-        continue
-      }
-      let claimed = ClaimedName(
-        message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
-        token: UInt64.random(in: 1 ... .max),
-        leaseUntilMicros: clock + limits.claimTimeout.microseconds)
-      do {
-        try Syscall.rename(
-          directories.pending, name.fileName, directories.claimed, claimed.fileName)
-      } catch let error as SystemCallError where error.isNotFound {
-        continue
-      } catch let error as SystemCallError {
-        throw error.mailboxError("claim")
-      }
-      switch try read(claimed, type: entry.type) {
-      case .success(let raw):
-        if let value = decode(raw) {
-          results.append(value)
-        } else {
-          try quarantine(
-            from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,
-            counted: true, diagnostics: &diagnostics)
-        }
-      case .failure(.linked):
-        // A mover falling back to link-then-unlink shows two links for an instant: put it back
-        // and look again later; quarantine it only when it was already linked last time.
-        if let first = linkedBefore[name.fileName], clock - first >= 1_000_000 {
-          try quarantine(
-            from: directories.claimed, claimed.fileName, id: name.id, reason: .unsafe,
-            counted: true, diagnostics: &diagnostics)
-        } else {
-          linkedNow[name.fileName] = linkedBefore[name.fileName] ?? clock
-          try? Syscall.renameNoReplace(
-            directories.claimed, claimed.fileName, directories.pending, name.fileName)
-        }
-      case .failure(let reason):
-        try quarantine(
-          from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
-          counted: true, diagnostics: &diagnostics)
-      }
+    } catch {
+      pendingIndex.invalidate()
+      throw error
     }
     linkedSeen.withLock { $0 = linkedNow }
     return results
+  }
+
+  /// Claims one candidate from the index: deletes it when expired, quarantines a dead letter
+  /// or a bad file, appends a decoded claim to `results`.
+  private func claim<T>(
+    _ name: PendingName, linkedBefore: [String: Int64], linkedNow: inout [String: Int64],
+    results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
+  ) throws {
+    let clock = now
+    if clock - name.key.micros >= limits.messageLifetime.microseconds {
+      if (try? Syscall.unlink(directories.pending, name.fileName)) != nil {
+        try mapIO("claim") { try decrementDepth() }
+        diagnostics.append(.expiredMessageRemoved)
+      }
+      return
+    }
+    if let maximum = limits.maxDeliveryAttempts, name.attempts >= maximum {
+      try quarantine(
+        from: directories.pending, name.fileName, id: name.id, reason: .deadletter,
+        counted: true, diagnostics: &diagnostics)
+      return
+    }
+    let claimed = ClaimedName(
+      message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
+      token: UInt64.random(in: 1 ... .max),
+      leaseUntilMicros: clock + limits.claimTimeout.microseconds)
+    do {
+      try Syscall.rename(
+        directories.pending, name.fileName, directories.claimed, claimed.fileName)
+    } catch let error as SystemCallError where error.isNotFound {
+      pendingIndex.note(stale: true)  // another consumer won
+      return
+    } catch let error as SystemCallError {
+      throw error.mailboxError("claim")
+    }
+    pendingIndex.note(stale: false)
+    switch try read(claimed, type: UInt8(DT_UNKNOWN)) {
+    case .success(let raw):
+      if let value = decode(raw) {
+        results.append(value)
+      } else {
+        try quarantine(
+          from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,
+          counted: true, diagnostics: &diagnostics)
+      }
+    case .failure(.linked):
+      // A mover falling back to link-then-unlink shows two links for an instant: put it back
+      // and look again later; quarantine it only when it was already linked last time.
+      if let first = linkedBefore[name.fileName], clock - first >= 1_000_000 {
+        try quarantine(
+          from: directories.claimed, claimed.fileName, id: name.id, reason: .unsafe,
+          counted: true, diagnostics: &diagnostics)
+      } else {
+        linkedNow[name.fileName] = linkedBefore[name.fileName] ?? clock
+        try? Syscall.renameNoReplace(
+          directories.claimed, claimed.fileName, directories.pending, name.fileName)
+      }
+    case .failure(let reason):
+      try quarantine(
+        from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
+        counted: true, diagnostics: &diagnostics)
+    }
   }
 
   /// Why a claimed file cannot be delivered.
@@ -104,6 +124,14 @@ extension Spool {
   /// plus one byte, its envelope and type verified.
   func read(_ claimed: ClaimedName, type: UInt8) throws -> Result<RawClaim, ReadFailure> {
     if type != UInt8(DT_REG) && type != UInt8(DT_UNKNOWN) { return .failure(.unsafe) }
+    if type == UInt8(DT_UNKNOWN) {
+      // Names from inotify (or a filesystem without d_type) carry no type: look at the entry
+      // itself first, so a device or FIFO is never opened.
+      guard let info = try? Syscall.lstat(directories.claimed, claimed.fileName) else {
+        return .failure(.unsafe)
+      }
+      if info.st_mode & S_IFMT != S_IFREG { return .failure(.unsafe) }
+    }
     let fd: Int32
     do {
       fd = try Syscall.open(

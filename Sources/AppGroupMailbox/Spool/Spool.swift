@@ -36,6 +36,8 @@ final class Spool: Sendable {
   let newestImplicitSeen = Mutex<Int64>(0)
   /// Pending names seen with more than one link, and when first seen (microseconds).
   let linkedSeen = Mutex<[String: Int64]>([:])
+  /// Pending names known between claims (see ``PendingIndex``).
+  let pendingIndex = PendingIndex()
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(

@@ -25,12 +25,28 @@ struct PendingName: Hashable, Sendable {
   static let suffix = ".msg"
 
   var fileName: String {
-    "\(Self.stem(key, id, attempts))\(Self.suffix)"
+    var bytes: [UInt8] = []
+    Self.stem(key, id, attempts, into: &bytes)
+    bytes.append(contentsOf: Self.suffix.utf8)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int) -> String {
-    pad(UInt64(key.micros), 16) + "-" + pad(key.sequence, 20) + "-" + id.uuidString.lowercased()
-      + "-" + String(attempts)
+    var bytes: [UInt8] = []
+    stem(key, id, attempts, into: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Appends the stem's bytes (see ``NameBytes``).
+  static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int, into bytes: inout [UInt8]) {
+    bytes.reserveCapacity(bytes.count + 128)
+    NameBytes.decimal(UInt64(max(0, key.micros)), width: 16, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.decimal(key.sequence, width: 20, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.uuid(id, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.decimal(UInt64(max(0, attempts)), width: 1, into: &bytes)
   }
 
   /// Parses a pending name; nil for anything else (temporary names, foreign files).
@@ -100,10 +116,14 @@ struct ClaimedName: Hashable, Sendable {
   static let suffix = ".claim"
 
   var fileName: String {
-    let token = String(self.token, radix: 16)
-    let paddedToken = String(repeating: "0", count: 16 - token.count) + token
-    return PendingName.stem(message.key, message.id, message.attempts) + "." + paddedToken + "."
-      + PendingName.pad(UInt64(leaseUntilMicros), 16) + Self.suffix
+    var bytes: [UInt8] = []
+    PendingName.stem(message.key, message.id, message.attempts, into: &bytes)
+    bytes.append(UInt8(ascii: "."))
+    NameBytes.hex(token, width: 16, into: &bytes)
+    bytes.append(UInt8(ascii: "."))
+    NameBytes.decimal(UInt64(max(0, leaseUntilMicros)), width: 16, into: &bytes)
+    bytes.append(contentsOf: Self.suffix.utf8)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   init(message: PendingName, token: UInt64, leaseUntilMicros: Int64) {

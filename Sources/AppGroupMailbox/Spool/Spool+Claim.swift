@@ -150,7 +150,13 @@ extension Spool {
     guard info.st_nlink == 1 else { return .failure(.linked) }
     let maximum = limits.maxPayloadBytes
     guard info.st_size <= maximum else { return .failure(.oversized) }
-    let bytes = try mapIO("claim") { try Syscall.pread(fd, limit: maximum + 1) }
+    // Read what fstat reported plus one byte (a file that grew since is read again up to the
+    // cap), so the buffer is sized by the file, not by the payload limit.
+    let expected = Int(info.st_size)
+    var bytes = try mapIO("claim") { try Syscall.pread(fd, limit: expected + 1) }
+    if bytes.count > expected {
+      bytes = try mapIO("claim") { try Syscall.pread(fd, limit: maximum + 1) }
+    }
     guard bytes.count <= maximum else { return .failure(.oversized) }
     let header: EnvelopeHeader
     let range: Range<Int>

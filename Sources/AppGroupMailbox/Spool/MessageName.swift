@@ -78,7 +78,7 @@ struct PendingName: Hashable, Sendable {
     guard array[75] != UInt8(ascii: "0") || array.count == 76 else { return nil }
     let uuidBytes = array[38..<74]
     guard uuidBytes.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-      let id = UUID(uuidString: String(decoding: uuidBytes, as: UTF8.self))
+      let id = NameBytes.parseUUID(uuidBytes)
     else { return nil }
     return PendingName(
       key: MessageKey(micros: Int64(micros), sequence: sequence), id: id, attempts: Int(attempts))

@@ -8,17 +8,20 @@ enum NameBytes {
 
   /// Appends `value` in decimal, zero-padded to at least `width` digits.
   static func decimal(_ value: UInt64, width: Int, into bytes: inout [UInt8]) {
-    var digits: (UInt64, Int) = (value, 0)
-    var scratch = [UInt8](repeating: UInt8(ascii: "0"), count: max(width, 20))
-    var index = scratch.count
+    var remaining = value
+    var digits = 0
     repeat {
+      digits += 1
+      remaining /= 10
+    } while remaining > 0
+    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(digits, width)))
+    remaining = value
+    var index = bytes.count - 1
+    repeat {
+      bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+      remaining /= 10
       index -= 1
-      scratch[index] = UInt8(ascii: "0") + UInt8(digits.0 % 10)
-      digits.0 /= 10
-      digits.1 += 1
-    } while digits.0 > 0
-    let start = min(index, scratch.count - width)
-    bytes.append(contentsOf: scratch[start...])
+    } while remaining > 0
   }
 
   /// Appends `value` in lower-case hexadecimal, zero-padded to `width` digits (at most 16).
@@ -37,5 +40,42 @@ enum NameBytes {
         bytes.append(hexDigits[Int(byte & 0xf)])
       }
     }
+  }
+}
+
+extension NameBytes {
+  /// Parses 36 bytes `8-4-4-4-12` hexadecimal digits (either case) into a UUID; nil for
+  /// anything else. Stricter than `UUID(uuidString:)` (no sscanf leniency), and without its
+  /// cost.
+  static func parseUUID<C: Collection>(_ bytes: C) -> UUID? where C.Element == UInt8 {
+    guard bytes.count == 36 else { return nil }
+    var raw = [UInt8](repeating: 0, count: 16)
+    var out = 0
+    var high: UInt8? = nil
+    for (index, byte) in bytes.enumerated() {
+      if index == 8 || index == 13 || index == 18 || index == 23 {
+        guard byte == UInt8(ascii: "-") else { return nil }
+        continue
+      }
+      let nibble: UInt8
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+      default: return nil
+      }
+      if let first = high {
+        raw[out] = first << 4 | nibble
+        out += 1
+        high = nil
+      } else {
+        high = nibble
+      }
+    }
+    return UUID(
+      uuid: (
+        raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
+        raw[11], raw[12], raw[13], raw[14], raw[15]
+      ))
   }
 }

@@ -167,7 +167,8 @@ extension Spool {
     } catch {
       return .failure(.malformed)
     }
-    guard UUID(uuidString: header.id) == claimed.message.id else { return .failure(.malformed) }
+    guard NameBytes.parseUUID(header.id.utf8) ?? UUID(uuidString: header.id) == claimed.message.id
+    else { return .failure(.malformed) }
     if let expected = configuration.expectedMessageType, !header.messageType.isEmpty,
       header.messageType != expected
     {

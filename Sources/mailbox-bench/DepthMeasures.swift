@@ -4,7 +4,8 @@ import AppGroupMailbox
 /// cycle at depth 100, 10,000 and 100,000 (256-byte messages).
 ///
 /// Each depth has one deep spool per side, prefilled once in relaxed mode and reused by every
-/// round (a round leaves the depth as it found it: K enqueued, K consumed, K cycles). Each round
+/// round and every later run of the benchmark (see ``DeepSpools``; a round leaves the depth as
+/// it found it: K enqueued, K consumed, K cycles). Each round
 /// opens its side afresh and makes its first claim untimed (reported apart as "first claim":
 /// the one listing a long-lived consumer makes), then times steady-state operations.
 struct DepthMeasures {
@@ -25,16 +26,8 @@ struct DepthMeasures {
 
   mutating func run() throws {
     for depth in Self.depths {
-      let cPath = workspace.fresh("c-depth-\(depth)")
-      let libPath = workspace.fresh("lib-depth-\(depth)")
-      defer {
-        workspace.remove(cPath)
-        workspace.remove(libPath)
-      }
-      try BaselineSide(root: cPath, durable: false).prefill(
-        count: depth, size: Self.size, durable: false)
-      _ = try LibrarySide(container: libPath, durability: .relaxed).timeEnqueue(
-        count: depth, size: Self.size)
+      let (cPath, libPath) = try DeepSpools.prepare(
+        depth: depth, size: Self.size, cache: options.cacheDirectory)
       for durable in [true, false] {
         try measure(depth: depth, durable: durable, cPath: cPath, libPath: libPath)
       }

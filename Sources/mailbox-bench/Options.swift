@@ -13,6 +13,8 @@ struct BenchOptions {
   /// `--dir PATH`: where fresh run directories are made (default: a new directory in /var/tmp,
   /// which must be on the filesystem being measured).
   var directory: String?
+  /// `--cache PATH`: where the deep spools of the depth measures are kept between runs.
+  var cache: String?
   /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
   /// wake, memory, peers).
   var only: Set<String>?
@@ -21,7 +23,7 @@ struct BenchOptions {
   var python: String?
 
   static let usage = """
-    usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH]
+    usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
                          [--only GROUP[,GROUP...]] [--python PATH]
     groups: throughput, depth, batch, concurrency, wake, memory, peers
     """
@@ -44,6 +46,9 @@ struct BenchOptions {
       case "--dir":
         guard let text = value() else { return nil }
         directory = text
+      case "--cache":
+        guard let text = value() else { return nil }
+        cache = text
       case "--only":
         guard let text = value() else { return nil }
         only = Set(text.split(separator: ",").map(String.init))
@@ -61,6 +66,9 @@ struct BenchOptions {
     if let only { return only.contains(name) }
     return name != "peers" || peers
   }
+
+  /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.
+  var cacheDirectory: String { cache ?? ((directory ?? "/var/tmp") + "/mailbox-bench-cache") }
 
   /// Rounds per measure: 5 by default, 3 with `--quick`.
   var roundCount: Int { rounds ?? (quick ? 3 : 5) }

@@ -35,7 +35,15 @@ final class PendingIndex: Sendable {
     var heap = NameHeap()
   }
 
-  private let state = Mutex(State())
+  private let state: Mutex<State>
+
+  /// An empty index; `watching` false never uses inotify (every refresh lists), as when inotify
+  /// is unavailable.
+  init(watching: Bool = true) {
+    var initial = State()
+    initial.unavailable = !watching
+    state = Mutex(initial)
+  }
   static let missesBeforeRelisting = 32
 
   deinit {
@@ -90,6 +98,7 @@ final class PendingIndex: Sendable {
   /// Opens a non-blocking inotify instance watching `pending` for new names; -1 when inotify
   /// is unavailable (inotify_init1(2): EMFILE, ENFILE; inotify_add_watch(2): ENOSPC).
   private static func watch(_ pending: Int32) -> Int32 {
+    if FaultInjection.check("inotify_init1") != nil { return -1 }
     let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
     guard fd >= 0 else { return -1 }
     let mask = UInt32(IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)
@@ -100,7 +109,8 @@ final class PendingIndex: Sendable {
     return fd
   }
 
-  /// Reads every queued event without blocking, handing each name to `body`. Returns true when
+  /// Reads the queued events without blocking (usually one read(2)), handing each name to
+  /// `body`. Returns true when
   /// the index can no longer be trusted (queue overflow, watch removed, read error).
   private static func drain(_ fd: Int32, _ body: (String) -> Void) -> Bool {
     let capacity = 64 * 1024
@@ -130,6 +140,10 @@ final class PendingIndex: Sendable {
         }
         offset += 16 + length
       }
+      // A read returns every event queued when it ran, up to the buffer: read again only when
+      // the buffer may have cut the queue short (events queued later belong to operations that
+      // were not finished when this claim began).
+      if got < capacity - (16 + 256) { return untrusted }
     }
   }
 }

@@ -13,7 +13,7 @@ struct BatchMeasure {
 
   func run() throws {
     for durable in [true, false] {
-      let count = durable ? (options.quick ? 128 : 512) : (options.quick ? 1_024 : 4_096)
+      let count = durable ? (options.quick ? 128 : 512) : (options.quick ? 512 : 4_096)
       let body = LibrarySide.body(size: Self.size)
       let messages = [String](repeating: body, count: Self.batch)
       let result = try Rounds.alternate(options.roundCount) {

@@ -62,6 +62,17 @@ enum Children {
     return late
   }
 
+  /// This process's peak resident memory in bytes (`VmHWM` in /proc/self/status, proc(5)).
+  /// Unlike wait4's `ru_maxrss`, it starts afresh at exec, so the parent's size before
+  /// posix_spawn does not leak into a child's figure.
+  static func peakResidentBytes() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+      let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return -1 }
+    return kilobytes * 1024
+  }
+
   /// Writes a child's result line to `path`.
   static func report(_ path: String, _ values: [String]) throws {
     try (values.joined(separator: " ") + "\n").write(toFile: path, atomically: false, encoding: .utf8)

@@ -15,7 +15,7 @@ struct ConcurrencyMeasure {
 
   func run() throws {
     for durable in [true, false] {
-      let perProducer = durable ? (options.quick ? 60 : 250) : (options.quick ? 500 : 2_000)
+      let perProducer = durable ? (options.quick ? 30 : 150) : (options.quick ? 250 : 2_000)
       let result = try Rounds.alternate(options.roundCount) {
         try once(library: false, durable: durable, perProducer: perProducer)
       } library: {
@@ -46,7 +46,7 @@ struct ConcurrencyMeasure {
     } else {
       _ = try BaselineSide(root: spool, durable: false)
     }
-    let go = nowNanoseconds() + 600_000_000
+    let go = nowNanoseconds() + 400_000_000
     var producers: [(pid_t, String)] = []
     var consumers: [(pid_t, String)] = []
     for index in 0..<Self.consumers {

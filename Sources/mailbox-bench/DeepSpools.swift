@@ -1,5 +1,6 @@
 import AppGroupMailbox
 import Foundation
+import Glibc
 
 /// Deep spools for the depth measures, prefilled once in relaxed mode and kept between runs of
 /// the benchmark in a cache directory (default `/var/tmp/mailbox-bench-cache`; `--cache`).
@@ -33,6 +34,9 @@ enum DeepSpools {
       _ = try LibrarySide(container: libPath, durability: .relaxed).timeEnqueue(
         count: depth, size: size)
     }
+    // Put both on disk alike: an unlink of a file that reached the disk waits for a discard,
+    // and the side filled first would otherwise be the only one written back.
+    sync()
     return (cPath, libPath)
   }
 

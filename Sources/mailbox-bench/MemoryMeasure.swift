@@ -1,7 +1,8 @@
 import AppGroupMailbox
 import Foundation
 
-/// Peak resident memory of a process draining 20,000 messages of 64 KiB (wait4(2) `ru_maxrss`).
+/// Peak resident memory of a process draining 20,000 messages of 64 KiB (the child's own
+/// `VmHWM`, see ``Children/peakResidentBytes()``).
 ///
 /// `mailboxctl drain` is being built in parallel (issue 6, branch `cli`); until it is merged this
 /// measures ``DrainStandIn`` (the library's claim/acknowledge loop in a child process) and says
@@ -20,8 +21,10 @@ struct MemoryMeasure {
     let side = try LibrarySide(container: path, durability: .relaxed)
     _ = try side.timeEnqueue(count: count, size: Self.size)
     let out = path + "/drained"
-    let peak = try Children.run(["_drain-lib", path, out])
-    let drained = Int(try Children.result(out).first ?? "") ?? -1
+    try Children.run(["_drain-lib", path, out])
+    let words = try Children.result(out)
+    let drained = Int(words.first ?? "") ?? -1
+    let peak = Int(words.last ?? "") ?? -1
     guard drained == count else {
       throw BenchError.failed("drain stand-in got \(drained) of \(count)")
     }

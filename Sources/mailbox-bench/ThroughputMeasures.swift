@@ -11,10 +11,10 @@ struct ThroughputMeasures {
   /// Messages per run.
   func count(durable: Bool, size: Int) -> Int {
     switch (durable, size > 1024) {
-    case (true, false): options.quick ? 100 : 400
-    case (true, true): options.quick ? 40 : 150
-    case (false, false): options.quick ? 1_000 : 4_000
-    case (false, true): options.quick ? 200 : 800
+    case (true, false): options.quick ? 50 : 300
+    case (true, true): options.quick ? 20 : 120
+    case (false, false): options.quick ? 600 : 4_000
+    case (false, true): options.quick ? 120 : 800
     }
   }
 

@@ -51,7 +51,7 @@ enum Workers {
     case "_drain-lib":
       // container out
       let count = try DrainStandIn.drain(container: args[0])
-      try Children.report(args[1], [String(count)])
+      try Children.report(args[1], [String(count), String(Children.peakResidentBytes())])
     default:
       throw BenchError.setup("unknown worker role \(role)")
     }

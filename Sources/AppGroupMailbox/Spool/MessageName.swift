@@ -66,7 +66,8 @@ struct PendingName: Hashable, Sendable {
 
   /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
   static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
-    let array = Array(bytes)
+    // A native string's bytes are contiguous: copy them at once, not byte by byte.
+    let array = bytes.withContiguousStorageIfAvailable { Array($0) } ?? Array(bytes)
     // 16 + 1 + 20 + 1 + 36 + 1 + at least one digit.
     guard array.count >= 76, array.count <= 84 else { return nil }
     guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),

@@ -49,33 +49,32 @@ extension NameBytes {
   /// cost.
   static func parseUUID<C: Collection>(_ bytes: C) -> UUID? where C.Element == UInt8 {
     guard bytes.count == 36 else { return nil }
-    var raw = [UInt8](repeating: 0, count: 16)
-    var out = 0
-    var high: UInt8? = nil
-    for (index, byte) in bytes.enumerated() {
+    return bytes.withContiguousStorageIfAvailable { parseUUID(buffer: $0) }
+      ?? parseUUID(buffer: Array(bytes))
+  }
+
+  private static func parseUUID(buffer bytes: some RandomAccessCollection<UInt8>) -> UUID? {
+    var high: UInt64 = 0
+    var low: UInt64 = 0
+    var nibbles = 0
+    var index = 0
+    for byte in bytes {
+      defer { index += 1 }
       if index == 8 || index == 13 || index == 18 || index == 23 {
         guard byte == UInt8(ascii: "-") else { return nil }
         continue
       }
-      let nibble: UInt8
+      let nibble: UInt64
       switch byte {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = UInt64(byte - UInt8(ascii: "0"))
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = UInt64(byte - UInt8(ascii: "a") + 10)
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = UInt64(byte - UInt8(ascii: "A") + 10)
       default: return nil
       }
-      if let first = high {
-        raw[out] = first << 4 | nibble
-        out += 1
-        high = nil
-      } else {
-        high = nibble
-      }
+      if nibbles < 16 { high = high << 4 | nibble } else { low = low << 4 | nibble }
+      nibbles += 1
     }
-    return UUID(
-      uuid: (
-        raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10],
-        raw[11], raw[12], raw[13], raw[14], raw[15]
-      ))
+    // Two big-endian words are the 16 bytes of the UUID in order.
+    return UUID(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))
   }
 }

@@ -75,7 +75,8 @@ enum Children {
 
   /// Writes a child's result line to `path`.
   static func report(_ path: String, _ values: [String]) throws {
-    try (values.joined(separator: " ") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
+    try (values.joined(separator: " ") + "\n").write(
+      toFile: path, atomically: false, encoding: .utf8)
   }
 
   /// Reads a child's result line as words.

@@ -1,4 +1,5 @@
 import AppGroupMailbox
+
 /// Worker roles for profiling one side alone under strace or valgrind (see
 /// docs/PERFORMANCE.md): `mailbox-bench _profile <lib|c> <enqueue|consume|cycle> <dir>
 /// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first.

@@ -1,5 +1,5 @@
-@preconcurrency import Glibc
 import Foundation
+@preconcurrency import Glibc
 
 /// Prints measurements as they complete: a table, or JSON Lines with `--json`.
 final class Report {
@@ -28,7 +28,8 @@ final class Report {
     let size =
       row.size == 0 ? "-" : row.size >= 1024 ? "\(row.size / 1024)K" : "\(row.size)"
     return pad(row.group, 12) + pad(row.name, 34) + pad(row.durability, 8) + pad(size, 7)
-      + pad(row.unit, 7) + padLeft(format(row.library), 11) + padLeft(row.baseline == nil ? "-" : format(row.baseline), 11)
+      + pad(row.unit, 7) + padLeft(format(row.library), 11)
+      + padLeft(row.baseline == nil ? "-" : format(row.baseline), 11)
       + padLeft(row.ratio.map { String(format: "%.2f", $0) } ?? "-", 7) + "  "
       + pad(row.against, 4) + row.note
   }

@@ -14,10 +14,12 @@ enum Targets {
     }
     var lines: [(String, String, Bool?)] = []
     if let r = ratio("full cycle", "full") {
-      lines.append(("full cycle, default durability >= 0.85 of C", String(format: "%.2f", r), r >= 0.85))
+      lines.append(
+        ("full cycle, default durability >= 0.85 of C", String(format: "%.2f", r), r >= 0.85))
     }
     if let r = ratio("full cycle", "relaxed") {
-      lines.append(("full cycle, relaxed durability >= 0.7 of C", String(format: "%.2f", r), r >= 0.7))
+      lines.append(
+        ("full cycle, relaxed durability >= 0.7 of C", String(format: "%.2f", r), r >= 0.7))
     }
     if let deep = claimCost[100_000], let shallow = claimCost[100], shallow > 0 {
       let r = deep / shallow
@@ -29,19 +31,24 @@ enum Targets {
       let p99 = value("wake", "enqueue -> wake in other process p99")
       if let p50, let p99 {
         lines.append(
-          ("wake-up p50 < 1 ms, p99 < 5 ms", String(format: "%.0f / %.0f us", p50, p99),
-           p50 < 1_000 && p99 < 5_000))
+          (
+            "wake-up p50 < 1 ms, p99 < 5 ms", String(format: "%.0f / %.0f us", p50, p99),
+            p50 < 1_000 && p99 < 5_000
+          ))
       } else {
         lines.append(("wake-up p50 < 1 ms, p99 < 5 ms", "pending (watcher)", nil))
       }
     }
     if let peak = value("memory", "drain") {
-      lines.append(("drain 20,000 x 64 KiB peak RSS < 64 MiB", String(format: "%.1f MiB", peak), peak < 64))
+      lines.append(
+        ("drain 20,000 x 64 KiB peak RSS < 64 MiB", String(format: "%.1f MiB", peak), peak < 64))
     }
     for (name, figure, met) in lines {
       let verdict = met.map { $0 ? "met" : "NOT met" } ?? "pending"
       if json {
-        let object: [String: Any] = ["group": "target", "target": name, "figure": figure, "verdict": verdict]
+        let object: [String: Any] = [
+          "group": "target", "target": name, "figure": figure, "verdict": verdict,
+        ]
         if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
           print(String(decoding: data, as: UTF8.self))
         }

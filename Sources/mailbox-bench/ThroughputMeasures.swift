@@ -1,4 +1,5 @@
 import AppGroupMailbox
+
 /// Enqueue, claim+read+acknowledge and the full cycle, in messages per second, at both
 /// durabilities and both sizes; every run in a fresh directory.
 struct ThroughputMeasures {

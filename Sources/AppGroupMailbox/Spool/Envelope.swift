@@ -39,7 +39,9 @@ enum Envelope {
   static func encode(id: UUID, enqueuedAt: Int64, messageType: String, payload: Data) throws
     -> Data
   {
-    if let data = fastEncode(id: id, enqueuedAt: enqueuedAt, messageType: messageType, payload: payload) {
+    if let data = fastEncode(
+      id: id, enqueuedAt: enqueuedAt, messageType: messageType, payload: payload)
+    {
       return data
     }
     let header = EnvelopeHeader(
@@ -126,7 +128,8 @@ enum Envelope {
     }
     func number() -> UInt64? {
       let digits = rest.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-      guard !digits.isEmpty, digits.count <= 18, digits.first != UInt8(ascii: "0") || digits.count == 1
+      guard !digits.isEmpty, digits.count <= 18,
+        digits.first != UInt8(ascii: "0") || digits.count == 1
       else { return nil }
       rest = rest.dropFirst(digits.count)
       return PendingName.digits(digits)

@@ -88,8 +88,10 @@ extension Spool {
   /// Writes one temporary file (exclusive create, or truncate and rewrite), flushed at full
   /// durability.
   private func write(_ file: Data, to name: String, creating: Bool) throws {
-    let flags = creating ? O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW : O_WRONLY | O_TRUNC | O_NOFOLLOW
-    let fd = try Syscall.open(directories.tmp, name, flags, mode: configuration.permissions.fileMode)
+    let flags =
+      creating ? O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW : O_WRONLY | O_TRUNC | O_NOFOLLOW
+    let fd = try Syscall.open(
+      directories.tmp, name, flags, mode: configuration.permissions.fileMode)
     defer { Syscall.close(fd) }
     if creating, configuration.permissions == .groupShared {
       try Syscall.chmod(fd, configuration.permissions.fileMode)

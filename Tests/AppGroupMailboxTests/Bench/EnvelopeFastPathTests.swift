@@ -42,7 +42,8 @@ import Testing
     let spaced = #"{ "format": 1, "id": "\#(id)", "enqueuedAt": 5, "messageType": "t" }"# + "\nX"
     let (header, _) = try Envelope.decode(Array(spaced.utf8))
     #expect(header == EnvelopeHeader(format: 1, id: id, enqueuedAt: 5, messageType: "t"))
-    #expect(Envelope.fastDecode(ArraySlice(Array(spaced.utf8).prefix(spaced.utf8.count - 2))) == nil)
+    #expect(
+      Envelope.fastDecode(ArraySlice(Array(spaced.utf8).prefix(spaced.utf8.count - 2))) == nil)
   }
 
   @Test func `A future format is still reported as future`() throws {
@@ -57,7 +58,9 @@ import Testing
     #expect(NameBytes.parseUUID(Array(id.uuidString.utf8)) == id)
     #expect(NameBytes.parseUUID(Array(id.uuidString.lowercased().utf8)) == id)
     #expect(NameBytes.parseUUID(Array("not-a-uuid".utf8)) == nil)
-    #expect(NameBytes.parseUUID(Array(id.uuidString.replacingOccurrences(of: "-", with: "_").utf8)) == nil)
+    #expect(
+      NameBytes.parseUUID(Array(id.uuidString.replacingOccurrences(of: "-", with: "_").utf8)) == nil
+    )
     #expect(NameBytes.parseUUID(Array((" " + id.uuidString.dropFirst()).utf8)) == nil)
   }
 

@@ -1,5 +1,4 @@
 import Foundation
-@preconcurrency import Glibc
 
 /// Prints measurements as they complete: a table, or JSON Lines with `--json`.
 final class Report {
@@ -17,7 +16,7 @@ final class Report {
       if rows.count == 1 { print(Self.header) }
       print(Self.line(row))
     }
-    fflush(stdout)
+    fflush(nil)  // all output streams; names no global (Swift 6 concurrency)
   }
 
   static let header =

@@ -44,8 +44,8 @@ long cbaseline_wake_consume(const char *root, long samples, int64_t *latencies) 
       if (fd < 0) return -1;
       ssize_t length = read(fd, content, sizeof content - 1);
       close(fd);
+      int64_t now = cbaseline_now_ns();  // holding the message, as the library side measures
       unlinkat(claimed, name, 0);
-      int64_t now = cbaseline_now_ns();
       if (length <= 0) continue;
       content[length] = 0;
       latencies[stored++] = now - strtoll(content, NULL, 10);

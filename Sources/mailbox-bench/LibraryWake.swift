@@ -4,11 +4,19 @@ import Foundation
 /// The library side of the wake-up measure: a consumer process blocked in the library's
 /// watcher (issue 4, branch `watcher`) and this process enqueueing.
 ///
-/// Hook: when the watcher API is merged, `consume` waits on it instead of throwing, and `run`
-/// returns the latencies. Until then `run` returns nil and the report marks the figure pending.
+/// Hook: the watcher API (`wakeUps()`, `Watcher.wait(timeout:)`) lives in branch `watcher`
+/// until it is merged; the consumer below is compiled only with
+/// `-Xswiftc -DMAILBOX_BENCH_WATCHER` (build a tree that has the watcher with
+/// `swift run -c release -Xswiftc -DMAILBOX_BENCH_WATCHER mailbox-bench`). Without it `run`
+/// returns nil and the report marks the figure pending. Once the watcher is merged, delete the
+/// `#if` lines.
 enum LibraryWake {
   /// Whether the library has a watcher to measure.
-  static let available = false
+  #if MAILBOX_BENCH_WATCHER
+    static let available = true
+  #else
+    static let available = false
+  #endif
 
   /// Runs one library round; nil while the watcher is not available.
   static func run(workspace: Workspace, samples: Int, gapMicroseconds: Int) throws -> [Double]? {
@@ -37,9 +45,27 @@ enum LibraryWake {
   /// The consumer process: waits with the watcher, claims each message, records now minus the
   /// stamp it carries (ns), writes the latencies to `out`.
   static func consume(container: String, samples: Int, readyPath: String, out: String) throws {
-    // Pending the watcher: open it, create `readyPath`, then loop
-    //   wait (no timeout) -> claimPending() -> for each claim: latency = now - Int64(message)!,
-    //   acknowledge -> until `samples` latencies; then Children.report(out, latencies).
-    throw BenchError.setup("the library watcher is not available in this build")
+    #if MAILBOX_BENCH_WATCHER
+      let side = try LibrarySide(container: container, durability: .relaxed)
+      let watcher = try side.mailbox.wakeUps()
+      defer { watcher.close() }
+      _ = FileManager.default.createFile(atPath: readyPath, contents: nil)
+      var latencies: [Int64] = []
+      while latencies.count < samples {
+        _ = try watcher.wait(timeout: nil)
+        while true {
+          let claims = try side.mailbox.claimPending(limit: 16)
+          if claims.isEmpty { break }
+          let now = nowNanoseconds()  // holding the messages
+          for claim in claims {
+            latencies.append(now - (Int64(claim.message) ?? now))
+            try claim.acknowledge()
+          }
+        }
+      }
+      try Children.report(out, latencies.prefix(samples).map(String.init))
+    #else
+      throw BenchError.setup("the library watcher is not available in this build")
+    #endif
   }
 }

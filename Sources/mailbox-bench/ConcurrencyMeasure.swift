@@ -15,7 +15,7 @@ struct ConcurrencyMeasure {
 
   func run() throws {
     for durable in [true, false] {
-      let perProducer = durable ? (options.quick ? 30 : 150) : (options.quick ? 250 : 2_000)
+      let perProducer = durable ? (options.quick ? 30 : 150) : (options.quick ? 250 : 1_500)
       let result = try Rounds.alternate(options.roundCount) {
         try once(library: false, durable: durable, perProducer: perProducer)
       } library: {

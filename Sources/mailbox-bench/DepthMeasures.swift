@@ -18,7 +18,7 @@ struct DepthMeasures {
 
   /// Operations per round.
   func operations(durable: Bool) -> Int {
-    durable ? (options.quick ? 20 : 100) : (options.quick ? 150 : 1_000)
+    durable ? (options.quick ? 20 : 80) : (options.quick ? 150 : 600)
   }
 
   /// Per-depth results kept for the target check (claim cost at 100,000 vs 100).

@@ -81,7 +81,7 @@ struct PeerMeasures {
   func run() throws {
     let scriptPath = workspace.base + "/peer.py"
     try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-    let count = options.quick ? 1_000 : 4_000
+    let count = options.quick ? 1_000 : 2_000
     for peer in ["dirq", "maildir"] {
       var cSamples: [[Double]] = [[], [], []]
       var peerSamples: [[Double]] = [[], [], []]

@@ -35,6 +35,14 @@ enum Targets {
             "wake-up p50 < 1 ms, p99 < 5 ms", String(format: "%.0f / %.0f us", p50, p99),
             p50 < 1_000 && p99 < 5_000
           ))
+        let c50 = rows.first { $0.group == "wake" && $0.name.hasSuffix("p50") }?.baseline ?? 0
+        let c99 = rows.first { $0.group == "wake" && $0.name.hasSuffix("p99") }?.baseline ?? 0
+        lines.append(
+          (
+            "wake-up goal: within 2 x the C inotify loop",
+            String(format: "%.1f x / %.1f x", p50 / max(c50, 1), p99 / max(c99, 1)),
+            p50 <= 2 * c50 && p99 <= 2 * c99
+          ))
       } else {
         lines.append(("wake-up p50 < 1 ms, p99 < 5 ms", "pending (watcher)", nil))
       }

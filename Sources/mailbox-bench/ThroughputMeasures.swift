@@ -14,7 +14,7 @@ struct ThroughputMeasures {
     switch (durable, size > 1024) {
     case (true, false): options.quick ? 50 : 300
     case (true, true): options.quick ? 20 : 120
-    case (false, false): options.quick ? 600 : 4_000
+    case (false, false): options.quick ? 600 : 3_000
     case (false, true): options.quick ? 120 : 800
     }
   }

@@ -39,7 +39,8 @@ struct Measurement {
     if let baseline { object["baseline"] = baseline }
     if let ratio { object["ratio"] = ratio }
     if !note.isEmpty { object["note"] = note }
-    let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+    let data = try? JSONSerialization.data(
+      withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
   }
 }

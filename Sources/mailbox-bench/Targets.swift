@@ -57,7 +57,9 @@ enum Targets {
         let object: [String: Any] = [
           "group": "target", "target": name, "figure": figure, "verdict": verdict,
         ]
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+        if let data = try? JSONSerialization.data(
+          withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        {
           print(String(decoding: data, as: UTF8.self))
         }
       } else {

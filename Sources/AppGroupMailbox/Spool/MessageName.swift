@@ -110,13 +110,19 @@ struct PendingName: Hashable, Sendable {
 /// process see an abandoned claim from the name alone. A renewal renames to a new deadline.
 struct ClaimedName: Hashable, Sendable {
   /// The message as it returns to pending on release or recovery (attempts already counted).
-  var message: PendingName
-  var token: UInt64
-  var leaseUntilMicros: Int64
+  var message: PendingName { didSet { fileName = Self.format(message, token, leaseUntilMicros) } }
+  var token: UInt64 { didSet { fileName = Self.format(message, token, leaseUntilMicros) } }
+  var leaseUntilMicros: Int64 {
+    didSet { fileName = Self.format(message, token, leaseUntilMicros) }
+  }
+  /// The file name, formatted once per change (a claim uses it four times).
+  private(set) var fileName: String
 
   static let suffix = ".claim"
 
-  var fileName: String {
+  private static func format(_ message: PendingName, _ token: UInt64, _ leaseUntilMicros: Int64)
+    -> String
+  {
     var bytes: [UInt8] = []
     PendingName.stem(message.key, message.id, message.attempts, into: &bytes)
     bytes.append(UInt8(ascii: "."))
@@ -128,9 +134,11 @@ struct ClaimedName: Hashable, Sendable {
   }
 
   init(message: PendingName, token: UInt64, leaseUntilMicros: Int64) {
+    let lease = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
     self.message = message
     self.token = token
-    self.leaseUntilMicros = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
+    self.leaseUntilMicros = lease
+    self.fileName = Self.format(message, token, lease)
   }
 
   init?(parsing name: String) {

@@ -14,7 +14,7 @@ enum NameBytes {
       digits += 1
       remaining /= 10
     } while remaining > 0
-    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(digits, width)))
+    for _ in 0..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
     remaining = value
     var index = bytes.count - 1
     repeat {

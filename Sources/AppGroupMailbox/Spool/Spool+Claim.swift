@@ -150,13 +150,11 @@ extension Spool {
     guard info.st_nlink == 1 else { return .failure(.linked) }
     let maximum = limits.maxPayloadBytes
     guard info.st_size <= maximum else { return .failure(.oversized) }
-    // Read what fstat reported plus one byte (a file that grew since is read again up to the
-    // cap), so the buffer is sized by the file, not by the payload limit.
-    let expected = Int(info.st_size)
-    var bytes = try mapIO("claim") { try Syscall.pread(fd, limit: expected + 1) }
-    if bytes.count > expected {
-      bytes = try mapIO("claim") { try Syscall.pread(fd, limit: maximum + 1) }
-    }
+    // Read exactly the size fstat reported (already checked against the cap): the buffer is
+    // sized by the file, not by the payload limit, and an intact file takes one pread(2). A
+    // writer still holding the file (a producer bug) can change it under any reader; what is
+    // read is then a snapshot never longer than the cap, judged like any other content.
+    let bytes = try mapIO("claim") { try Syscall.pread(fd, limit: Int(info.st_size)) }
     guard bytes.count <= maximum else { return .failure(.oversized) }
     let header: EnvelopeHeader
     let range: Range<Int>

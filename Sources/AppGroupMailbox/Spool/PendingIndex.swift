@@ -96,13 +96,17 @@ final class PendingIndex: Sendable {
   }
 
   /// Opens a non-blocking inotify instance watching `pending` for new names; -1 when inotify
-  /// is unavailable (inotify_init1(2): EMFILE, ENFILE; inotify_add_watch(2): ENOSPC).
+  /// is unavailable (inotify_init1(2): EMFILE, ENFILE; inotify_add_watch(2): ENOSPC). Both
+  /// calls consult ``FaultInjection`` in debug builds, so a simulated inotify limit applies to
+  /// the index as to the watcher.
   private static func watch(_ pending: Int32) -> Int32 {
     if FaultInjection.check("inotify_init1") != nil { return -1 }
     let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
     guard fd >= 0 else { return -1 }
     let mask = UInt32(IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)
-    guard inotify_add_watch(fd, "/proc/self/fd/\(pending)", mask) >= 0 else {
+    guard FaultInjection.check("inotify_add_watch") == nil,
+      inotify_add_watch(fd, "/proc/self/fd/\(pending)", mask) >= 0
+    else {
       Syscall.close(fd)
       return -1
     }

@@ -15,6 +15,7 @@ let package = Package(
   ],
   targets: [
     .target(name: "CMailboxShims"),
+    .target(name: "CMailboxBaseline"),
     .target(
       name: "AppGroupMailbox",
       dependencies: ["CMailboxShims"],
@@ -28,6 +29,11 @@ let package = Package(
     .executableTarget(
       name: "MailboxTestWorker",
       dependencies: ["AppGroupMailbox"],
+      swiftSettings: strictSettings
+    ),
+    .executableTarget(
+      name: "mailbox-bench",
+      dependencies: ["AppGroupMailbox", "CMailboxBaseline"],
       swiftSettings: strictSettings
     ),
     .testTarget(

@@ -137,7 +137,10 @@ enum Envelope {
     guard literal(#"{"enqueuedAt":"#), let micros = number(), literal(#","format":1,"id":""#)
     else { return nil }
     let idBytes = rest.prefix(36)
-    guard NameBytes.parseUUID(idBytes) != nil else { return nil }
+    // Lower case only, as written: another spelling goes to the JSONDecoder path.
+    guard !idBytes.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
+      NameBytes.parseUUID(idBytes) != nil
+    else { return nil }
     rest = rest.dropFirst(36)
     guard literal(#"","messageType":""#) else { return nil }
     let type = rest.prefix {

@@ -8,21 +8,31 @@ import Synchronization
 /// How it stays FIFO-correct across processes: before its first use the index adds an inotify
 /// watch (IN_MOVED_TO | IN_CREATE) on `pending/`, *then* lists it (watch first, then scan, so
 /// nothing arriving in between is missed). Every way a message enters `pending/` — an enqueue
-/// or import by any process (rename), a release or a recovered claim (rename back under the
-/// original name, so the original position), a hard link — queues an event in the kernel
-/// before that system call returns. Each claim call first drains the queued events without
+/// (single or batch) or import by any process (rename), a release, a claim put back, a
+/// recovered claim (rename back under the original name, so the original position), a
+/// promotion from `delayed/` (rename), an outside `mv` (rename) or `ln` (link) — queues an
+/// event in the kernel before that system call returns. Each claim call first drains the queued events without
 /// blocking and pushes each named message into a min-heap ordered by (enqueuedAt, sequence), so
 /// an import with an older date, a release or a recovery goes ahead of newer messages exactly
 /// as a fresh sorted listing would order them. Names are hints: a name another consumer already
 /// claimed fails its rename with ENOENT and is skipped, duplicates are harmless, and the file
-/// itself is checked as before.
+/// itself is checked as before (lstat, links, expiry, dead letters: see ``Spool/claim``). A
+/// name the claim takes but leaves in `pending/` (an id it skips, a young hard link, an entry
+/// a failed quarantine could not move) is pushed back with ``push(_:)``.
+///
+/// A reported name that is not a message name (or not valid UTF-8) makes the same refresh list
+/// `pending/`, whose foreign entries (with their exact bytes) the claim then quarantines.
 ///
 /// The index falls back to a full listing when it cannot be trusted: on `IN_Q_OVERFLOW`, when
 /// the watch is removed (`IN_IGNORED`: directory deleted, moved or unmounted), after a claim
 /// failed midway, and after 32 consecutive stale names (another process consumed what this one
 /// knew of: relisting is cheaper than failing renames). Where inotify is unavailable
 /// (`EMFILE`, `ENOSPC`, or no inotify) every claim lists `pending/` as before. One inotify
-/// instance (one descriptor) is held per open spool after its first claim, closed with it.
+/// instance (one descriptor) is held per open spool after its first claim, closed with it:
+/// not the watcher's process-wide ``InotifyHub``, whose events arrive on its reader thread,
+/// while a claim must see every event queued before it began (a synchronous, non-blocking
+/// read of its own descriptor). A debug build's ``FaultInjection`` rules on `inotify_init1`
+/// and `inotify_add_watch` (a simulated inotify limit) apply here as to the watcher.
 /// inotify sees no changes made by other NFS clients (inotify(7)): use local filesystems.
 ///
 /// Memory: one ``PendingName`` (about 48 bytes) per known pending message; never payload bytes.

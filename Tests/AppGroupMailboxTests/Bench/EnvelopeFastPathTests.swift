@@ -46,6 +46,18 @@ import Testing
       Envelope.fastDecode(ArraySlice(Array(spaced.utf8).prefix(spaced.utf8.count - 2))) == nil)
   }
 
+  @Test func `A header in the canonical form but with an upper-case id takes the JSON path`()
+    throws
+  {
+    // Found by scripts/fuzz: the fast reader must accept only what the fast writer writes.
+    let id = "3f2504e0-4f89-41D3-9a0c-0305e82c3301"
+    let line = #"{"enqueuedAt":5,"format":1,"id":"\#(id)","messageType":""}"#
+    #expect(Envelope.fastDecode(ArraySlice(Array(line.utf8))) == nil)
+    let (header, range) = try Envelope.decode(Array((line + "\nX").utf8))
+    #expect(header == EnvelopeHeader(format: 1, id: id, enqueuedAt: 5, messageType: ""))
+    #expect(range == (line.utf8.count + 1)..<(line.utf8.count + 2))
+  }
+
   @Test func `A future format is still reported as future`() throws {
     let line = #"{"enqueuedAt":5,"format":2,"id":"x","messageType":"t"}"# + "\n"
     #expect(throws: EnvelopeError.futureFormat) { try Envelope.decode(Array(line.utf8)) }

@@ -48,6 +48,15 @@ enum Workers {
         container: args[0], samples: Int(args[1])!, readyPath: args[2], out: args[3])
     case "_profile":
       try ProfileRole.run(args)
+    case "_peak-rss":
+      // out stdout stderr executable arguments...: runs the program from this small process
+      // (see MemoryMeasure) and reports its exit status, its ru_maxrss and this helper's own
+      // VmHWM (a floor of the figure: posix_spawn's child counts its parent's peak until exec).
+      let pid = try Children.spawn(
+        Array(args[4...]), executable: args[3], stdout: args[1], stderr: args[2])
+      let (status, peak) = try Children.wait(pid)
+      try Children.report(
+        args[0], [String(status), String(peak), String(Children.peakResidentBytes())])
     case "_drain-lib":
       // container out
       let count = try DrainStandIn.drain(container: args[0])

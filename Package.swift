@@ -16,19 +16,20 @@ let package = Package(
   targets: [
     .target(name: "CMailboxShims"),
     .target(name: "CMailboxBaseline"),
+    .target(name: "MailboxLocks", dependencies: ["CMailboxShims"], swiftSettings: strictSettings),
     .target(
       name: "AppGroupMailbox",
-      dependencies: ["CMailboxShims"],
+      dependencies: ["CMailboxShims", "MailboxLocks"],
       swiftSettings: strictSettings
     ),
     .executableTarget(
       name: "mailboxctl",
-      dependencies: ["AppGroupMailbox"],
+      dependencies: ["AppGroupMailbox", "MailboxLocks"],
       swiftSettings: strictSettings
     ),
     .executableTarget(
       name: "MailboxTestWorker",
-      dependencies: ["AppGroupMailbox"],
+      dependencies: ["AppGroupMailbox", "MailboxLocks"],
       swiftSettings: strictSettings
     ),
     .executableTarget(
@@ -38,7 +39,7 @@ let package = Package(
     ),
     .testTarget(
       name: "AppGroupMailboxTests",
-      dependencies: ["AppGroupMailbox", "MailboxTestWorker", "mailboxctl"],
+      dependencies: ["AppGroupMailbox", "MailboxLocks", "MailboxTestWorker", "mailboxctl"],
       swiftSettings: strictSettings
     ),
   ],

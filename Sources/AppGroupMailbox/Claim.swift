@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import MailboxLocks
 
 extension AppGroupMailbox {
   /// A message this process holds exclusively until it acknowledges or releases it, or until
@@ -20,7 +20,7 @@ extension AppGroupMailbox {
     public let deliveryCount: Int
 
     private weak let mailbox: AppGroupMailbox?
-    private let name: Mutex<ClaimedName?>
+    private let name: Locked<ClaimedName?>
 
     init(raw: RawClaim, message: Message, mailbox: AppGroupMailbox) {
       self.id = raw.name.message.id
@@ -28,7 +28,7 @@ extension AppGroupMailbox {
       self.enqueuedAt = Date(timeIntervalSince1970: Double(raw.header.enqueuedAt) / 1_000_000)
       self.deliveryCount = raw.name.message.attempts
       self.mailbox = mailbox
-      self.name = Mutex(raw.name)
+      self.name = Locked(raw.name)
     }
 
     /// Deletes the message: it has been handled.

@@ -9,6 +9,10 @@ public struct AppGroupMailboxStatus: Sendable, Equatable, Hashable, Codable {
   public var pending: Int
   /// Messages held by a consumer (valid claim names in `claimed/`).
   public var claimed: Int
+  /// Messages not due yet (valid names in `delayed/`): delayed enqueues and messages released
+  /// with a retry delay. They are not pending, but count toward
+  /// ``AppGroupMailboxLimits/maxMessages``.
+  public var delayed: Int
   /// Files in `quarantine/`.
   public var quarantined: Int
   /// Files in `tmp/`: enqueues in progress, or a crashed writer's leftovers (swept after 15
@@ -19,20 +23,29 @@ public struct AppGroupMailboxStatus: Sendable, Equatable, Hashable, Codable {
   /// When the oldest live claim was taken or last renewed (the file's status-change time, which
   /// rename(2) sets on Linux filesystems); nil when nothing is claimed.
   public var oldestClaimedAt: Date?
-  /// Total size in bytes of the files in all four areas.
+  /// The earliest time a delayed message becomes due; nil when none waits.
+  public var nextDueAt: Date?
+  /// Total size in bytes of the files in all five areas.
   public var bytes: Int
+
+  /// What counts toward ``AppGroupMailboxLimits/maxMessages``: pending plus delayed plus
+  /// claimed.
+  public var depth: Int { pending + delayed + claimed }
 
   /// Creates a status value.
   public init(
     pending: Int, claimed: Int, quarantined: Int, temporaryFiles: Int,
-    oldestPendingEnqueuedAt: Date?, oldestClaimedAt: Date?, bytes: Int
+    oldestPendingEnqueuedAt: Date?, oldestClaimedAt: Date?, bytes: Int, delayed: Int = 0,
+    nextDueAt: Date? = nil
   ) {
     self.pending = pending
     self.claimed = claimed
+    self.delayed = delayed
     self.quarantined = quarantined
     self.temporaryFiles = temporaryFiles
     self.oldestPendingEnqueuedAt = oldestPendingEnqueuedAt
     self.oldestClaimedAt = oldestClaimedAt
+    self.nextDueAt = nextDueAt
     self.bytes = bytes
   }
 }
@@ -45,6 +58,8 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
     case pending
     /// In `claimed/`, held by a consumer.
     case claimed
+    /// In `delayed/`, not claimable before its due time (``AppGroupMailboxEntry/dueAt``).
+    case delayed
     /// In `quarantine/`, never delivered again unless requeued.
     case quarantined
   }
@@ -53,16 +68,22 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
   public var id: UUID?
   /// The area the file is in.
   public var state: State
-  /// When the message was enqueued; nil for a quarantined file (its name does not say).
+  /// The time of the message's place in line, from its name: when it was enqueued, or for a
+  /// message enqueued with a not-before time, that due time (where it joins the line; the
+  /// envelope, ``AppGroupMailboxEnvelope/enqueuedAt``, keeps the enqueue time). Nil for a
+  /// quarantined file (its name does not say).
   public var enqueuedAt: Date?
   /// The file size in bytes (envelope header plus message).
   public var size: Int
-  /// Deliveries so far (a claimed message counts its current one); nil for a quarantined file.
+  /// Deliveries so far (a claimed message counts its current one; a delayed one counts the
+  /// deliveries before it was released with a delay); nil for a quarantined file.
   public var deliveryCount: Int?
   /// The file name inside its area (see docs/FORMAT.md).
   public var fileName: String
   /// When a claim's lease runs out; nil unless claimed.
   public var leaseExpiresAt: Date?
+  /// When a delayed message becomes due (claimable); nil unless delayed.
+  public var dueAt: Date?
   /// When the file was quarantined; nil unless quarantined with a quarantine name.
   public var quarantinedAt: Date?
   /// Why the file was quarantined (`unsafe`, `malformed`, `oversized`, `future`, `wrongtype`,
@@ -73,7 +94,7 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
   public init(
     id: UUID?, state: State, enqueuedAt: Date?, size: Int, deliveryCount: Int?,
     fileName: String, leaseExpiresAt: Date? = nil, quarantinedAt: Date? = nil,
-    quarantineReason: String? = nil
+    quarantineReason: String? = nil, dueAt: Date? = nil
   ) {
     self.id = id
     self.state = state
@@ -82,6 +103,7 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
     self.deliveryCount = deliveryCount
     self.fileName = fileName
     self.leaseExpiresAt = leaseExpiresAt
+    self.dueAt = dueAt
     self.quarantinedAt = quarantinedAt
     self.quarantineReason = quarantineReason
   }
@@ -122,7 +144,8 @@ public enum AppGroupMailboxRequeueOutcome: Sendable, Equatable, Hashable {
   /// The file went back to pending with this id, at the position of its `enqueuedAt`, with its
   /// delivery count reset to 0.
   case requeued(UUID)
-  /// A message with this id is already pending or claimed; the file stays in quarantine.
+  /// A message with this id is already pending, delayed or claimed; the file stays in
+  /// quarantine.
   case alreadyPresent(UUID)
   /// No quarantined file has that name.
   case notFound
@@ -149,7 +172,8 @@ public struct AppGroupMailboxInspector: Sendable {
     try mapIO("status") { try spool.inspectStatus() }
   }
 
-  /// The entries in `states`, pending and claimed oldest first, quarantined by quarantine time.
+  /// The entries in `states`: pending and claimed oldest first, then delayed by due time, then
+  /// quarantined by quarantine time.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n log n) in the listed entries, one fstatat(2) each.
   public func entries(
@@ -159,8 +183,8 @@ public struct AppGroupMailboxInspector: Sendable {
   }
 
   /// The envelope of the file named by `selector`: a message id (any case; the first match in
-  /// pending, claimed, then quarantine) or a file name in one of those areas. Nil when nothing
-  /// matches.
+  /// pending, claimed, delayed, then quarantine) or a file name in one of those areas. Nil when
+  /// nothing matches.
   /// - Parameter includeMessage: Also return the encoded message bytes.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n) in the entries (one listing per area), plus one capped read.
@@ -176,7 +200,9 @@ public struct AppGroupMailboxInspector: Sendable {
   /// next claim.
   /// - Throws: ``AppGroupMailboxError/mailboxFull`` (the file stays in quarantine);
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n) in the entries of pending and claimed (the duplicate check).
+  /// A message with the same id that is pending, delayed or claimed keeps the file in
+  /// quarantine (``AppGroupMailboxRequeueOutcome/alreadyPresent(_:)``).
+  /// - Complexity: O(n) in the entries of pending, delayed and claimed (the duplicate check).
   public func requeueQuarantined(_ fileName: String) throws -> AppGroupMailboxRequeueOutcome {
     try spool.requeueQuarantined(fileName)
   }

@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import MailboxLocks
 
 extension AppGroupRawMailbox {
   /// A raw message this process holds exclusively until it acknowledges or releases it, or until
@@ -21,17 +21,16 @@ extension AppGroupRawMailbox {
     public let messageType: String
 
     private let spool: Spool
-    private let name: Mutex<ClaimedName?>
+    private let name: Locked<ClaimedName?>
 
     init(raw: RawClaim, spool: Spool) {
       self.id = raw.name.message.id
       self.payload = raw.payload
-      self.enqueuedAt = Date(
-        timeIntervalSince1970: Double(raw.name.message.key.micros) / 1_000_000)
+      self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
       self.deliveryCount = raw.name.message.attempts
       self.messageType = raw.header.messageType
       self.spool = spool
-      self.name = Mutex(raw.name)
+      self.name = Locked(raw.name)
     }
 
     /// Deletes the message: it has been handled.
@@ -45,6 +44,16 @@ extension AppGroupRawMailbox {
     /// - Throws: as ``acknowledge()``.
     public func release() throws {
       try finish { spool, name in try spool.release(name) }
+    }
+
+    /// Returns the message to the mailbox, not claimable for `retryAfter` seconds, as
+    /// ``AppGroupMailbox/Claim/release(retryAfter:)`` does: it waits in `delayed/` (still
+    /// counting toward ``AppGroupMailboxLimits/maxMessages``), then goes back to its original
+    /// position. A `retryAfter` of 0 or less is a plain ``release()``. Use
+    /// ``AppGroupMailboxRetryPolicy`` to choose a delay that grows with ``deliveryCount``.
+    /// - Throws: as ``acknowledge()``.
+    public func release(retryAfter: TimeInterval) throws {
+      try finish { spool, name in try spool.release(name, delay: retryAfter) }
     }
 
     /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.

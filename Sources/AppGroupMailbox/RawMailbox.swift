@@ -15,14 +15,26 @@ public final class AppGroupRawMailbox: Sendable {
   public struct Receipt: Sendable, Equatable, Hashable {
     /// The message id (the caller's, or a fresh random one).
     public var id: UUID
-    /// True when a message with this id was already pending, claimed or quarantined, so nothing
-    /// was written.
+    /// True when a message with this id was already pending, delayed, claimed or quarantined,
+    /// so nothing was written.
     public var wasAlreadyPresent: Bool
+    /// When the message becomes claimable, if it was written to `delayed/` (a not-before time in
+    /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:)``);
+    /// nil when it was published pending or nothing was written.
+    public var notBefore: Date?
+    /// True when its not-before time lay past its ``AppGroupMailboxLimits/messageLifetime``: it
+    /// expired at once and nothing was written
+    /// (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+    public var expiredBeforeDue: Bool
 
     /// Creates a receipt.
-    public init(id: UUID, wasAlreadyPresent: Bool) {
+    public init(
+      id: UUID, wasAlreadyPresent: Bool, notBefore: Date? = nil, expiredBeforeDue: Bool = false
+    ) {
       self.id = id
       self.wasAlreadyPresent = wasAlreadyPresent
+      self.notBefore = notBefore
+      self.expiredBeforeDue = expiredBeforeDue
     }
   }
 
@@ -115,6 +127,15 @@ public final class AppGroupRawMailbox: Sendable {
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = ""
   ) throws -> Receipt {
+    try enqueue(
+      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: nil, messageType: messageType)
+  }
+
+  /// The one enqueue every public variant calls; `notBeforeMicros` nil (or not in the future)
+  /// publishes to `pending/`.
+  func enqueue(
+    _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String
+  ) throws -> Receipt {
     guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
@@ -123,26 +144,34 @@ public final class AppGroupRawMailbox: Sendable {
     let outcome = try spool.enqueue(
       payload: payload, id: messageID, messageType: messageType,
       explicitMicros: enqueuedAt.map { $0.timeIntervalSince1970.microseconds },
-      unique: id != nil, diagnostics: &diagnostics)
-    if case .published = outcome { spool.configuration.onPending?() }
-    return Receipt(id: messageID, wasAlreadyPresent: outcome == .duplicate)
+      unique: id != nil, notBeforeMicros: notBeforeMicros, diagnostics: &diagnostics)
+    switch outcome {
+    case .published:
+      spool.configuration.onPending?()
+      return Receipt(id: messageID, wasAlreadyPresent: false)
+    case .delayed(let name):
+      return Receipt(
+        id: messageID, wasAlreadyPresent: false, notBefore: Date(mailboxMicros: name.key.micros))
+    case .duplicate:
+      return Receipt(id: messageID, wasAlreadyPresent: true)
+    case .expired:
+      return Receipt(id: messageID, wasAlreadyPresent: false, expiredBeforeDue: true)
+    }
   }
 
   /// Claims up to `limit` pending messages (all when nil), oldest first, as
   /// ``AppGroupMailbox/claimPending(limit:)`` does; a file whose message is not JSON is
-  /// quarantined as malformed.
+  /// quarantined as malformed. Delayed messages that are due are made pending first.
   ///
-  /// - Parameter ids: Messages with these ids are left pending and not counted (for a consumer
-  ///   that released them and does not want them again yet).
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one
   ///   read per claimed message.
-  public func claimPending(limit: Int? = nil, skipping ids: Set<UUID> = []) throws -> [Claim] {
+  public func claimPending(limit: Int? = nil) throws -> [Claim] {
     if let limit, limit <= 0 { throw AppGroupMailboxError.invalidLimit("claim limit") }
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
-    return try spool.claim(limit: limit, skipping: ids, diagnostics: &diagnostics) { raw in
+    return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
       guard Self.isJSON(raw.payload) else { return nil }
       return Claim(raw: raw, spool: spool)
     }

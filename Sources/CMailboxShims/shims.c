@@ -30,3 +30,15 @@ int cmailbox_random_bytes(void *buffer, unsigned long length) {
 int cmailbox_flock(int fd, int operation) { return flock(fd, operation); }
 
 int cmailbox_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }
+
+// Weak: resolved only when the ThreadSanitizer runtime is linked (swift build --sanitize=thread).
+void __tsan_acquire(void *address) __attribute__((weak));
+void __tsan_release(void *address) __attribute__((weak));
+
+void cmailbox_tsan_acquire(void *address) {
+  if (__tsan_acquire) __tsan_acquire(address);
+}
+
+void cmailbox_tsan_release(void *address) {
+  if (__tsan_release) __tsan_release(address);
+}

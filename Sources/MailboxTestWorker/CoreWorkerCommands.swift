@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 #if DEBUG
   @testable import AppGroupMailbox
@@ -134,7 +134,7 @@ let coreWorkerCommands: [WorkerCommand] = [
     guard args.count > 4, let blockAfter = Int(args[4]) else { return try run() }
     #if DEBUG
       let pending = mailbox.spool.directories.pending
-      let published = Mutex(0)
+      let published = Locked(0)
       let recorder = SystemCallRecording.Recorder { call in
         guard call.name == "renameat2", call.targetDescriptor == pending else { return }
         if published.withLock({ count in
@@ -156,7 +156,7 @@ let coreWorkerCommands: [WorkerCommand] = [
     let mailbox = try openMailbox(Int.self, args[0], args[1])
     #if DEBUG
       let pending = mailbox.spool.directories.pending
-      let renamed = Mutex(false)
+      let renamed = Locked(false)
       let recorder = SystemCallRecording.Recorder { call in
         if renamed.withLock({ $0 }) { kill(getpid(), SIGKILL) }
         if call.name == "renameat2", call.targetDescriptor == pending {

@@ -1,7 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 #if DEBUG
   @testable import AppGroupMailbox
@@ -88,7 +88,7 @@ func waitLoop(_ mailbox: AppGroupMailbox<Int>, _ watcher: AppGroupMailboxWatcher
 
 /// Runs an async body to completion from synchronous code (the worker's main thread).
 func runBlocking(_ body: @escaping @Sendable () async throws -> Void) throws {
-  let result = Mutex<(any Error)??>(nil)
+  let result = Locked<(any Error)??>(nil)
   let done = DispatchSemaphore(value: 0)
   Task {
     do {

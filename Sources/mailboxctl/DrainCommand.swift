@@ -1,7 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// `mailboxctl drain`: claims pending messages oldest first and delivers each one, as JSON Lines
 /// on stdout or to a program (`--exec`). See ``Drainer``.
@@ -26,6 +26,15 @@ let drainCommand = Subcommand(
       OptionSpec(
         name: "--shutdown-timeout", kind: .value("SECONDS"),
         help: "After SIGINT/SIGTERM, let running handlers finish this long (default 30)."),
+      OptionSpec(
+        name: "--retry-delay", kind: .value("SECONDS"),
+        help: "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
+      OptionSpec(
+        name: "--retry-max-delay", kind: .value("SECONDS"),
+        help: "The longest retry delay (default 300)."),
+      OptionSpec(
+        name: "--retry-jitter", kind: .value("FRACTION"),
+        help: "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1)."),
       OptionSpec(name: "--json", kind: .flag, help: "Print the summary on stderr as JSON."),
       OptionSpec(
         name: "--exec", kind: .rest("CMD [ARG...]"),
@@ -37,9 +46,13 @@ let drainCommand = Subcommand(
       With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
       MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_NAMESPACE and MAILBOX_CONTAINER in
       its environment. Exit status 0 acknowledges the message; any other status, a signal or a
-      handler timeout releases it to its original position, and this run does not claim it
-      again (with --follow: not before a delay of 1, 2, 4 ... up to 300 s by delivery count).
+      handler timeout releases it with a retry delay: it waits in delayed/ (not pending, so it
+      neither spins nor blocks the messages behind it) and returns to its original position
+      after min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
       Use --max-delivery-attempts to quarantine a message that keeps failing.
+      Without --follow, drain exits once nothing is pending; delayed messages keep waiting for
+      a later run (the summary says how many, and when the next is due). With --follow it waits
+      for wake-ups (inotify) and sleeps until the next due time.
       A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
       is a terminal.
       Exit status: 0 done (also after SIGTERM), 130 after SIGINT, 75 when a handler failed,
@@ -65,7 +78,10 @@ final class Drainer {
   /// Seconds between SIGTERM and SIGKILL for a handler being stopped.
   private let killGrace: TimeInterval = 5
 
-  private var retry: RetrySchedule
+  private let retryPolicy: AppGroupMailboxRetryPolicy
+  /// The longest idle wait of `--follow` between looks at the mailbox when nothing wakes it
+  /// (a bound against wall-clock steps, not a poll: wake-ups, due times and leases end it).
+  private let idleRecheck: TimeInterval = 60
   private var running: [HandlerRun] = []
   private var started = 0
   private var delivered = 0
@@ -93,23 +109,47 @@ final class Drainer {
     }
     let counter = QuarantineCounter()
     quarantined = counter
+    retryPolicy = try Self.retryPolicy(arguments)
     (mailbox, location) = try MailboxOptions.open(
       arguments, mustExist: true, diagnostic: { counter.record($0) })
-    retry = RetrySchedule(retryInThisRun: follow)
     signals = Signals.install()
+  }
+
+  /// The retry policy of `--retry-delay`, `--retry-max-delay` and `--retry-jitter` (multiplier
+  /// 2).
+  static func retryPolicy(_ arguments: ParsedArguments) throws(UsageError)
+    -> AppGroupMailboxRetryPolicy
+  {
+    let base = try arguments.seconds("--retry-delay") ?? 1
+    let maximum = try arguments.seconds("--retry-max-delay") ?? max(300, base)
+    guard maximum >= base else {
+      throw UsageError(
+        message: "--retry-max-delay (\(arguments.value("--retry-max-delay") ?? "")) is less than "
+          + "--retry-delay (\(arguments.value("--retry-delay") ?? "1, the default"))")
+    }
+    var jitter = 0.1
+    if let text = arguments.value("--retry-jitter") {
+      guard let value = Double(text), (0...1).contains(value) else {
+        throw UsageError(message: "--retry-jitter needs a fraction from 0 to 1, not '\(text)'")
+      }
+      jitter = value
+    }
+    return AppGroupMailboxRetryPolicy(
+      baseDelay: base, multiplier: 2, maximumDelay: maximum, jitter: jitter)
   }
 
   func run() throws -> ExitStatus {
     let deadline = timeout.map { startTime.addingTimeInterval($0) }
-    let waiter: (any WorkWaiter)? =
-      follow
-      ? PollingWorkWaiter(
-        mailboxDirectory: location.directory, wakeup: signals.wakeup,
-        shouldStop: { [signals] in signals.stopSignal != nil })
-      : nil
+    let wakeUps = follow ? try MailboxWakeUps(mailbox, wakeup: signals.wakeup) : nil
+    defer { wakeUps?.close() }
     while true {
       reap()
       supervise()
+      do {
+        _ = try wakeUps?.take()
+      } catch {
+        fatal = error
+      }
       let timeUp = deadline.map { Date() >= $0 } ?? false
       let limitReached = limit.map { started >= $0 } ?? false
       if signals.stopSignal != nil || fatal != nil || timeUp || limitReached { break }
@@ -127,14 +167,11 @@ final class Drainer {
       showProgress()
       if running.isEmpty {
         if !empty { continue }
-        guard let waiter else { break }
-        var wait = 1.0
-        if let deadline { wait = min(wait, deadline.timeIntervalSinceNow) }
-        if let next = retry.nextEligible { wait = min(wait, next.timeIntervalSinceNow) }
-        _ = waiter.waitForWork(timeout: max(0.01, wait))
+        guard wakeUps != nil else { break }
+        signals.wakeup.waitCoalescing(seconds: idleTimeout(deadline: deadline))
         continue
       }
-      signals.wakeup.wait(seconds: 0.25)
+      signals.wakeup.waitCoalescing(seconds: 0.25)
     }
     finishRunning()
     finishProgress()
@@ -144,11 +181,28 @@ final class Drainer {
     return failedHandlers > 0 ? .temporaryFailure : .success
   }
 
-  /// Claims the next message this run may deliver, or nil when there is none (or on a fatal
-  /// error, recorded in `fatal`).
+  /// How long `--follow` may wait with nothing pending and nothing running: until a wake-up
+  /// (the `Wakeup` ends the wait early), the next due time of a delayed message (the claim that
+  /// follows makes it pending), the earliest lease of another consumer's claim (the claim that
+  /// follows recovers it if abandoned; 1 s when it ran out but is still there), `--timeout`,
+  /// or ``idleRecheck``, whichever comes first.
+  private func idleTimeout(deadline: Date?) -> TimeInterval {
+    var wait = idleRecheck
+    if let deadline { wait = min(wait, deadline.timeIntervalSinceNow) }
+    if let due = try? mailbox.nextDueDate() { wait = min(wait, due.timeIntervalSinceNow + 0.001) }
+    let leases = (try? mailbox.inspector.entries(in: [.claimed]))?.compactMap(\.leaseExpiresAt)
+    if let lease = leases?.min() {
+      let left = lease.timeIntervalSinceNow
+      wait = min(wait, left <= 0 ? 1 : left + 0.001)
+    }
+    return max(0.001, wait)
+  }
+
+  /// Claims the next pending message (due delayed messages are made pending first), or nil
+  /// when there is none (or on a fatal error, recorded in `fatal`).
   private func claimNext() -> AppGroupRawMailbox.Claim? {
     do {
-      return try mailbox.claimPending(limit: 1, skipping: retry.skipped()).first
+      return try mailbox.claimPending(limit: 1).first
     } catch {
       fatal = CommandFailure(error, while: "")
       return nil
@@ -214,21 +268,37 @@ final class Drainer {
         return true
       }
       let id = run.claim.id.uuidString.lowercased()
+      // A handler stopped by a stop signal did not fail: its message goes straight back.
       let stoppedByUs = run.terminateSentAt != nil && !run.timedOut
-      if !stoppedByUs {
-        failedHandlers += 1
-        Output.note("drain: message \(id): handler \(run.outcome); released")
-      }
+      if !stoppedByUs { failedHandlers += 1 }
+      let delay = stoppedByUs ? 0 : retryPolicy.delay(afterDelivery: run.claim.deliveryCount)
       do {
-        try retry.releaseAfterFailure(run.claim)
+        try run.claim.release(retryAfter: delay)
         released += 1
+        if !stoppedByUs {
+          Output.note(
+            "drain: message \(id): handler \(run.outcome); released, retry in "
+              + "\(Self.format(seconds: delay)) s")
+        }
       } catch AppGroupMailboxError.claimNoLongerExists {
         // Recovered by another consumer already: nothing of ours to release.
+        if !stoppedByUs {
+          Output.note(
+            "drain: message \(id): handler \(run.outcome); its claim was already recovered")
+        }
       } catch {
         fatal = CommandFailure(error, while: "release")
       }
       return true
     }
+  }
+
+  /// Seconds with up to three decimals, without trailing zeros (`0.4`, `2`, `0.125`).
+  static func format(seconds: TimeInterval) -> String {
+    var text = String(format: "%.3f", seconds)
+    while text.hasSuffix("0") { text.removeLast() }
+    if text.hasSuffix(".") { text.removeLast() }
+    return text
   }
 
   /// Renews leases of long handlers and enforces `--handler-timeout`.
@@ -276,10 +346,12 @@ final class Drainer {
     guard Output.stderrIsTerminal, Date().timeIntervalSince(lastProgress) >= 0.25 else { return }
     lastProgress = Date()
     let seconds = max(0.001, Date().timeIntervalSince(startTime))
-    let pending = (try? mailbox.inspector.status().pending).map(String.init) ?? "?"
+    let status = try? mailbox.inspector.status()
+    let pending = status.map { String($0.pending) } ?? "?"
+    let delayed = status.map { $0.delayed > 0 ? ", \($0.delayed) delayed" : "" } ?? ""
     Output.raw(
       "\r\u{1B}[Kdelivered \(delivered) (\(String(format: "%.1f", Double(delivered) / seconds))/s)"
-        + ", \(running.count) running, \(pending) pending")
+        + ", \(running.count) running, \(pending) pending\(delayed)")
   }
 
   private func finishProgress() {
@@ -289,12 +361,17 @@ final class Drainer {
   private func printSummary() {
     let seconds = Date().timeIntervalSince(startTime)
     let stopped = signals.stopSignal.map { $0 == SIGINT ? "SIGINT" : "SIGTERM" }
+    // Messages left waiting in delayed/ (failed ones, and delayed enqueues), for a later run.
+    let status = try? mailbox.inspector.status()
+    let delayed = status?.delayed ?? 0
     if json {
       var object = JSONObject()
       object.add("delivered", delivered)
       object.add("released", released)
       object.add("quarantined", quarantined.count)
       object.add("failedHandlers", failedHandlers)
+      object.add("delayed", status?.delayed)
+      object.add("nextDueAt", date: status?.nextDueAt)
       object.add("seconds", seconds: seconds)
       object.add("stoppedBy", stopped)
       Output.raw(object.text + "\n")
@@ -303,6 +380,11 @@ final class Drainer {
         "drain: delivered \(delivered), released \(released), quarantined \(quarantined.count)"
         + " in \(String(format: "%.2f", seconds)) s"
       if failedHandlers > 0 { text += "; \(failedHandlers) handler failures" }
+      if delayed > 0, let due = status?.nextDueAt {
+        text +=
+          "; \(delayed) delayed" + (delayed == 1 ? " until " : ", the next until ")
+          + ISO8601.format(due)
+      }
       if let stopped { text += "; stopped by \(stopped)" }
       Output.note(text)
     }
@@ -311,7 +393,7 @@ final class Drainer {
 
 /// Counts quarantine diagnostics (from any thread).
 final class QuarantineCounter: Sendable {
-  private let value = Mutex<Int>(0)
+  private let value = Locked<Int>(0)
 
   func record(_ event: AppGroupMailboxDiagnostic) {
     switch event {

@@ -18,15 +18,26 @@ let enqueueCommand = Subcommand(
         name: "--enqueued-at", kind: .value("DATE"),
         help: "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
       OptionSpec(
+        name: "--delay", kind: .value("SECONDS"),
+        help: "Not claimable for SECONDS: it waits in delayed/, then joins the line."),
+      OptionSpec(
+        name: "--not-before", kind: .value("DATE"),
+        help: "Not claimable before this ISO 8601 date (a past date: at once)."),
+      OptionSpec(
         name: "--type", kind: .value("TYPE"),
         help: "The message type tag (default none: every consumer accepts it)."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """
-      Prints each message id on its own line (with --json: {"id", "duplicate"} a line).
+      Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
+      line; notBefore is null unless the message waits in delayed/).
       Every message is checked first: input that is not JSON is rejected with its line number
       (exit 65) and nothing is written. A full mailbox stops with exit 75 after printing the
       ids already enqueued.
+      --delay and --not-before (one of them) hold the message back: it is not pending until
+      then, but counts toward --max-messages; when due it joins the line at its due time. With
+      --lines every message gets the same due time. A due time past --message-lifetime (from
+      the enqueue time) is rejected (exit 65): the message would expire first.
       """),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -43,6 +54,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
     return date
   }
+  let notBefore = try notBeforeDate(arguments)
   let type = arguments.value("--type") ?? ""
   let input: Data
   if let data = arguments.value("--data") {
@@ -74,6 +86,15 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     messages.append((1, 0..<input.count))
   }
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
+  if let notBefore {
+    let lifetime = mailbox.limits.messageLifetime
+    if notBefore.timeIntervalSince(date ?? Date()) >= lifetime {
+      throw CommandFailure(
+        .dataError,
+        "the message would expire (lifetime \(Drainer.format(seconds: lifetime)) s, "
+          + "--message-lifetime) before it is due; nothing was enqueued")
+    }
+  }
   for message in messages {
     do {
       try mailbox.validate(input.subdata(in: message.range), id: id, messageType: type)
@@ -95,16 +116,26 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   for message in messages {
     let receipt: AppGroupRawMailbox.Receipt
     do {
-      receipt = try mailbox.enqueue(
-        input.subdata(in: message.range), id: id, enqueuedAt: date, messageType: type)
+      let payload = input.subdata(in: message.range)
+      if let notBefore {
+        receipt = try mailbox.enqueue(
+          payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
+      } else {
+        receipt = try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
+      }
     } catch {
       throw CommandFailure(error, while: "")
     }
     let text = receipt.id.uuidString.lowercased()
+    if receipt.expiredBeforeDue {
+      throw CommandFailure(
+        .dataError, "message \(text) would expire before it is due; it was not enqueued")
+    }
     if arguments.flag("--json") {
       var object = JSONObject()
       object.add("id", text)
       object.add("duplicate", receipt.wasAlreadyPresent)
+      object.add("notBefore", date: receipt.notBefore)
       try Output.data(object.text + "\n")
     } else {
       try Output.data(text + "\n")
@@ -114,4 +145,23 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
   }
   return .success
+}
+
+/// The due time of `--delay SECONDS` (from now) or `--not-before DATE`; nil when neither is
+/// given.
+/// - Throws: ``CommandFailure`` (usage) when both are given or a value is invalid.
+private func notBeforeDate(_ arguments: ParsedArguments) throws -> Date? {
+  switch (arguments.value("--delay"), arguments.value("--not-before")) {
+  case (nil, nil):
+    return nil
+  case (_?, _?):
+    throw CommandFailure(.usage, "give --delay or --not-before, not both")
+  case (_?, nil):
+    return Date().addingTimeInterval(try arguments.seconds("--delay") ?? 0)
+  case (nil, let text?):
+    guard let date = ISO8601.parse(text) else {
+      throw CommandFailure(.usage, "--not-before needs an ISO 8601 date, not '\(text)'")
+    }
+    return date
+  }
 }

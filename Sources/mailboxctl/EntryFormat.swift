@@ -4,9 +4,11 @@ import Foundation
 /// How entries print in `list`, `show` and `quarantine` (text rows or JSON objects).
 enum EntryFormat {
   static let header =
-    "STATE        ID                                    ENQUEUED AT                  SIZE  DELIVERIES"
+    "STATE        ID                                    ENQUEUED AT                  SIZE  "
+    + "DELIVERIES  DUE AT"
 
-  /// One text row: state, id, enqueue time, size, deliveries (`-` where unknown).
+  /// One text row: state, id, enqueue time, size, deliveries, due time (`-` where unknown or
+  /// not delayed).
   static func row(_ entry: AppGroupMailboxEntry) -> String {
     func pad(_ text: String, _ width: Int) -> String {
       text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
@@ -16,7 +18,8 @@ enum EntryFormat {
     let size = String(entry.size)
     return pad(entry.state.rawValue, 13) + pad(id, 38) + pad(date, 28)
       + String(repeating: " ", count: max(0, 5 - size.count)) + size + "  "
-      + (entry.deliveryCount.map(String.init) ?? "-")
+      + pad(entry.deliveryCount.map(String.init) ?? "-", 12)
+      + (entry.dueAt.map(ISO8601.format) ?? "-")
   }
 
   /// The entry as a JSON object.
@@ -29,6 +32,7 @@ enum EntryFormat {
     object.add("deliveryCount", entry.deliveryCount)
     object.add("fileName", entry.fileName)
     if entry.state == .claimed { object.add("leaseExpiresAt", date: entry.leaseExpiresAt) }
+    if entry.state == .delayed { object.add("dueAt", date: entry.dueAt) }
     if entry.state == .quarantined {
       object.add("quarantinedAt", date: entry.quarantinedAt)
       object.add("reason", entry.quarantineReason)
@@ -65,6 +69,7 @@ enum EntryFormat {
     ]
     if let count = entry.deliveryCount { rows.append(("deliveries", String(count))) }
     if let lease = entry.leaseExpiresAt { rows.append(("lease expires", ISO8601.format(lease))) }
+    if let due = entry.dueAt { rows.append(("due at", ISO8601.format(due))) }
     if let reason = entry.quarantineReason { rows.append(("reason", reason)) }
     if let date = entry.quarantinedAt { rows.append(("quarantined at", ISO8601.format(date))) }
     if let format = envelope.format {

@@ -8,7 +8,7 @@ enum ExitStatus: Int32, Sendable {
   case usage = 64
   /// EX_DATAERR: input that is not JSON, a bad date, or a message too large.
   case dataError = 65
-  /// EX_NOINPUT: no such mailbox, or no such message.
+  /// EX_NOINPUT: no such mailbox (also when it is removed while watched), or no such message.
   case noInput = 66
   /// EX_UNAVAILABLE: the container cannot be opened, or the --exec program was not found.
   case unavailable = 69
@@ -46,6 +46,7 @@ struct CommandFailure: Error, CustomStringConvertible {
     switch mailboxError {
     case .invalidNamespace, .invalidLimit: status = .usage
     case .containerUnavailable: status = .unavailable
+    case .mailboxDirectoryRemoved: status = .noInput
     case .mailboxFull, .claimNoLongerExists: status = .temporaryFailure
     case .payloadTooLarge, .decodingFailure, .encodingFailure: status = .dataError
     case .ioFailure: status = .ioError

@@ -5,21 +5,29 @@ import Foundation
 let listCommand = Subcommand(
   spec: CommandSpec(
     name: "list",
-    summary: "List messages: id, state, enqueue time, size, deliveries (no contents).",
+    summary: "List messages: id, state, enqueue time, size, deliveries, due time (no contents).",
     options: MailboxOptions.location + [
       OptionSpec(
         name: "--state", kind: .value("STATE"),
-        help: "pending, claimed or quarantined (repeatable).",
+        help: "pending, claimed, delayed or quarantined (repeatable).",
         repeatable: true),
       OptionSpec(name: "--limit", kind: .value("N"), help: "Print at most N entries."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
-    details: "Pending and claimed oldest first, then quarantined by quarantine time."),
+    details: """
+      Pending and claimed oldest first, then delayed by due time, then quarantined by
+      quarantine time. DUE AT is when a delayed message becomes claimable ("-" for the
+      others); for a message enqueued with a delay, ENQUEUED AT shows its place in line (its
+      due time) and `show` the enqueue time. JSON: {"id", "state", "enqueuedAt", "size",
+      "deliveryCount", "fileName"}, plus "leaseExpiresAt" when claimed, "dueAt" when delayed,
+      "quarantinedAt" and "reason" when quarantined.
+      """),
   run: { arguments in
     var states = Set<AppGroupMailboxEntry.State>()
     for text in arguments.all("--state") {
       guard let state = AppGroupMailboxEntry.State(rawValue: text) else {
-        throw CommandFailure(.usage, "--state needs pending, claimed or quarantined, not '\(text)'")
+        throw CommandFailure(
+          .usage, "--state needs pending, claimed, delayed or quarantined, not '\(text)'")
       }
       states.insert(state)
     }

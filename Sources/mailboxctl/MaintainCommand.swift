@@ -1,20 +1,22 @@
 import AppGroupMailbox
 import Foundation
-import Synchronization
+import MailboxLocks
 
 /// `mailboxctl maintain`: runs the mailbox's maintenance now.
 let maintainCommand = Subcommand(
   spec: CommandSpec(
     name: "maintain",
-    summary: "Recover abandoned claims, remove expired and stale files, trim quarantine.",
+    summary: "Recover abandoned claims, make due messages pending, remove expired files.",
     options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
     details: """
+      Also makes delayed messages that are due pending (a timer running this lets a systemd
+      .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
       Prints what was done: claims recovered, messages expired, temporary files removed,
       files quarantined and quarantined files discarded. The limits given (--claim-timeout,
       --message-lifetime, --max-quarantined-files) decide what counts as abandoned or expired.
       """),
   run: { arguments in
-    let events = Mutex<[AppGroupMailboxDiagnostic]>([])
+    let events = Locked<[AppGroupMailboxDiagnostic]>([])
     let (mailbox, _) = try MailboxOptions.open(
       arguments, mustExist: true, diagnostic: { event in events.withLock { $0.append(event) } })
     do {

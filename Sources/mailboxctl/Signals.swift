@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// The write end of the self-pipe the signal handler writes the signal number to.
 nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
@@ -12,7 +12,7 @@ nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
 /// pipe (async-signal-safe); a thread reads it, records the stop and wakes waiters.
 final class Signals: Sendable {
   /// The first stop signal received (SIGINT or SIGTERM), or 0; and how many were received.
-  private let state = Mutex<(first: Int32, count: Int)>((0, 0))
+  private let state = Locked<(first: Int32, count: Int)>((0, 0))
   let wakeup = Wakeup()
 
   /// Installs handlers for SIGINT and SIGTERM; call once.
@@ -92,5 +92,12 @@ final class Wakeup: Sendable {
   func wait(seconds: Double) -> Bool {
     semaphore.wait(timeout: .now() + .microseconds(Int(max(0, min(seconds, 3600)) * 1_000_000)))
       == .success
+  }
+
+  /// Waits up to `seconds`, then takes every post already waiting too, so a burst of posts
+  /// (one per handler exit or wake-up) costs the waiter one round of re-checks.
+  func waitCoalescing(seconds: Double) {
+    guard wait(seconds: seconds) else { return }
+    while semaphore.wait(timeout: .now()) == .success {}
   }
 }

@@ -5,11 +5,16 @@ import Foundation
 let statusCommand = Subcommand(
   spec: CommandSpec(
     name: "status",
-    summary: "Show counts: pending, claimed, quarantined, temporary files, ages, bytes.",
+    summary: "Show counts: pending, delayed, claimed, quarantined, temporary files, ages, bytes.",
     options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
     details: """
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
-      since it was taken or last renewed. Read from file names and sizes only.
+      since it was taken or last renewed. Delayed messages (a not-before time, or released
+      with a retry delay) are not pending yet; "next due" is when the first becomes
+      claimable. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
+      file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
+      "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
+      "oldestClaimAgeSeconds", "bytes"}; absent values are null.
       """),
   run: { arguments in
     let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
@@ -25,11 +30,14 @@ let statusCommand = Subcommand(
     if arguments.flag("--json") {
       var object = JSONObject()
       object.add("namespace", location.namespace)
+      object.add("depth", status.depth)
       object.add("pending", status.pending)
+      object.add("delayed", status.delayed)
       object.add("claimed", status.claimed)
       object.add("quarantined", status.quarantined)
       object.add("temporaryFiles", status.temporaryFiles)
       object.add("oldestPendingAgeSeconds", seconds: pendingAge)
+      object.add("nextDueAt", date: status.nextDueAt)
       object.add("oldestClaimAgeSeconds", seconds: claimAge)
       object.add("bytes", status.bytes)
       try Output.data(object.text + "\n")
@@ -37,13 +45,20 @@ let statusCommand = Subcommand(
       func age(_ seconds: Double?) -> String {
         seconds.map { String(format: "%.1f s", $0) } ?? "-"
       }
+      let nextDue = status.nextDueAt.map { due in
+        ISO8601.format(due) + " (in "
+          + String(format: "%.1f s", max(0, due.timeIntervalSince(now))) + ")"
+      }
       let rows = [
         ("namespace", location.namespace),
+        ("depth", String(status.depth)),
         ("pending", String(status.pending)),
+        ("delayed", String(status.delayed)),
         ("claimed", String(status.claimed)),
         ("quarantined", String(status.quarantined)),
         ("temporary files", String(status.temporaryFiles)),
         ("oldest pending", age(pendingAge)),
+        ("next due", nextDue ?? "-"),
         ("oldest claim", age(claimAge)),
         ("bytes", String(status.bytes)),
       ]

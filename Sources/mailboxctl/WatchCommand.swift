@@ -1,37 +1,47 @@
 import AppGroupMailbox
 import Foundation
 
-/// `mailboxctl watch`: prints a line each time the pending area changes.
+/// `mailboxctl watch`: prints a line for each wake-up of the mailbox's watcher.
 let watchCommand = Subcommand(
   spec: CommandSpec(
     name: "watch",
-    summary: "Print a line for each wake-up (a change of the pending area) as it happens.",
+    summary: "Print a line for each wake-up (a message made pending) as it happens.",
     options: MailboxOptions.location + [
       OptionSpec(name: "--count", kind: .value("N"), help: "Exit after N wake-ups."),
       OptionSpec(name: "--timeout", kind: .value("SECONDS"), help: "Exit after SECONDS."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """
-      Each line: the time, and the pending and claimed counts after the wake-up (with --json:
-      {"at", "pending", "claimed"}). Runs until SIGINT (exit 130), SIGTERM (exit 0), --count
-      or --timeout (exit 0).
+      Watches pending/ with inotify (the library's watcher; it polls every second when inotify
+      is unavailable): a wake-up follows each message made pending by any process (an
+      enqueue, a release, a recovered claim, a delayed message made due). Wake-ups that come
+      close together coalesce into one; the first comes at once when messages are already
+      pending. watch only looks: it makes nothing pending itself, so a delayed message shows
+      up when some other process's operation makes it pending.
+      Each line: the time, and the pending, delayed and claimed counts after the wake-up (with
+      --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM
+      (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
       """),
   run: { arguments in
     let count = try arguments.integer("--count", in: 1...Int.max)
     let timeout = try arguments.seconds("--timeout")
     let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
     let signals = Signals.install()
-    let waiter: any WorkWaiter = PollingWorkWaiter(
-      mailboxDirectory: location.directory, wakeup: signals.wakeup,
-      shouldStop: { [signals] in signals.stopSignal != nil })
+    // Armed before the note below: whatever is enqueued after it is seen.
+    let wakeUps = try MailboxWakeUps(mailbox, wakeup: signals.wakeup)
+    defer { wakeUps.close() }
     Output.note("watch: waiting for changes in \(location.directory.path)/pending")
+    if wakeUps.isPolling { Output.note("watch: inotify is unavailable; checking every second") }
     let deadline = timeout.map { Date().addingTimeInterval($0) }
     var seen = 0
     while signals.stopSignal == nil {
       if let count, seen >= count { break }
-      let left = deadline.map { $0.timeIntervalSinceNow } ?? 3600
-      if left <= 0 { break }
-      guard waiter.waitForWork(timeout: left) else { continue }
+      guard try wakeUps.take() > 0 else {
+        let left = deadline.map { $0.timeIntervalSinceNow } ?? 3600
+        if left <= 0 { break }
+        signals.wakeup.waitCoalescing(seconds: left)
+        continue
+      }
       seen += 1
       let status: AppGroupMailboxStatus
       do {
@@ -43,11 +53,13 @@ let watchCommand = Subcommand(
         var object = JSONObject()
         object.add("at", date: Date())
         object.add("pending", status.pending)
+        object.add("delayed", status.delayed)
         object.add("claimed", status.claimed)
         try Output.data(object.text + "\n")
       } else {
         try Output.data(
-          "\(ISO8601.format(Date())) pending \(status.pending) claimed \(status.claimed)\n")
+          "\(ISO8601.format(Date())) pending \(status.pending) delayed \(status.delayed) "
+            + "claimed \(status.claimed)\n")
       }
     }
     return signals.stopSignal != nil ? signals.stoppedStatus : .success

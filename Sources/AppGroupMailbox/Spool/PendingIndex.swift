@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// The pending names of one spool, kept in memory between claims so a claim at depth n costs
 /// O(log n) instead of a listing and sort of `pending/` (O(n log n)).
@@ -17,7 +17,7 @@ import Synchronization
 /// as a fresh sorted listing would order them. Names are hints: a name another consumer already
 /// claimed fails its rename with ENOENT and is skipped, duplicates are harmless, and the file
 /// itself is checked as before (lstat, links, expiry, dead letters: see ``Spool/claim``). A
-/// name the claim takes but leaves in `pending/` (an id it skips, a young hard link, an entry
+/// name the claim takes but leaves in `pending/` (a young hard link, an entry
 /// a failed quarantine could not move) is pushed back with ``push(_:)``.
 ///
 /// A reported name that is not a message name (or not valid UTF-8) makes the same refresh list
@@ -45,14 +45,14 @@ final class PendingIndex: Sendable {
     var heap = NameHeap()
   }
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   /// An empty index; `watching` false never uses inotify (every refresh lists), as when inotify
   /// is unavailable.
   init(watching: Bool = true) {
     var initial = State()
     initial.unavailable = !watching
-    state = Mutex(initial)
+    state = Locked(initial)
   }
   static let missesBeforeRelisting = 32
 

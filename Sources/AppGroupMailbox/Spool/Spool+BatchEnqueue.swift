@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 extension Spool {
   /// Publishes `payloads` (with their `ids`, same count) as consecutive messages: every file is

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Synchronization
 
 /// A message this process holds: its current claimed name and what the file said.
@@ -29,7 +30,6 @@ extension Spool {
   /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
   /// listing once (planted files were never counted, so decrementing would drift).
-  /// Messages whose id is in `skipping` are left pending untouched.
   ///
   /// Candidates come from the spool's ``PendingIndex`` (FIFO across processes; see there), which
   /// lists `pending/` only when it cannot trust its inotify watch; a foreign name it reports is
@@ -37,7 +37,7 @@ extension Spool {
   /// - Complexity: O(log n) per entry looked at and per name that entered `pending/` since the
   ///   last call, plus one fstatat(2) per entry looked at; O(n log n) when the index lists.
   func claim<T>(
-    limit: Int?, skipping: Set<UUID> = [], diagnostics: inout [AppGroupMailboxDiagnostic],
+    limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
@@ -60,13 +60,13 @@ extension Spool {
         pendingIndex.invalidate()  // still there: list (and try again) on the next call
       }
     }
-    // Names popped but left in pending/ (skipped ids, young hard links, failed quarantines) go
+    // Names popped but left in pending/ (young hard links, failed quarantines) go
     // back into the index after the loop, so the next call looks at them again.
     var kept: [PendingName] = []
     defer { pendingIndex.push(kept) }
     do {
       try claimFromIndex(
-        wanted: wanted, skipping: skipping, kept: &kept, removed: &removed, results: &results,
+        wanted: wanted, kept: &kept, removed: &removed, results: &results,
         diagnostics: &diagnostics, decode: decode)
     } catch {
       // Names taken from the index may not have been handled: list before the next claim.
@@ -79,16 +79,12 @@ extension Spool {
     return results
   }
 
-  /// The loop of ``claim(limit:skipping:diagnostics:decode:)`` over the index's names.
+  /// The loop of ``claim(limit:diagnostics:decode:)`` over the index's names.
   private func claimFromIndex<T>(
-    wanted: Int, skipping: Set<UUID>, kept: inout [PendingName], removed: inout Int,
+    wanted: Int, kept: inout [PendingName], removed: inout Int,
     results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
   ) throws {
     while results.count < wanted, let name = pendingIndex.next() {
-      if !skipping.isEmpty, skipping.contains(name.id) {
-        kept.append(name)
-        continue
-      }
       // The index's names are canonical: a parsed name formats back to the same bytes.
       let entryName = name.fileName
       switch try take(name, entryName, diagnostics: &diagnostics) {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Synchronization
 
 /// What an enqueue did.

@@ -16,6 +16,15 @@ extension Spool {
       status.bytes += Int(info.st_size)
       oldestPending = min(oldestPending ?? .max, name.key.micros)
     }
+    var nextDue: Int64?
+    for entry in try Syscall.list(directories.delayed) {
+      guard let name = DelayedName(parsing: entry.name),
+        let info = try? Syscall.lstat(directories.delayed, entry.name)
+      else { continue }
+      status.delayed += 1
+      status.bytes += Int(info.st_size)
+      nextDue = min(nextDue ?? .max, name.dueMicros)
+    }
     var oldestClaim: Int64?
     for entry in try Syscall.list(directories.claimed) {
       guard ClaimedName(parsing: entry.name) != nil,
@@ -36,6 +45,7 @@ extension Spool {
     }
     status.oldestPendingEnqueuedAt = oldestPending.map(Date.init(mailboxMicros:))
     status.oldestClaimedAt = oldestClaim.map(Date.init(mailboxMicros:))
+    status.nextDueAt = nextDue.map(Date.init(mailboxMicros:))
     return status
   }
 
@@ -60,6 +70,17 @@ extension Spool {
         else { continue }
         found.append((name.message.key, claimedEntry(name, size: Int(info.st_size))))
       }
+      result += found.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+    if states.contains(.delayed) {
+      var found: [(String, AppGroupMailboxEntry)] = []
+      for entry in try Syscall.list(directories.delayed) {
+        guard let name = DelayedName(parsing: entry.name),
+          let info = try? Syscall.lstat(directories.delayed, entry.name)
+        else { continue }
+        found.append((entry.name, delayedEntry(name, size: Int(info.st_size))))
+      }
+      // Delayed names sort by due time as text (fixed-width due time first).
       result += found.sorted { $0.0 < $1.0 }.map(\.1)
     }
     if states.contains(.quarantined) {
@@ -87,6 +108,14 @@ extension Spool {
       leaseExpiresAt: Date(mailboxMicros: name.leaseUntilMicros))
   }
 
+  private func delayedEntry(_ name: DelayedName, size: Int) -> AppGroupMailboxEntry {
+    AppGroupMailboxEntry(
+      id: name.message.id, state: .delayed,
+      enqueuedAt: Date(mailboxMicros: name.message.key.micros), size: size,
+      deliveryCount: name.message.attempts, fileName: name.fileName,
+      dueAt: Date(mailboxMicros: name.dueMicros))
+  }
+
   private func quarantinedEntry(_ fileName: String, size: Int) -> AppGroupMailboxEntry {
     let name = QuarantineName(parsing: fileName)
     return AppGroupMailboxEntry(
@@ -102,7 +131,7 @@ extension Spool {
     let wantedID = UUID(uuidString: selector)
     let areas: [(Int32, AppGroupMailboxEntry.State)] = [
       (directories.pending, .pending), (directories.claimed, .claimed),
-      (directories.quarantine, .quarantined),
+      (directories.delayed, .delayed), (directories.quarantine, .quarantined),
     ]
     for (directory, state) in areas {
       for entry in try Syscall.list(directory).sorted(by: { $0.name < $1.name }) {
@@ -116,6 +145,8 @@ extension Spool {
           }
         case .claimed:
           listed = ClaimedName(parsing: entry.name).map { claimedEntry($0, size: size) }
+        case .delayed:
+          listed = DelayedName(parsing: entry.name).map { delayedEntry($0, size: size) }
         case .quarantined:
           listed = quarantinedEntry(entry.name, size: size)
         }
@@ -181,7 +212,7 @@ extension Spool {
     guard let id = UUID(uuidString: header.id) else { return .notAMessage }
     let outcome = try mapIO("requeue") {
       try withStateLock { counters -> AppGroupMailboxRequeueOutcome in
-        if try isPendingOrClaimed(id: id) { return .alreadyPresent(id) }
+        if try isPendingDelayedOrClaimed(id: id) { return .alreadyPresent(id) }
         if counters.depth >= limits.maxMessages {
           counters = try recount(stored: counters)
           if counters.depth >= limits.maxMessages { throw AppGroupMailboxError.mailboxFull }
@@ -224,13 +255,16 @@ extension Spool {
     }
   }
 
-  /// Whether a message with `id` is pending or claimed, from names alone.
-  private func isPendingOrClaimed(id: UUID) throws -> Bool {
+  /// Whether a message with `id` is pending, delayed or claimed, from names alone.
+  private func isPendingDelayedOrClaimed(id: UUID) throws -> Bool {
     for entry in try Syscall.list(directories.pending) {
       if PendingName(parsing: entry.name)?.id == id { return true }
     }
     for entry in try Syscall.list(directories.claimed) {
       if ClaimedName(parsing: entry.name)?.message.id == id { return true }
+    }
+    for entry in try Syscall.list(directories.delayed) {
+      if DelayedName(parsing: entry.name)?.message.id == id { return true }
     }
     return false
   }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// Everything a spool needs to know besides its directories.
 struct SpoolConfiguration: Sendable {
@@ -29,21 +29,21 @@ final class Spool: Sendable {
   /// In-process exclusion around the flock (threads of one process share its open file
   /// description, so flock(2) alone does not exclude them), and whether this instance has
   /// checked the state file against the listing yet.
-  private let lock = Mutex<Bool>(false)
+  private let lock = Locked<Bool>(false)
   /// The clock reading of the last recovery sweep.
-  let lastSweep = Mutex<Int64>(Int64.min)
+  let lastSweep = Locked<Int64>(Int64.min)
   /// The earliest lease deadline among the claims the last sweep left alone and the claims this
   /// instance made since: a sweep is due as soon as the clock passes it.
-  let nextLeaseDeadline = Mutex<Int64>(Int64.max)
+  let nextLeaseDeadline = Locked<Int64>(Int64.max)
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
-  let newestImplicitSeen = Mutex<Int64>(0)
+  let newestImplicitSeen = Locked<Int64>(0)
   /// Pending files the last eviction found valid, by name (see ``makeRoom``).
-  let verifiedPending = Mutex<[String: PendingStamp]>([:])
+  let verifiedPending = Locked<[String: PendingStamp]>([:])
   /// The clock reading of the last sweep of `tmp/`.
-  let lastTemporarySweep = Mutex<Int64>(Int64.min)
+  let lastTemporarySweep = Locked<Int64>(Int64.min)
   /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
   /// does not write the same line again. Touched only with `lock` held.
-  private let persistedInBody = Mutex<SpoolCounters?>(nil)
+  private let persistedInBody = Locked<SpoolCounters?>(nil)
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
 

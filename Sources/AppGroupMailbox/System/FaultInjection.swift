@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// A test-only hook in the system-call layer: makes the n-th later call of a named system call
 /// fail with a chosen errno, or run an action first, so tests provoke ENOSPC, EIO, EMFILE or EXDEV
@@ -36,8 +36,8 @@ enum FaultInjection {
   #if DEBUG
     /// A list of rules with its own lock.
     final class Rules: Sendable {
-      let list: Mutex<[Rule]>
-      init(_ rules: [Rule]) { list = Mutex(rules) }
+      let list: Locked<[Rule]>
+      init(_ rules: [Rule]) { list = Locked(rules) }
 
       /// The rule that fires for `call` now, consuming one use of it.
       func fire(_ call: String) -> Rule? {

@@ -2,7 +2,7 @@ import CMailboxShims
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// The one inotify instance this process shares among all its watchers.
 ///
@@ -16,7 +16,7 @@ enum InotifyHub {
     var users = 0
   }
 
-  private static let state = Mutex(State())
+  private static let state = Locked(State())
 
   /// Joins the shared instance, creating it when this is the first user.
   /// - Throws: ``SystemCallError`` from inotify_init1(2) (`EMFILE` at the instance limit).
@@ -79,8 +79,8 @@ final class InotifyInstance: Sendable {
   private let wakeRead: Int32
   private let wakeWrite: Int32
   private let exited = DispatchSemaphore(value: 0)
-  private let reader = Mutex<pthread_t?>(nil)
-  private let table = Mutex(Table())
+  private let reader = Locked<pthread_t?>(nil)
+  private let table = Locked(Table())
 
   /// Read buffer size: many events per read(2), and far above the minimum of
   /// `sizeof(struct inotify_event) + NAME_MAX + 1` (smaller reads fail with `EINVAL`).

@@ -1,5 +1,5 @@
 #if DEBUG
-  import Synchronization
+  import MailboxLocks
 #endif
 
 /// A test-only hook in the system-call layer: records the calls that change the file system (and
@@ -43,7 +43,7 @@ enum SystemCallRecording {
     /// Collects calls in order; `before` runs just before each call is made (outside every
     /// recorder lock, on the calling thread; system calls it makes are not recorded).
     final class Recorder: Sendable {
-      private let calls = Mutex<[Call]>([])
+      private let calls = Locked<[Call]>([])
       let before: (@Sendable (Call) -> Void)?
 
       init(before: (@Sendable (Call) -> Void)? = nil) { self.before = before }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// The file that stands for a notification name: `<container>/AppGroupMailbox/@notify/<encoded
 /// name>` (see docs/WAKEUPS.md). A producer posts by updating its times (utimensat(2), creating
@@ -108,7 +108,7 @@ struct NotificationFile: Sendable {
 /// pending area change.
 final class NotificationPoster: Sendable {
   let file: NotificationFile
-  private let directory = Mutex<Int32>(-1)
+  private let directory = Locked<Int32>(-1)
 
   init(file: NotificationFile) { self.file = file }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// What a watcher observes, and the I/O specific to it: adding watches, telling which events
 /// matter, checking the directory, and following a replaced directory.
@@ -51,17 +51,23 @@ func isSameDirectory(_ fd: Int32, at path: String) -> Bool {
   return held.st_dev == named.st_dev && held.st_ino == named.st_ino
 }
 
-/// A mailbox's `pending/` area (arrivals) and its namespace directory (deletion or move).
+/// A mailbox's `pending/` area (arrivals), its `delayed/` area (arrivals, so a waiting consumer
+/// learns of a new due time and can sleep until it) and its namespace directory (deletion or
+/// move).
 ///
 /// The mailbox keeps its directories open, so when either is deleted, moved or replaced the
 /// watcher cannot follow it: it finishes with ``AppGroupMailboxError/mailboxDirectoryRemoved``
 /// and the owner opens the mailbox again.
 final class PendingAreaTarget: WakeUpTarget {
   let directories: SpoolDirectories
+  /// The earliest due time in `delayed/` at the previous scan (nil: none, or no scan yet), so a
+  /// polling watcher reports a new earlier due time as a change.
+  private let lastEarliestDue = Locked<(scanned: Bool, due: Int64?)>((false, nil))
 
   init(directories: SpoolDirectories) { self.directories = directories }
 
   var pendingPath: String { directories.path + "/pending" }
+  var delayedPath: String { directories.path + "/delayed" }
 
   func addWatches(_ instance: InotifyInstance, handler: @escaping InotifyInstance.Handler)
     throws -> [InotifyWatch]
@@ -69,16 +75,22 @@ final class PendingAreaTarget: WakeUpTarget {
     let pending = try addWatch(
       instance, fd: directories.pending, path: pendingPath,
       mask: InotifyMask.arrivals | InotifyMask.selfGone | InotifyMask.options, handler: handler)
+    var added = [pending]
     do {
       // An open descriptor keeps a deleted directory's inode alive, so `IN_DELETE_SELF` would
       // only come when the mailbox closes it: watch the namespace for `pending` leaving instead.
-      let namespace = try addWatch(
-        instance, fd: directories.namespace, path: directories.path,
-        mask: InotifyMask.selfGone | InotifyMask.areaChanges | InotifyMask.options,
-        handler: handler)
-      return [pending, namespace]
+      added.append(
+        try addWatch(
+          instance, fd: directories.namespace, path: directories.path,
+          mask: InotifyMask.selfGone | InotifyMask.areaChanges | InotifyMask.options,
+          handler: handler))
+      added.append(
+        try addWatch(
+          instance, fd: directories.delayed, path: delayedPath,
+          mask: InotifyMask.arrivals | InotifyMask.options, handler: handler))
+      return added
     } catch {
-      instance.remove(pending)
+      for watch in added { instance.remove(watch) }
       throw error
     }
   }
@@ -88,7 +100,11 @@ final class PendingAreaTarget: WakeUpTarget {
     guard let name = event.name else { return nil }
     if name == "pending", event.mask & InotifyMask.areaChanges != 0 { return .watchLost }
     guard event.mask & InotifyMask.arrivals != 0 else { return nil }
-    return PendingName(parsing: name) == nil ? nil : .changed
+    // Names are checked, not which watch the event came from: a pending name only arrives in
+    // `pending/`, a delayed name (the due time before a pending name) only in `delayed/`, and a
+    // misplaced one only costs a spurious wake-up.
+    if PendingName(parsing: name) != nil || DelayedName(parsing: name) != nil { return .changed }
+    return nil
   }
 
   func reopen() -> Bool { isFollowable }
@@ -98,10 +114,20 @@ final class PendingAreaTarget: WakeUpTarget {
       && isSameDirectory(directories.namespace, at: directories.path)
   }
 
+  /// Found when `pending/` holds a message name, or when the earliest due time in `delayed/`
+  /// differs from the previous scan's (a new delayed message a polling watcher would otherwise
+  /// not report; the first scan only records it).
   func scan() -> WakeUpStateMachine.Input {
     guard isFollowable else { return .gone }
+    let earliestDue = (try? Syscall.list(directories.delayed))?.compactMap {
+      DelayedName(parsing: $0.name)?.dueMicros
+    }.min()
+    let dueChanged = lastEarliestDue.withLock { last -> Bool in
+      defer { last = (true, earliestDue) }
+      return last.scanned && earliestDue != nil && earliestDue != last.due
+    }
     guard let entries = try? Syscall.list(directories.pending) else { return .scanned(found: true) }
-    return .scanned(found: entries.contains { PendingName(parsing: $0.name) != nil })
+    return .scanned(found: dueChanged || entries.contains { PendingName(parsing: $0.name) != nil })
   }
 
   func close() {}
@@ -119,7 +145,7 @@ final class NotificationTarget: WakeUpTarget {
     var lastSeen: NotificationFile.Stamp?
     var scannedOnce = false
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Creates the notification directory when missing.
   /// - Throws: ``AppGroupMailboxError/containerUnavailable``.

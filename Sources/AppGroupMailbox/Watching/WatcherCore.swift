@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// How one wait ended.
 enum WaitOutcome: Sendable, Equatable {
@@ -49,7 +49,7 @@ final class WatcherCore: Sendable {
   let target: any WakeUpTarget
   let pollingInterval: TimeInterval
   private let diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Adds the watches (or falls back to polling), then scans once.
   init(

@@ -16,4 +16,9 @@ int cmailbox_flock(int fd, int operation);
 /// pipe2(2) with O_CLOEXEC | O_NONBLOCK (Swift's Glibc lacks pipe2). Returns 0 or -1 with errno.
 int cmailbox_pipe_cloexec(int fds[2]);
 
+/// Tells ThreadSanitizer that the lock at `address` was acquired (after locking) or is about to
+/// be released (before unlocking); no-ops unless the ThreadSanitizer runtime is linked in.
+void cmailbox_tsan_acquire(void *address);
+void cmailbox_tsan_release(void *address);
+
 #endif

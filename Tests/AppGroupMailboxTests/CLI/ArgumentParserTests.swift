@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Testing
 
@@ -119,10 +120,50 @@ import Testing
     #expect(object.text == "{\"id\":\"x\",\"n\":3,\"none\":null,\"message\":{   \"a\": [1,  2] }}")
   }
 
-  @Test func `The retry delay doubles with the delivery count up to five minutes`() {
+  @Test func `Drain's retry delay doubles from 1 s up to five minutes by default`() throws {
+    let policy = try Drainer.retryPolicy(
+      ArgumentParser.parse([], spec: drainCommand.spec))
     #expect(
-      (1...10).map { retryDelay(afterDelivery: $0) } == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300])
-    #expect(retryDelay(afterDelivery: 1_000) == 300)
+      policy
+        == AppGroupMailboxRetryPolicy(baseDelay: 1, multiplier: 2, maximumDelay: 300, jitter: 0.1))
+    #expect(
+      (1...10).map { policy.nominalDelay(afterDelivery: $0) }
+        == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300])
+    #expect(policy.nominalDelay(afterDelivery: 1_000) == 300)
+    let custom = try Drainer.retryPolicy(
+      ArgumentParser.parse(
+        ["--retry-delay", "0.25", "--retry-max-delay", "1", "--retry-jitter", "0"],
+        spec: drainCommand.spec))
+    #expect(
+      custom
+        == AppGroupMailboxRetryPolicy(baseDelay: 0.25, multiplier: 2, maximumDelay: 1, jitter: 0))
+    #expect((1...4).map { custom.delay(afterDelivery: $0) } == [0.25, 0.5, 1, 1])
+    // A base above the default maximum raises the default maximum with it.
+    let slow = try Drainer.retryPolicy(
+      ArgumentParser.parse(["--retry-delay", "600"], spec: drainCommand.spec))
+    #expect(slow.maximumDelay == 600)
+  }
+
+  @Test(arguments: [
+    (["--retry-delay", "0"], "--retry-delay needs a number of seconds greater than 0, not '0'"),
+    (["--retry-delay", "x"], "--retry-delay needs a number of seconds greater than 0, not 'x'"),
+    (
+      ["--retry-delay", "2", "--retry-max-delay", "1"],
+      "--retry-max-delay (1) is less than --retry-delay (2)"
+    ),
+    (["--retry-jitter", "1.5"], "--retry-jitter needs a fraction from 0 to 1, not '1.5'"),
+    (["--retry-jitter", "-0.1"], "--retry-jitter needs a fraction from 0 to 1, not '-0.1'"),
+  ])
+  func `Invalid retry options are usage errors`(arguments: [String], message: String) throws {
+    #expect(throws: UsageError(message: message)) {
+      try Drainer.retryPolicy(ArgumentParser.parse(arguments, spec: drainCommand.spec))
+    }
+  }
+
+  @Test func `Seconds print with up to three decimals and no trailing zeros`() {
+    #expect(
+      [0.4, 2, 0.125, 0.0004, 300, 1.5].map { Drainer.format(seconds: $0) }
+        == ["0.4", "2", "0.125", "0", "300", "1.5"])
   }
 
   @Test func `Namespaces follow the library's rule`() {

@@ -14,6 +14,15 @@ import Testing
     return try payloads.map { try mailbox.enqueue(Data($0.utf8)).id }
   }
 
+  /// Waits until the earliest delayed message is due (a correctness bound of 30 s, not a
+  /// timing assertion); returns that due time.
+  @discardableResult
+  func waitUntilDue(_ container: TemporaryContainer) throws -> Date {
+    let due = try #require(try container.rawMailbox().nextDueDate())
+    #expect(waitUntil(deadline: 30) { Date() > due })
+    return due
+  }
+
   func summary(_ stderr: String) -> String? {
     stderr.split(separator: "\n").last { $0.hasPrefix("mailboxctl: drain: delivered") }
       .map { String($0.split(separator: " in ").first!) }
@@ -72,7 +81,8 @@ import Testing
     #expect(container.names("pending").isEmpty)
   }
 
-  @Test func `A failing handler's message is released once and does not block the ones behind`()
+  @Test
+  func `A failing handler's message waits out its retry delay and does not block the ones behind`()
     throws
   {
     let container = try TemporaryContainer()
@@ -80,19 +90,29 @@ import Testing
     let out = container.url.appendingPathComponent("out")
     let failTwo = "x=$(cat); echo \"$x $MAILBOX_DELIVERY_COUNT\" >> '\(out.path)'; [ \"$x\" != 2 ]"
     let result = try Mailboxctl.run(
-      ["drain"] + container.arguments() + ["--exec", "sh", "-c", failTwo])
+      ["drain"] + container.arguments() + [
+        "--retry-delay", "0.2", "--retry-jitter", "0", "--exec", "sh", "-c", failTwo,
+      ])
     #expect(result.status == 75)
     #expect(try String(contentsOf: out, encoding: .utf8) == "1 1\n2 1\n3 1\n")
     #expect(
       result.stderr.hasPrefix(
         "mailboxctl: drain: message \(ids[1].uuidString.lowercased()): handler exit status 1; "
-          + "released\n"))
+          + "released, retry in 0.2 s\n"))
     #expect(
       summary(result.stderr)
         == "mailboxctl: drain: delivered 2, released 1, quarantined 0")
-    let pending = try container.rawMailbox().inspector.entries(in: [.pending])
-    #expect(pending.map(\.id) == [ids[1]])
-    #expect(pending.map(\.deliveryCount) == [1])
+    let mailbox = try container.rawMailbox()
+    #expect(try mailbox.inspector.entries(in: [.pending, .claimed]).isEmpty)
+    #expect(container.names("pending").isEmpty)
+    let delayed = try mailbox.inspector.entries(in: [.delayed])
+    #expect(delayed.map(\.id) == [ids[1]])
+    #expect(delayed.map(\.deliveryCount) == [1])
+    let due = try #require(delayed.first?.dueAt)
+    #expect(
+      result.stderr.hasSuffix(
+        " s; 1 handler failures; 1 delayed until \(ISO8601.format(due))\n"))
+    try waitUntilDue(container)
     let rerun = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
         "--exec", "sh", "-c", "echo \"$(cat) $MAILBOX_DELIVERY_COUNT\" >> '\(out.path)'",
@@ -105,13 +125,17 @@ import Testing
   {
     let container = try TemporaryContainer()
     try enqueue(container, ["1"])
+    let arguments =
+      ["drain"] + container.arguments() + [
+        "--max-delivery-attempts", "2", "--retry-delay", "0.1", "--exec", "false",
+      ]
     for run in 1...2 {
-      let result = try Mailboxctl.run(
-        ["drain"] + container.arguments() + ["--max-delivery-attempts", "2", "--exec", "false"])
+      let result = try Mailboxctl.run(arguments)
       #expect(result.status == 75, "run \(run)")
+      #expect(container.names("delayed").count == 1, "run \(run)")
+      try waitUntilDue(container)
     }
-    let last = try Mailboxctl.run(
-      ["drain"] + container.arguments() + ["--max-delivery-attempts", "2", "--exec", "false"])
+    let last = try Mailboxctl.run(arguments)
     #expect(last.status == 0)
     #expect(summary(last.stderr) == "mailboxctl: drain: delivered 0, released 0, quarantined 1")
     #expect(container.names("quarantine").count == 1)
@@ -128,17 +152,19 @@ import Testing
       + "if sys.stdin.read() == '1':\n    time.sleep(600)\n"
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
-        "--handler-timeout", "0.5", "--exec", "/usr/bin/python3", "-c", ignoreTerm,
+        "--handler-timeout", "0.5", "--retry-jitter", "0", "--exec", "/usr/bin/python3", "-c",
+        ignoreTerm,
       ])
     #expect(result.status == 75)
     #expect(
       result.stderr.hasPrefix(
         "mailboxctl: drain: message \(ids[0].uuidString.lowercased()): handler timed out; "
-          + "released\n"))
+          + "released, retry in 1 s\n"))
     #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 1, quarantined 0")
-    let pending = try container.rawMailbox().inspector.entries(in: [.pending, .claimed])
-    #expect(pending.map(\.id) == [ids[0]])
-    #expect(pending.map(\.state) == [.pending])
+    let left = try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
+    #expect(left.map(\.id) == [ids[0]])
+    #expect(left.map(\.state) == [.delayed])
+    #expect(left.map(\.deliveryCount) == [1])
   }
 
   @Test func `Jobs run handlers in parallel`() throws {

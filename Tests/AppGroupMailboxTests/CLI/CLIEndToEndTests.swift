@@ -119,7 +119,10 @@ import Testing
     let status = try Mailboxctl.run(["status"] + container.arguments() + ["--json"])
     let counts = try #require(try jsonLines(status.stdout).first)
     #expect(counts["namespace"] as? String == "jobs")
+    #expect(counts["depth"] as? Int == 2)
     #expect(counts["pending"] as? Int == 2)
+    #expect(counts["delayed"] as? Int == 0)
+    #expect(counts["nextDueAt"] is NSNull)
     #expect(counts["claimed"] as? Int == 0)
     #expect(counts["quarantined"] as? Int == 0)
     #expect(counts["temporaryFiles"] as? Int == 0)
@@ -133,9 +136,12 @@ import Testing
     let age = try #require(counts["oldestPendingAgeSeconds"] as? Double)
     #expect(age > 100_000_000)
     let human = try Mailboxctl.run(["status"] + container.arguments())
-    #expect(human.lines.count == 8)
-    #expect(human.lines[1] == "pending:          2")
-    #expect(human.lines[6] == "oldest claim:     -")
+    #expect(human.lines.count == 11)
+    #expect(human.lines[1] == "depth:            2")
+    #expect(human.lines[2] == "pending:          2")
+    #expect(human.lines[3] == "delayed:          0")
+    #expect(human.lines[8] == "next due:         -")
+    #expect(human.lines[9] == "oldest claim:     -")
     let shown = try Mailboxctl.run(["show"] + container.arguments() + [id, "--message"])
     #expect(shown.status == 0)
     #expect(shown.stdout.contains("message type:   (none)\n"))
@@ -194,10 +200,12 @@ import Testing
     let container = try TemporaryContainer()
     let id = "6a1d3c9e-0f3b-4d0e-8b7a-2c5e4f1a9b3d"
     let arguments = ["enqueue"] + container.arguments() + ["--id", id, "--data", "1", "--json"]
-    #expect(try Mailboxctl.run(arguments).stdout == "{\"id\":\"\(id)\",\"duplicate\":false}\n")
+    #expect(
+      try Mailboxctl.run(arguments).stdout
+        == "{\"id\":\"\(id)\",\"duplicate\":false,\"notBefore\":null}\n")
     let again = try Mailboxctl.run(arguments)
     #expect(again.status == 0)
-    #expect(again.stdout == "{\"id\":\"\(id)\",\"duplicate\":true}\n")
+    #expect(again.stdout == "{\"id\":\"\(id)\",\"duplicate\":true,\"notBefore\":null}\n")
     #expect(container.names("pending").count == 1)
     let full = try Mailboxctl.run(
       ["enqueue"] + container.arguments() + ["--max-messages", "1", "--data", "2"])
@@ -345,6 +353,7 @@ import Testing
     #expect(lines.count == 1)
     #expect(lines.first?["pending"] as? Int == 1)
     #expect(lines.first?["claimed"] as? Int == 0)
+    #expect(lines.first?["delayed"] as? Int == 0)
     #expect(
       result.stderr
         == "mailboxctl: watch: waiting for changes in \(container.url.path)/AppGroupMailbox/jobs/pending\n"

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -35,8 +35,8 @@ final class StreamingProcess: Sendable {
 
   /// Bytes collected from one stream, and (in `closed`) how many streams ended.
   final class Buffer: Sendable {
-    let data = Mutex(Data())
-    let count = Mutex(0)
+    let data = Locked(Data())
+    let count = Locked(0)
   }
 
   init(_ executable: URL, _ arguments: [String], environment: [String: String]) throws {

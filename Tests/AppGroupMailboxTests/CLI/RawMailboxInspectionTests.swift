@@ -42,16 +42,6 @@ import Testing
     #expect(container.names("pending").count == 1)
   }
 
-  @Test func `Skipped ids stay pending and do not hold back the messages behind them`() throws {
-    let container = try TemporaryContainer()
-    let mailbox = try container.rawMailbox()
-    let ids = try (1...3).map { try mailbox.enqueue(Data(String($0).utf8)).id }
-    let claims = try mailbox.claimPending(limit: 1, skipping: [ids[0]])
-    #expect(claims.map(\.id) == [ids[1]])
-    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.id) == [ids[0], ids[2]])
-    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.deliveryCount) == [0, 0])
-  }
-
   @Test func `Status and entries describe every area from names and sizes`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date().addingTimeInterval(-60))

@@ -26,7 +26,7 @@ import Testing
       Int.self, limits: .init(maxMessages: 2_000))
     for value in 0..<2_000 { try mailbox.enqueue(value) }
     let done = container.url.appendingPathComponent("done").path
-    FileManager.default.createFile(atPath: done, contents: nil)
+    _ = FileManager.default.createFile(atPath: done, contents: nil)
     let consumers = try (0..<8).map { _ in
       try Processes.start(Self.worker, ["core-consume", container.url.path, "jobs", done, "1"])
     }
@@ -189,7 +189,7 @@ import Testing
     let sweepers = try (0..<4).map { _ in
       try Processes.start(Self.worker, ["core-maintain", container.url.path, "jobs", "1", go])
     }
-    FileManager.default.createFile(atPath: go, contents: nil)
+    _ = FileManager.default.createFile(atPath: go, contents: nil)
     let results = try sweepers.map { try $0.finish() }
     #expect(results.map(\.status) == [0, 0, 0, 0])
     #expect(container.names("claimed") == [])
@@ -244,7 +244,7 @@ import Testing
     }
     let produced = try producers.map { try $0.finish(deadline: 600) }
     #expect(produced.map(\.status) == [0, 0, 0, 0])
-    FileManager.default.createFile(atPath: done, contents: nil)
+    _ = FileManager.default.createFile(atPath: done, contents: nil)
     let consumed = try consumers.map { try $0.finish(deadline: 600) }
     #expect(consumed.map(\.status) == [0, 0, 0, 0])
     #expect(consumed.map(\.stderr) == ["", "", "", ""])
@@ -353,7 +353,7 @@ import Testing
         ["core-churn-produce", container.url.path, "jobs", "30", String(index * 10_000_000)])
     }
     let produced = try producers.map { try $0.finish(deadline: 300) }
-    FileManager.default.createFile(atPath: done, contents: nil)
+    _ = FileManager.default.createFile(atPath: done, contents: nil)
     let consumed = try consumers.map { try $0.finish(deadline: 300) }
     let listed = try lister.finish(deadline: 60)
     for result in produced + consumed + [listed] {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -14,8 +14,8 @@ import Testing
     action: @escaping @Sendable () throws -> Void,
     _ body: () throws -> Void
   ) throws {
-    let fired = Mutex(false)
-    let failure = Mutex<(any Error)?>(nil)
+    let fired = Locked(false)
+    let failure = Locked<(any Error)?>(nil)
     let recorder = SystemCallRecording.Recorder { call in
       guard matches(call),
         fired.withLock({ done in
@@ -41,7 +41,7 @@ import Testing
     try ours.enqueue("A")
     try ours.enqueue("B")
     let pending = ours.spool.directories.pending
-    let taken = Mutex<[String]>([])
+    let taken = Locked<[String]>([])
     var claims: [AppGroupMailbox<String>.Claim] = []
     try Self.interfering(
       when: { $0.name == "renameat" && $0.descriptor == pending },
@@ -140,7 +140,7 @@ import Testing
     try ours.enqueue("A")
     let b = try ours.enqueue("B")
     let pending = ours.spool.directories.pending
-    let taken = Mutex<[String]>([])
+    let taken = Locked<[String]>([])
     try Self.interfering(
       when: { $0.name == "unlinkat" && $0.descriptor == pending },
       action: { taken.withLock { $0 = (try? theirs.claimPending(limit: 1).map(\.message)) ?? [] } }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -31,7 +31,7 @@ import Testing
     let mailbox: AppGroupMailbox<String> = try container.mailbox()
     try mailbox.enqueue("now")
     try mailbox.enqueue("later", delay: 0.3)
-    let delivered = Mutex<[String]>([])
+    let delivered = Locked<[String]>([])
     let drain = Task {
       try await mailbox.drain { claim in delivered.withLock { $0.append(claim.message) } }
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -11,9 +11,9 @@ import Testing
   @Test func `A diagnostic handler that calls back into the mailbox does not deadlock`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock()
-    let box = Mutex<AppGroupMailbox<String>?>(nil)
-    let seen = Mutex<[AppGroupMailboxDiagnostic]>([])
-    let reentered = Mutex<[String]>([])
+    let box = Locked<AppGroupMailbox<String>?>(nil)
+    let seen = Locked<[AppGroupMailboxDiagnostic]>([])
+    let reentered = Locked<[String]>([])
     let sink: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in
       seen.withLock { $0.append(event) }
       guard let mailbox = box.withLock({ $0 }) else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Synchronization
 import Testing
 
@@ -200,7 +201,7 @@ let noteType = String(reflecting: Note.self)
       outside.appendingPathComponent("valid.msg").path,
     ])
 
-    let result = Mutex<[String]?>(nil)
+    let result = Locked<[String]?>(nil)
     let returned = finishes(within: 2) {
       let claims = try? mailbox.claimPending(limit: 3)
       result.withLock { $0 = claims?.map(\.message.text) }
@@ -329,9 +330,9 @@ let noteType = String(reflecting: Note.self)
     try secret.write(to: URL(fileURLWithPath: secretPath))
     let watch = try AccessWatch([secretPath])
     let stop = Atomic<Bool>(false)
-    let delivered = Mutex<[Int]>([])
-    let slowest = Mutex<Double>(0)
-    let failures = Mutex<[String]>([])
+    let delivered = Locked<[Int]>([])
+    let slowest = Locked<Double>(0)
+    let failures = Locked<[String]>([])
     let done = DispatchGroup()
     for _ in 0..<2 {
       done.enter()

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -10,7 +10,7 @@ import Testing
 @Suite struct DrainAndWaitTests {
   /// Values handed to a drain handler, in order.
   final class Handled: Sendable {
-    let values = Mutex<[Int]>([])
+    let values = Locked<[Int]>([])
     func append(_ value: Int) { values.withLock { $0.append(value) } }
     var all: [Int] { values.withLock { $0 } }
   }

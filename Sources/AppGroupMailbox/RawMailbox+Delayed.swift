@@ -1,0 +1,55 @@
+public import Foundation
+
+extension AppGroupRawMailbox {
+  /// Adds one message whose encoded JSON is `payload` and that cannot be claimed before
+  /// `notBefore` (a Linux addition), as ``AppGroupMailbox/enqueue(_:notBefore:)`` does.
+  ///
+  /// Until then it waits in the namespace's `delayed/` area: not pending (a consumer or a
+  /// systemd `DirectoryNotEmpty=` unit on `pending/` sees nothing), but counting toward
+  /// ``Limits/maxMessages``. When due, any operation of any process moves it into line at its
+  /// due time. ``Limits/messageLifetime`` still counts from its `enqueuedAt`: when `notBefore`
+  /// lies past its lifetime it expires at once and nothing is written
+  /// (``Receipt/expiredBeforeDue``). A `notBefore` not in the future is a plain enqueue.
+  /// - Parameters:
+  ///   - payload: One JSON value, stored byte for byte.
+  ///   - id: A caller-chosen id (nothing is written while it is pending, delayed, claimed or
+  ///     quarantined); nil means a fresh random id.
+  ///   - enqueuedAt: The message's `enqueuedAt` (where its lifetime starts); nil means now.
+  ///     Its place in line is its due time either way.
+  ///   - notBefore: When it becomes claimable (microsecond precision, until 2286).
+  ///   - messageType: The stored type tag; empty (the default) is untyped.
+  /// - Returns: The receipt; ``Receipt/notBefore`` is set when the message waits in `delayed/`.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
+  /// - Complexity: as ``enqueue(_:id:enqueuedAt:messageType:)``.
+  @discardableResult
+  public func enqueue(
+    _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, notBefore: Date,
+    messageType: String = ""
+  ) throws -> Receipt {
+    try enqueue(
+      payload, id: id, enqueuedAt: enqueuedAt,
+      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds, messageType: messageType)
+  }
+
+  /// Adds a message that cannot be claimed for `delay` seconds from now; see
+  /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:)``. A `delay` of 0 or less is a plain
+  /// enqueue.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
+  @discardableResult
+  public func enqueue(
+    _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, delay: TimeInterval,
+    messageType: String = ""
+  ) throws -> Receipt {
+    try enqueue(
+      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: spool.now &+ delay.microseconds,
+      messageType: messageType)
+  }
+
+  /// The earliest time a delayed message becomes due, or nil when none waits; see
+  /// ``AppGroupMailbox/nextDueDate()``.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
+  public func nextDueDate() throws -> Date? {
+    try spool.nextDueMicros().map(Date.init(mailboxMicros:))
+  }
+}

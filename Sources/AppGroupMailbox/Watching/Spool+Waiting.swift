@@ -1,0 +1,117 @@
+import Foundation
+
+/// A claim a drain loop can finish: what ``AppGroupMailbox/Claim`` and
+/// ``AppGroupRawMailbox/Claim`` share.
+protocol DrainableClaim: AnyObject, Sendable {
+  func acknowledge() throws
+  func release() throws
+}
+
+extension AppGroupMailbox.Claim: DrainableClaim {}
+extension AppGroupRawMailbox.Claim: DrainableClaim {}
+
+/// Waiting for work, shared by the typed and the untyped mailbox: the watcher on `pending/`,
+/// the wait that also ends when a delayed message becomes due, and the drain loop.
+extension Spool {
+  /// A watcher on this namespace's `pending/` area; see
+  /// ``AppGroupMailbox/wakeUps(pollingInterval:)``.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"pollingInterval"`).
+  func watcher(pollingInterval: TimeInterval) throws -> AppGroupMailboxWatcher {
+    try AppGroupMailboxWatcher.validate(pollingInterval: pollingInterval)
+    return AppGroupMailboxWatcher(
+      target: PendingAreaTarget(directories: directories),
+      pollingInterval: pollingInterval, diagnostic: configuration.diagnostic)
+  }
+
+  /// See ``AppGroupMailbox/wait(timeout:)``: a wake-up, or the earliest due time (then due
+  /// messages are made pending), or `timeout`.
+  func waitForWork(timeout: TimeInterval?) throws -> Bool {
+    let watcher = try watcher(pollingInterval: 1)
+    defer { watcher.close() }
+    let due = secondsToNextDue()
+    guard let due, due < timeout ?? .infinity else { return try watcher.wait(timeout: timeout) }
+    if try watcher.wait(timeout: due) { return true }
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { emit(diagnostics) }
+    return try promoteDue(diagnostics: &diagnostics) > 0 || watcher.wait(timeout: 0)
+  }
+
+  /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``; `claim` claims up to
+  /// the given number of messages.
+  func drain<C: DrainableClaim>(
+    batchSize: Int, pollingInterval: TimeInterval, claim: (Int) throws -> [C],
+    handler: (C) async throws -> Void
+  ) async throws {
+    guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
+    let watcher = try watcher(pollingInterval: pollingInterval)
+    defer { watcher.close() }
+    while !Task.isCancelled {
+      while !Task.isCancelled {
+        let claims = try claim(batchSize)
+        if claims.isEmpty { break }
+        try await handOut(claims, to: handler)
+      }
+      if Task.isCancelled { return }
+      let timeout = [secondsToNextLeaseExpiry(), secondsToNextDue()].compactMap { $0 }.min()
+      let outcome = await watcher.core.wait(timeout: timeout)
+      if outcome == .timedOut {
+        var diagnostics: [AppGroupMailboxDiagnostic] = []
+        defer { emit(diagnostics) }
+        try recoverClaims(diagnostics: &diagnostics)
+        try promoteDue(diagnostics: &diagnostics)
+      }
+      guard try AppGroupMailboxWatcher.interpret(outcome) || outcome == .timedOut else { return }
+    }
+  }
+
+  /// Hands `claims` to `handler` in order, acknowledging each after it returns; see
+  /// ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``.
+  private func handOut<C: DrainableClaim>(
+    _ claims: [C], to handler: (C) async throws -> Void
+  ) async throws {
+    for (index, claim) in claims.enumerated() {
+      if Task.isCancelled {
+        releaseQuietly(claims[index...])
+        return
+      }
+      do {
+        try await handler(claim)
+      } catch {
+        releaseQuietly(claims[index...])
+        throw error
+      }
+      do {
+        try claim.acknowledge()
+      } catch AppGroupMailboxError.claimNoLongerExists {
+        // The handler finished it, or its lease ran out and another consumer has it.
+      } catch {
+        releaseQuietly(claims[(index + 1)...])
+        throw error
+      }
+    }
+  }
+
+  private func releaseQuietly<C: DrainableClaim>(_ claims: ArraySlice<C>) {
+    for claim in claims { try? claim.release() }
+  }
+
+  /// Seconds until the earliest delayed message is due (at least 0.001), nil when none waits.
+  func secondsToNextDue() -> TimeInterval? {
+    guard let due = try? nextDueMicros() else { return nil }
+    return max(Double(due - now) / 1_000_000 + 0.000_5, 0.001)
+  }
+
+  /// Seconds until the earliest lease in `claimed/` runs out (at least 0.01; 1 when it already
+  /// ran out but is still there), nil when nothing is claimed.
+  func secondsToNextLeaseExpiry() -> TimeInterval? {
+    guard let entries = try? Syscall.list(directories.claimed) else { return nil }
+    var earliest: Int64?
+    for entry in entries {
+      guard let name = ClaimedName(parsing: entry.name) else { continue }
+      earliest = min(earliest ?? .max, name.leaseUntilMicros)
+    }
+    guard let earliest else { return nil }
+    let remaining = Double(earliest - now) / 1_000_000
+    return remaining <= 0 ? 1 : max(remaining + 0.001, 0.01)
+  }
+}

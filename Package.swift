@@ -15,6 +15,7 @@ let package = Package(
   ],
   targets: [
     .target(name: "CMailboxShims"),
+    .target(name: "CMailboxBaseline"),
     .target(name: "MailboxLocks", dependencies: ["CMailboxShims"], swiftSettings: strictSettings),
     .target(
       name: "AppGroupMailbox",
@@ -29,6 +30,11 @@ let package = Package(
     .executableTarget(
       name: "MailboxTestWorker",
       dependencies: ["AppGroupMailbox", "MailboxLocks"],
+      swiftSettings: strictSettings
+    ),
+    .executableTarget(
+      name: "mailbox-bench",
+      dependencies: ["AppGroupMailbox", "CMailboxBaseline"],
       swiftSettings: strictSettings
     ),
     .testTarget(

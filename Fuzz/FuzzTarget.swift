@@ -9,6 +9,7 @@ import Foundation
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   let bytes = size > 0 && data != nil ? Array(UnsafeBufferPointer(start: data, count: size)) : []
   checkEnvelope(bytes)
+  checkHeaderFastPath(bytes)
   checkNames(bytes)
   _ = SpoolCounters(line: bytes)
   return 0
@@ -28,6 +29,44 @@ private func checkEnvelope(_ bytes: [UInt8]) {
   }
 }
 
+/// The encoder the slow path uses (Envelope.swift): sorted keys, slashes not escaped.
+private let jsonEncoder: JSONEncoder = {
+  let encoder = JSONEncoder()
+  encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+  return encoder
+}()
+
+/// The header fast paths agree with Foundation's JSON coders byte for byte: a line the fast
+/// decoder accepts decodes to the same header with `JSONDecoder` and is exactly what the fast
+/// encoder writes for it, and whatever the fast encoder writes (a message type and time taken
+/// from the input) equals `JSONEncoder`'s bytes.
+private func checkHeaderFastPath(_ bytes: [UInt8]) {
+  let line = bytes.firstIndex(of: UInt8(ascii: "\n")).map { bytes[..<$0] } ?? bytes[...]
+  if let header = Envelope.fastDecode(line) {
+    let viaJSON = try? JSONDecoder().decode(EnvelopeHeader.self, from: Data(line))
+    precondition(viaJSON == header)
+    let id = UUID(uuidString: header.id)!
+    let again = Envelope.fastEncode(
+      id: id, enqueuedAt: header.enqueuedAt, messageType: header.messageType, payload: Data())
+    precondition(again.map { Array($0) } == Array(line) + [UInt8(ascii: "\n")])
+  }
+  guard bytes.count >= 8, let type = String(validating: bytes.dropFirst(8), as: UTF8.self)
+  else { return }
+  var micros: Int64 = 0
+  for byte in bytes.prefix(8) { micros = micros << 8 | Int64(byte) }
+  let id = UUID()
+  guard
+    let fast = Envelope.fastEncode(
+      id: id, enqueuedAt: micros, messageType: type, payload: Data([0x31]))
+  else { return }
+  let header = EnvelopeHeader(
+    format: Envelope.currentFormat, id: id.uuidString.lowercased(), enqueuedAt: micros,
+    messageType: type)
+  var slow = try! jsonEncoder.encode(header)
+  slow.append(contentsOf: [UInt8(ascii: "\n"), 0x31])
+  precondition(fast == slow)
+}
+
 /// Every parsed name re-creates itself: formatting the parsed value gives a name that parses to
 /// the same value, never longer than NAME_MAX (255 bytes).
 private func checkNames(_ bytes: [UInt8]) {
@@ -35,6 +74,8 @@ private func checkNames(_ bytes: [UInt8]) {
   if let name = PendingName(parsing: text) {
     let again = name.fileName
     precondition(again.utf8.count <= 255)
+    // The claim index rebuilds entry names from parsed names: they must be the same bytes.
+    precondition(again == text)
     precondition(PendingName(parsing: again) == name)
   }
   if let name = ClaimedName(parsing: text) {

@@ -30,12 +30,28 @@ struct PendingName: Hashable, Sendable {
   static let maxAttempts = Int(Int32.max)
 
   var fileName: String {
-    "\(Self.stem(key, id, attempts))\(Self.suffix)"
+    var bytes: [UInt8] = []
+    Self.stem(key, id, attempts, into: &bytes)
+    bytes.append(contentsOf: Self.suffix.utf8)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int) -> String {
-    pad(UInt64(key.micros), 16) + "-" + pad(key.sequence, 20) + "-" + id.uuidString.lowercased()
-      + "-" + String(attempts)
+    var bytes: [UInt8] = []
+    stem(key, id, attempts, into: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Appends the stem's bytes (see ``NameBytes``).
+  static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int, into bytes: inout [UInt8]) {
+    bytes.reserveCapacity(bytes.count + 128)
+    NameBytes.decimal(UInt64(max(0, key.micros)), width: 16, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.decimal(key.sequence, width: 20, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.uuid(id, into: &bytes)
+    bytes.append(UInt8(ascii: "-"))
+    NameBytes.decimal(UInt64(max(0, attempts)), width: 1, into: &bytes)
   }
 
   /// Parses a pending name; nil for anything else (temporary names, foreign files).
@@ -55,7 +71,8 @@ struct PendingName: Hashable, Sendable {
 
   /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
   static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
-    let array = Array(bytes)
+    // A native string's bytes are contiguous: copy them at once, not byte by byte.
+    let array = bytes.withContiguousStorageIfAvailable { Array($0) } ?? Array(bytes)
     // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
     guard array.count >= 76, array.count <= 85 else { return nil }
     guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
@@ -67,7 +84,7 @@ struct PendingName: Hashable, Sendable {
     guard array[75] != UInt8(ascii: "0") || array.count == 76 else { return nil }
     let uuidBytes = array[38..<74]
     guard uuidBytes.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-      let id = UUID(uuidString: String(decoding: uuidBytes, as: UTF8.self))
+      let id = NameBytes.parseUUID(uuidBytes)
     else { return nil }
     return PendingName(
       key: MessageKey(micros: Int64(micros), sequence: sequence), id: id, attempts: Int(attempts))
@@ -98,23 +115,35 @@ struct PendingName: Hashable, Sendable {
 /// process see an abandoned claim from the name alone. A renewal renames to a new deadline.
 struct ClaimedName: Hashable, Sendable {
   /// The message as it returns to pending on release or recovery (attempts already counted).
-  var message: PendingName
-  var token: UInt64
-  var leaseUntilMicros: Int64
+  var message: PendingName { didSet { fileName = Self.format(message, token, leaseUntilMicros) } }
+  var token: UInt64 { didSet { fileName = Self.format(message, token, leaseUntilMicros) } }
+  var leaseUntilMicros: Int64 {
+    didSet { fileName = Self.format(message, token, leaseUntilMicros) }
+  }
+  /// The file name, formatted once per change (a claim uses it four times).
+  private(set) var fileName: String
 
   static let suffix = ".claim"
 
-  var fileName: String {
-    let token = String(self.token, radix: 16)
-    let paddedToken = String(repeating: "0", count: 16 - token.count) + token
-    return PendingName.stem(message.key, message.id, message.attempts) + "." + paddedToken + "."
-      + PendingName.pad(UInt64(leaseUntilMicros), 16) + Self.suffix
+  private static func format(_ message: PendingName, _ token: UInt64, _ leaseUntilMicros: Int64)
+    -> String
+  {
+    var bytes: [UInt8] = []
+    PendingName.stem(message.key, message.id, message.attempts, into: &bytes)
+    bytes.append(UInt8(ascii: "."))
+    NameBytes.hex(token, width: 16, into: &bytes)
+    bytes.append(UInt8(ascii: "."))
+    NameBytes.decimal(UInt64(max(0, leaseUntilMicros)), width: 16, into: &bytes)
+    bytes.append(contentsOf: Self.suffix.utf8)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   init(message: PendingName, token: UInt64, leaseUntilMicros: Int64) {
+    let lease = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
     self.message = message
     self.token = token
-    self.leaseUntilMicros = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
+    self.leaseUntilMicros = lease
+    self.fileName = Self.format(message, token, lease)
   }
 
   init?(parsing name: String) {

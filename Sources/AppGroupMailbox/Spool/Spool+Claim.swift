@@ -30,8 +30,12 @@ extension Spool {
   /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
   /// listing once (planted files were never counted, so decrementing would drift).
-  /// - Complexity: one listing and sort of `pending/` per call, O(n log n), plus one fstatat(2)
-  ///   per entry looked at.
+  ///
+  /// Candidates come from the spool's ``PendingIndex`` (FIFO across processes; see there), which
+  /// lists `pending/` only when it cannot trust its inotify watch; a foreign name it reports is
+  /// quarantined before any message is claimed.
+  /// - Complexity: O(log n) per entry looked at and per name that entered `pending/` since the
+  ///   last call, plus one fstatat(2) per entry looked at; O(n log n) when the index lists.
   func claim<T>(
     limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
@@ -41,7 +45,9 @@ extension Spool {
     var results: [T] = []
     let wanted = limit ?? Int.max
     var removed = 0
-    let (names, foreign) = try mapIO("claim") { try pendingListing() }
+    let foreign = try mapIO("claim") {
+      try pendingIndex.refresh(pending: directories.pending) { try pendingListing() }
+    }
     for entry in foreign {
       // Nothing may sit in pending/ that drain cannot empty (a systemd DirectoryNotEmpty= unit
       // would restart forever): entries under foreign names go to quarantine at once.
@@ -50,14 +56,49 @@ extension Spool {
         diagnostics: &diagnostics)
       {
         removed += 1
+      } else {
+        pendingIndex.invalidate()  // still there: list (and try again) on the next call
       }
     }
-    for (name, entry) in names {
-      if results.count >= wanted { break }
-      switch try take(name, entry, diagnostics: &diagnostics) {
-      case .skipped: continue
-      case .removed: removed += 1
+    // Names popped but left in pending/ (young hard links, failed quarantines) go
+    // back into the index after the loop, so the next call looks at them again.
+    var kept: [PendingName] = []
+    defer { pendingIndex.push(kept) }
+    do {
+      try claimFromIndex(
+        wanted: wanted, kept: &kept, removed: &removed, results: &results,
+        diagnostics: &diagnostics, decode: decode)
+    } catch {
+      // Names taken from the index may not have been handled: list before the next claim.
+      pendingIndex.invalidate()
+      throw error
+    }
+    if removed > 0 {
+      try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
+    }
+    return results
+  }
+
+  /// The loop of ``claim(limit:diagnostics:decode:)`` over the index's names.
+  private func claimFromIndex<T>(
+    wanted: Int, kept: inout [PendingName], removed: inout Int,
+    results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
+  ) throws {
+    while results.count < wanted, let name = pendingIndex.next() {
+      // The index's names are canonical: a parsed name formats back to the same bytes.
+      let entryName = name.fileName
+      switch try take(name, entryName, diagnostics: &diagnostics) {
+      case .vanished:
+        pendingIndex.note(stale: true)  // another consumer won
+        continue
+      case .skipped:
+        kept.append(name)
+        continue
+      case .removed:
+        pendingIndex.note(stale: false)
+        removed += 1
       case .claimed(let claimed):
+        pendingIndex.note(stale: false)
         let outcome: Result<RawClaim, ReadFailure>
         do {
           outcome = try read(claimed)
@@ -66,7 +107,7 @@ extension Spool {
           // stuck in claimed/ until its lease runs out, then report the error.
           try? lockedMove {
             try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entry.name)
+              directories.claimed, claimed.fileName, directories.pending, entryName)
           }
           throw error
         }
@@ -92,7 +133,7 @@ extension Spool {
           // Linked between the look and the rename: put it back and look again later.
           try? lockedMove {
             try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entry.name)
+              directories.claimed, claimed.fileName, directories.pending, entryName)
           }
         case .failure(let reason):
           if quarantine(
@@ -104,15 +145,14 @@ extension Spool {
         }
       }
     }
-    if removed > 0 {
-      try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
-    }
-    return results
   }
 
   /// What ``take(_:_:diagnostics:)`` did with one pending entry.
   enum Taken {
-    /// Left where it is (gone already, or a young hard link to look at again later).
+    /// Gone already (another consumer or process took or removed it).
+    case vanished
+    /// Left where it is: a young hard link, or an entry a failed quarantine could not move, to
+    /// look at again later.
     case skipped
     /// Deleted (expired) or quarantined.
     case removed
@@ -124,46 +164,46 @@ extension Spool {
   /// when it is a dead letter, not a regular file, or a persistent hard link, and otherwise claims
   /// it by renaming it into `claimed/`.
   private func take(
-    _ name: PendingName, _ entry: DirectoryEntry, diagnostics: inout [AppGroupMailboxDiagnostic]
+    _ name: PendingName, _ entryName: String, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Taken {
     let clock = now
     if clock - name.key.micros >= limits.messageLifetime.microseconds {
       do {
-        try Syscall.unlink(directories.pending, entry.name)
+        try Syscall.unlink(directories.pending, entryName)
         diagnostics.append(.expiredMessageRemoved)
         return .removed
       } catch let error as SystemCallError where error.isNotFound {
-        return .skipped
+        return .vanished
       } catch {
         // A directory (EISDIR) or an entry unlink refuses: contain it instead.
         return quarantine(
-          from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+          from: directories.pending, entryName, id: name.id, reason: .unsafe,
           diagnostics: &diagnostics) ? .removed : .skipped
       }
     }
     if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
       return quarantine(
-        from: directories.pending, entry.name, id: name.id, reason: .deadletter,
+        from: directories.pending, entryName, id: name.id, reason: .deadletter,
         diagnostics: &diagnostics) ? .removed : .skipped
     }
     let info: stat
     do {
-      info = try Syscall.lstat(directories.pending, entry.name)
+      info = try Syscall.lstat(directories.pending, entryName)
     } catch let error as SystemCallError where error.isNotFound {
-      return .skipped
+      return .vanished
     } catch let error as SystemCallError {
       throw error.mailboxError("claim")
     }
     if info.st_mode & S_IFMT != S_IFREG {
       return quarantine(
-        from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+        from: directories.pending, entryName, id: name.id, reason: .unsafe,
         diagnostics: &diagnostics) ? .removed : .skipped
     }
     if info.st_nlink > 1 {
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
       guard clock - changed >= Self.linkedEntryGrace else { return .skipped }
       return quarantine(
-        from: directories.pending, entry.name, id: name.id, reason: .unsafe,
+        from: directories.pending, entryName, id: name.id, reason: .unsafe,
         diagnostics: &diagnostics) ? .removed : .skipped
     }
     let claimed = ClaimedName(
@@ -171,10 +211,10 @@ extension Spool {
       token: UInt64.random(in: 1 ... .max),
       leaseUntilMicros: clock + limits.claimTimeout.microseconds)
     do {
-      try Syscall.rename(directories.pending, entry.name, directories.claimed, claimed.fileName)
+      try Syscall.rename(directories.pending, entryName, directories.claimed, claimed.fileName)
       nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
     } catch let error as SystemCallError where error.isNotFound {
-      return .skipped
+      return .vanished
     } catch let error as SystemCallError {
       throw error.mailboxError("claim")
     }
@@ -225,7 +265,10 @@ extension Spool {
     try read(directories.claimed, claimed.fileName).map { header, payload in
       RawClaim(name: claimed, header: header, payload: payload)
     }.flatMap { raw in
-      guard UUID(uuidString: raw.header.id) == claimed.message.id else {
+      guard
+        NameBytes.parseUUID(raw.header.id.utf8) ?? UUID(uuidString: raw.header.id)
+          == claimed.message.id
+      else {
         return .failure(.malformed)
       }
       if let expected = configuration.expectedMessageType, !raw.header.messageType.isEmpty,

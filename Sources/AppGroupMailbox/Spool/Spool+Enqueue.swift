@@ -70,7 +70,7 @@ extension Spool {
         if isDurable { try Syscall.fsync(fd) }
         return try withStateLock { counters -> (EnqueueOutcome, Bool) in
           if unique, try containsMessage(id: id) { return (.duplicate, false) }
-          let discarded = try makeRoom(&counters, diagnostics: &diagnostics)
+          let discarded = try makeRoom(&counters, diagnostics: &diagnostics) > 0
           if explicitMicros == nil, micros < counters.newestImplicitMicros {
             micros = counters.newestImplicitMicros
             file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
@@ -131,7 +131,7 @@ extension Spool {
 
   /// The message file for these values, or ``AppGroupMailboxError/payloadTooLarge`` before
   /// anything is written.
-  private func encodeChecked(id: UUID, micros: Int64, type: String, payload: Data) throws -> Data {
+  func encodeChecked(id: UUID, micros: Int64, type: String, payload: Data) throws -> Data {
     let file: Data
     do {
       file = try Envelope.encode(id: id, enqueuedAt: micros, messageType: type, payload: payload)
@@ -163,21 +163,24 @@ extension Spool {
     return false
   }
 
-  /// Ensures one free slot under the depth bound, with the lock held: recounts when the counter
-  /// says full (it may be high after a crash), then applies the overflow policy. Returns whether
-  /// a valid pending message was discarded.
+  /// Ensures `room` free slots under the depth bound, with the lock held: recounts when the
+  /// counter says they are not free (it may be high after a crash), then applies the overflow
+  /// policy. Returns how many valid pending messages were discarded. `discardOldest` evicts
+  /// nothing unless enough valid messages exist to make all the room (else it throws
+  /// ``AppGroupMailboxError/mailboxFull``).
   ///
   /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
   /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
   /// whose envelope does not read) is quarantined; if that made room, nothing is evicted.
   /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
   ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
-  private func makeRoom(
-    _ counters: inout SpoolCounters, diagnostics: inout [AppGroupMailboxDiagnostic]
-  ) throws -> Bool {
-    guard counters.depth >= limits.maxMessages else { return false }
+  func makeRoom(
+    _ counters: inout SpoolCounters, room: Int = 1,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Int {
+    guard counters.depth + room > limits.maxMessages else { return 0 }
     counters = try recount(stored: counters)
-    guard counters.depth >= limits.maxMessages else { return false }
+    guard counters.depth + room > limits.maxMessages else { return 0 }
     guard configuration.overflowPolicy == .discardOldest else {
       throw AppGroupMailboxError.mailboxFull
     }
@@ -210,18 +213,25 @@ extension Spool {
     verifiedPending.withLock { $0 = verified }
     if contained > 0 {
       counters = try recount(stored: counters)
-      guard counters.depth >= limits.maxMessages else { return false }
+      guard counters.depth + room > limits.maxMessages else { return 0 }
     }
-    for (_, entry) in valid {
+    guard valid.count >= counters.depth + room - limits.maxMessages else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    var discarded = 0
+    for (_, entry) in valid where counters.depth + room > limits.maxMessages {
       do {
         try Syscall.unlink(directories.pending, entry.name)
       } catch let error as SystemCallError where error.isNotFound {
         continue
       }
       counters.depth -= 1
-      return true
+      discarded += 1
     }
-    throw AppGroupMailboxError.mailboxFull
+    guard counters.depth + room <= limits.maxMessages else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    return discarded
   }
 
   /// What ``inspectPending(_:_:known:)`` found.

@@ -44,6 +44,8 @@ final class Spool: Sendable {
   /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
   /// does not write the same line again. Touched only with `lock` held.
   private let persistedInBody = Locked<SpoolCounters?>(nil)
+  /// Pending names known between claims (see ``PendingIndex``).
+  let pendingIndex = PendingIndex()
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(

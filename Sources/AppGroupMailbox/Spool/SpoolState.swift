@@ -15,10 +15,15 @@ struct SpoolCounters: Equatable, Sendable {
   static let lineLength = 65
 
   var line: [UInt8] {
-    let text =
-      "1 " + PendingName.pad(sequence, 20) + " " + PendingName.pad(UInt64(max(0, depth)), 20)
-      + " " + PendingName.pad(UInt64(max(0, newestImplicitMicros)), 20) + "\n"
-    return Array(text.utf8)
+    var bytes: [UInt8] = [UInt8(ascii: "1"), UInt8(ascii: " ")]
+    bytes.reserveCapacity(Self.lineLength)
+    NameBytes.decimal(sequence, width: 20, into: &bytes)
+    bytes.append(UInt8(ascii: " "))
+    NameBytes.decimal(UInt64(max(0, depth)), width: 20, into: &bytes)
+    bytes.append(UInt8(ascii: " "))
+    NameBytes.decimal(UInt64(max(0, newestImplicitMicros)), width: 20, into: &bytes)
+    bytes.append(UInt8(ascii: "\n"))
+    return bytes
   }
 
   init(sequence: UInt64, depth: Int, newestImplicitMicros: Int64) {

@@ -1,0 +1,75 @@
+import Foundation
+
+/// Command-line options of `mailbox-bench`.
+struct BenchOptions {
+  /// `--quick`: fewer rounds and messages; finishes in under 90 seconds.
+  var quick = false
+  /// `--json`: one JSON object per measurement on stdout instead of the table.
+  var json = false
+  /// `--peers`: also run Python's `dirq` and `mailbox.Maildir` when present.
+  var peers = false
+  /// `--rounds N`: alternating baseline/library rounds per measure (median reported).
+  var rounds: Int?
+  /// `--dir PATH`: where fresh run directories are made (default: a new directory in /var/tmp,
+  /// which must be on the filesystem being measured).
+  var directory: String?
+  /// `--cache PATH`: where the deep spools of the depth measures are kept between runs.
+  var cache: String?
+  /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
+  /// wake, memory, peers).
+  var only: Set<String>?
+  /// `--python PATH`: the interpreter for `--peers` (default `.venv-peers/bin/python`, then
+  /// `python3`).
+  var python: String?
+
+  static let usage = """
+    usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
+                         [--only GROUP[,GROUP...]] [--python PATH]
+    groups: throughput, depth, batch, concurrency, wake, memory, peers
+    """
+
+  /// Parses `arguments` (without the program name); nil on a usage error.
+  init?(arguments: [String]) {
+    var index = 0
+    func value() -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      switch arguments[index] {
+      case "--quick": quick = true
+      case "--json": json = true
+      case "--peers": peers = true
+      case "--rounds":
+        guard let text = value(), let count = Int(text), count > 0 else { return nil }
+        rounds = count
+      case "--dir":
+        guard let text = value() else { return nil }
+        directory = text
+      case "--cache":
+        guard let text = value() else { return nil }
+        cache = text
+      case "--only":
+        guard let text = value() else { return nil }
+        only = Set(text.split(separator: ",").map(String.init))
+      case "--python":
+        guard let text = value() else { return nil }
+        python = text
+      default: return nil
+      }
+      index += 1
+    }
+  }
+
+  /// Whether the group `name` runs.
+  func runs(_ name: String) -> Bool {
+    if let only { return only.contains(name) }
+    return name != "peers" || peers
+  }
+
+  /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.
+  var cacheDirectory: String { cache ?? ((directory ?? "/var/tmp") + "/mailbox-bench-cache") }
+
+  /// Rounds per measure: 5 by default, 3 with `--quick`.
+  var roundCount: Int { rounds ?? (quick ? 3 : 5) }
+}

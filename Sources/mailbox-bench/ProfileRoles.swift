@@ -1,0 +1,33 @@
+import AppGroupMailbox
+
+/// Worker roles for profiling one side alone under strace or valgrind (see
+/// docs/PERFORMANCE.md): `mailbox-bench _profile <lib|c> <enqueue|consume|cycle> <dir>
+/// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first.
+enum ProfileRole {
+  static func run(_ args: [String]) throws {
+    let (side, measure, path, durable) = (args[0], args[1], args[2], args[3] == "full")
+    let (count, size) = (Int(args[4])!, Int(args[5])!)
+    let nanoseconds: Int64
+    if side == "c" {
+      let spool = try BaselineSide(root: path, durable: durable)
+      switch measure {
+      case "enqueue": nanoseconds = try spool.timeEnqueue(count: count, size: size)
+      case "consume":
+        try spool.prefill(count: count, size: size, durable: durable)
+        nanoseconds = try spool.timeConsume(count: count)
+      default: nanoseconds = try spool.timeCycle(count: count, size: size)
+      }
+    } else {
+      let spool = try LibrarySide(container: path, durability: durable ? .full : .relaxed)
+      switch measure {
+      case "enqueue": nanoseconds = try spool.timeEnqueue(count: count, size: size)
+      case "consume":
+        _ = try LibrarySide(container: path, durability: .relaxed).timeEnqueue(
+          count: count, size: size)
+        nanoseconds = try spool.timeConsume(count: count)
+      default: nanoseconds = try spool.timeCycle(count: count, size: size)
+      }
+    }
+    print("\(side) \(measure): \(Rounds.cost(count, nanoseconds)) us/op")
+  }
+}

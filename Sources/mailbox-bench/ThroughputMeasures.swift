@@ -1,0 +1,82 @@
+import AppGroupMailbox
+
+/// Enqueue, claim+read+acknowledge and the full cycle, in messages per second, at both
+/// durabilities and both sizes; every run in a fresh directory.
+struct ThroughputMeasures {
+  let options: BenchOptions
+  let workspace: Workspace
+  let report: Report
+
+  static let sizes = [256, 65_536]
+
+  /// Messages per run.
+  func count(durable: Bool, size: Int) -> Int {
+    switch (durable, size > 1024) {
+    case (true, false): options.quick ? 50 : 300
+    case (true, true): options.quick ? 20 : 120
+    case (false, false): options.quick ? 600 : 3_000
+    case (false, true): options.quick ? 120 : 800
+    }
+  }
+
+  func run() throws {
+    for size in Self.sizes {
+      for durable in [true, false] {
+        let count = count(durable: durable, size: size)
+        let label = durable ? "full" : "relaxed"
+        let enqueue = try measure(durable: durable) { path in
+          try BaselineSide(root: path, durable: durable).timeEnqueue(count: count, size: size)
+        } library: { path in
+          try LibrarySide(container: path, durability: durable ? .full : .relaxed)
+            .timeEnqueue(count: count, size: size)
+        }
+        add("enqueue", label, size, count, enqueue)
+        let consume = try measure(durable: durable) { path in
+          let side = try BaselineSide(root: path, durable: durable)
+          try side.prefill(count: count, size: size, durable: durable)
+          return try side.timeConsume(count: count)
+        } library: { path in
+          _ = try LibrarySide(container: path, durability: .relaxed)
+            .timeEnqueue(count: count, size: size)
+          return try LibrarySide(container: path, durability: durable ? .full : .relaxed)
+            .timeConsume(count: count)
+        }
+        add("claim+read+ack", label, size, count, consume)
+        let cycle = try measure(durable: durable) { path in
+          try BaselineSide(root: path, durable: durable).timeCycle(count: count, size: size)
+        } library: { path in
+          try LibrarySide(container: path, durability: durable ? .full : .relaxed)
+            .timeCycle(count: count, size: size)
+        }
+        add("full cycle", label, size, count, cycle)
+      }
+    }
+  }
+
+  /// Runs alternating rounds, each side in a fresh directory; returns median rates.
+  private func measure(
+    durable: Bool, baseline: (String) throws -> Int64, library: (String) throws -> Int64
+  ) throws -> (baseline: Double, library: Double) {
+    try Rounds.alternate(options.roundCount) {
+      let path = workspace.fresh(durable ? "c-full" : "c-relaxed")
+      defer { workspace.remove(path) }
+      return Double(try baseline(path))
+    } library: {
+      let path = workspace.fresh(durable ? "lib-full" : "lib-relaxed")
+      defer { workspace.remove(path) }
+      return Double(try library(path))
+    }
+  }
+
+  private func add(
+    _ name: String, _ durability: String, _ size: Int, _ count: Int,
+    _ nanoseconds: (baseline: Double, library: Double)
+  ) {
+    report.add(
+      Measurement(
+        group: "throughput", name: name, durability: durability, size: size, unit: "msg/s",
+        library: Rounds.rate(count, Int64(nanoseconds.library)),
+        baseline: Rounds.rate(count, Int64(nanoseconds.baseline)),
+        note: "\(count) msgs/run", rounds: options.roundCount))
+  }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// The direct header encoder and reader (Envelope.fastEncode / fastDecode) agree byte for byte
+/// with the JSONEncoder / JSONDecoder path they short-cut.
+@Suite struct EnvelopeFastPathTests {
+  static func slowHeader(id: UUID, micros: Int64, type: String) throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let header = EnvelopeHeader(
+      format: 1, id: id.uuidString.lowercased(), enqueuedAt: micros, messageType: type)
+    return try encoder.encode(header) + Data("\n".utf8)
+  }
+
+  @Test(arguments: ["", "Swift.String", "a/b c-d_e.f", "Module.Outer<Inner>"])
+  func `The direct header equals the JSONEncoder header`(type: String) throws {
+    let id = UUID()
+    for micros: Int64 in [0, 7, 1_767_225_600_000_000, MessageKey.maxMicros] {
+      let fast = try #require(
+        Envelope.fastEncode(id: id, enqueuedAt: micros, messageType: type, payload: Data("P".utf8)))
+      #expect(fast == (try Self.slowHeader(id: id, micros: micros, type: type)) + Data("P".utf8))
+      let (header, range) = try Envelope.decode(Array(fast))
+      #expect(header.id == id.uuidString.lowercased())
+      #expect(header.enqueuedAt == micros)
+      #expect(header.messageType == type)
+      #expect(range == (fast.count - 1)..<fast.count)
+    }
+  }
+
+  @Test func `Headers that need escaping take the JSONEncoder path`() throws {
+    let id = UUID()
+    #expect(Envelope.fastEncode(id: id, enqueuedAt: 1, messageType: "a\"b", payload: Data()) == nil)
+    #expect(Envelope.fastEncode(id: id, enqueuedAt: 1, messageType: "é", payload: Data()) == nil)
+    let data = try Envelope.encode(id: id, enqueuedAt: 1, messageType: "a\"b", payload: Data())
+    #expect(try Envelope.decode(Array(data)).0.messageType == "a\"b")
+  }
+
+  @Test func `Other spellings of a valid header still decode through JSONDecoder`() throws {
+    let id = UUID().uuidString
+    let spaced = #"{ "format": 1, "id": "\#(id)", "enqueuedAt": 5, "messageType": "t" }"# + "\nX"
+    let (header, _) = try Envelope.decode(Array(spaced.utf8))
+    #expect(header == EnvelopeHeader(format: 1, id: id, enqueuedAt: 5, messageType: "t"))
+    #expect(
+      Envelope.fastDecode(ArraySlice(Array(spaced.utf8).prefix(spaced.utf8.count - 2))) == nil)
+  }
+
+  @Test func `A header in the canonical form but with an upper-case id takes the JSON path`()
+    throws
+  {
+    // Found by scripts/fuzz: the fast reader must accept only what the fast writer writes.
+    let id = "3f2504e0-4f89-41D3-9a0c-0305e82c3301"
+    let line = #"{"enqueuedAt":5,"format":1,"id":"\#(id)","messageType":""}"#
+    #expect(Envelope.fastDecode(ArraySlice(Array(line.utf8))) == nil)
+    let (header, range) = try Envelope.decode(Array((line + "\nX").utf8))
+    #expect(header == EnvelopeHeader(format: 1, id: id, enqueuedAt: 5, messageType: ""))
+    #expect(range == (line.utf8.count + 1)..<(line.utf8.count + 2))
+  }
+
+  @Test func `A future format is still reported as future`() throws {
+    let line = #"{"enqueuedAt":5,"format":2,"id":"x","messageType":"t"}"# + "\n"
+    #expect(throws: EnvelopeError.futureFormat) { try Envelope.decode(Array(line.utf8)) }
+    let odd = #"{"format":9,"id":7}"# + "\n"
+    #expect(throws: EnvelopeError.futureFormat) { try Envelope.decode(Array(odd.utf8)) }
+  }
+
+  @Test func `UUIDs parse like Foundation for both cases and reject other forms`() {
+    let id = UUID()
+    #expect(NameBytes.parseUUID(Array(id.uuidString.utf8)) == id)
+    #expect(NameBytes.parseUUID(Array(id.uuidString.lowercased().utf8)) == id)
+    #expect(NameBytes.parseUUID(Array("not-a-uuid".utf8)) == nil)
+    #expect(
+      NameBytes.parseUUID(Array(id.uuidString.replacingOccurrences(of: "-", with: "_").utf8)) == nil
+    )
+    #expect(NameBytes.parseUUID(Array((" " + id.uuidString.dropFirst()).utf8)) == nil)
+  }
+
+  @Test func `Names and the state line keep their fixed-width form`() {
+    var bytes: [UInt8] = []
+    NameBytes.decimal(42, width: 5, into: &bytes)
+    NameBytes.decimal(123_456, width: 2, into: &bytes)
+    NameBytes.hex(0xab, width: 4, into: &bytes)
+    #expect(String(decoding: bytes, as: UTF8.self) == "0004212345600ab")
+    let line = SpoolCounters(sequence: 7, depth: 3, newestImplicitMicros: 9).line
+    #expect(
+      String(decoding: line, as: UTF8.self)
+        == "1 00000000000000000007 00000000000000000003 00000000000000000009\n")
+    let id = UUID()
+    let name = PendingName(key: MessageKey(micros: 12, sequence: 34), id: id, attempts: 5)
+    #expect(
+      name.fileName == "0000000000000012-00000000000000000034-\(id.uuidString.lowercased())-5.msg")
+    #expect(PendingName(parsing: name.fileName) == name)
+  }
+}

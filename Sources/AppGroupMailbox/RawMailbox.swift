@@ -112,8 +112,9 @@ public final class AppGroupRawMailbox: Sendable {
   ///
   /// - Parameters:
   ///   - payload: One JSON value, stored byte for byte.
-  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, claimed
-  ///     or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random id.
+  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, delayed,
+  ///     claimed or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random
+  ///     id.
   ///   - enqueuedAt: Places the message by this date (as
   ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
   ///     order holds.

@@ -114,6 +114,43 @@ struct PythonInteropTests {
       claims.map { Int64(($0.enqueuedAt.timeIntervalSince1970 * 1_000_000).rounded()) }
         == (0..<4).map { base + Int64($0) * 1_000_000 })
   }
+
+  @Test
+  func `Entries the Python consumer quarantines are listed by the library with their reasons`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    let valid = try raw.enqueue(Data("\"valid\"".utf8)).id
+    let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    let future = UUID()
+    let mismatched = UUID()
+    let linked = UUID()
+    let outside = container.url.appendingPathComponent("outside")
+    try Data("outside".utf8).write(to: outside)
+    try container.plant("pending", "notes.txt", Array("not a message".utf8))
+    try container.plant(
+      "pending", pendingName(micros: now - 3, sequence: 100, id: future),
+      envelope(id: future, micros: now - 3, text: "later format", format: 2))
+    try container.plant(
+      "pending", pendingName(micros: now - 2, sequence: 101, id: mismatched),
+      envelope(id: UUID(), micros: now - 2, text: "someone else's id"))
+    let link = container.path("pending", pendingName(micros: now - 1, sequence: 102, id: linked))
+    #expect(symlink(outside.path, link) == 0)
+    let drained = try PythonSpool.delivered(PythonSpool.run("drain", container))
+    #expect(drained.map(\.payload) == ["\"valid\""])
+    #expect(drained.map(\.id) == [valid.uuidString.lowercased()])
+    let listed = try raw.inspector.entries(in: [.quarantined])
+    #expect(
+      listed.compactMap(\.quarantineReason).sorted() == [
+        "foreign", "future", "malformed", "unsafe",
+      ])
+    #expect(
+      Set(listed.map(\.id)) == [nil, future, mismatched, linked])
+    #expect(container.names("pending").isEmpty && container.names("claimed").isEmpty)
+    #expect(try stateDepth(container) == 0)
+    #expect(try String(contentsOf: outside, encoding: .utf8) == "outside")
+  }
 }
 
 /// The `depth` field of the namespace's `state` line (docs/FORMAT.md).

@@ -48,7 +48,8 @@ UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 STEM = re.compile(r"(\d{16})-(\d{20})-(" + UUID_TEXT + r")-(0|[1-9]\d{0,9})", re.ASCII)
 CLAIMED = re.compile(r"(.+)\.([0-9a-f]{16})\.(\d{16})\.claim", re.ASCII)
 DELAYED = re.compile(r"(\d{16})-(.+\.msg)", re.ASCII)
-QUARANTINED = re.compile(r"\d{16}-[a-z]+-(" + UUID_TEXT + r"|unknown)-[0-9a-f]{8}\.q", re.ASCII | re.I)
+QUARANTINED = re.compile(
+    r"\d{16}-[a-z]+-(" + UUID_TEXT + r"|unknown)-[0-9a-f]{8}\.q", re.ASCII | re.I)
 ANY_UUID = re.compile(UUID_TEXT, re.ASCII | re.I)
 
 
@@ -72,7 +73,8 @@ def now_micros():
 _libc = ctypes.CDLL(None, use_errno=True)
 _renameat2 = getattr(_libc, "renameat2", None)
 if _renameat2 is not None:
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    _renameat2.argtypes = [
+        ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     _renameat2.restype = ctypes.c_int
 
 
@@ -185,7 +187,8 @@ def decode_header(data):
     if version > 1:
         raise ValueError("future")
     if (type(header.get("enqueuedAt")) is not int or not isinstance(header.get("id"), str)
-            or not isinstance(header.get("messageType"), str) or not ANY_UUID.fullmatch(header["id"])):
+            or not isinstance(header.get("messageType"), str)
+            or not ANY_UUID.fullmatch(header["id"])):
         raise ValueError("malformed")
     return header, data[newline + 1:]
 
@@ -231,8 +234,15 @@ class Spool:
             self._mkdir(os.path.join(container, part))
         for area in AREAS:
             self._mkdir(os.path.join(self.path, area))
-        self.state = os.open(os.path.join(self.path, "state"),
-                             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, self.file_mode)
+        # Created with its mode set explicitly when missing (whatever the umask); an existing
+        # one (possibly empty: rebuilt on first use) is used as it is.
+        state = os.path.join(self.path, "state")
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            self.state = os.open(state, flags | os.O_CREAT | os.O_EXCL, self.file_mode)
+            os.fchmod(self.state, self.file_mode)
+        except FileExistsError:
+            self.state = os.open(state, flags)
         if not stat.S_ISREG(os.fstat(self.state).st_mode):
             raise OSError(errno.EINVAL, "state is not a regular file")
         self.validated = False
@@ -255,7 +265,9 @@ class Spool:
             raise OSError(errno.ENOTDIR, "not a real directory", path)
 
     def area(self, name, entry=None):
-        return os.path.join(self.path, name) if entry is None else os.path.join(self.path, name, entry)
+        if entry is None:
+            return os.path.join(self.path, name)
+        return os.path.join(self.path, name, entry)
 
     def close(self):
         os.close(self.state)
@@ -323,7 +335,7 @@ class Spool:
     # The producer protocol.
 
     def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type=""):
-        """Publishes one message; returns (id, outcome): published, delayed, duplicate or expired."""
+        """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired."""
         unique = id is not None
         id = str(uuid.UUID(id)) if unique else str(uuid.uuid4())
         now = now_micros()
@@ -333,8 +345,9 @@ class Spool:
             return id, "expired"
 
         def encode(micros):
-            header = json.dumps({"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type},
-                                separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+            header = json.dumps(
+                {"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type},
+                separators=(",", ":"), ensure_ascii=False, sort_keys=True)
             data = header.encode("utf-8") + b"\n" + payload
             if len(data) > self.max_payload_bytes:
                 raise PayloadTooLarge(len(data))
@@ -448,7 +461,8 @@ class Spool:
     def claim(self, limit=None):
         """Claims up to limit valid messages, oldest first; returns Claims."""
         now = now_micros()
-        if self.last_sweep is None or now - self.last_sweep >= min(1_000_000, self.claim_timeout // 2):
+        interval = min(1_000_000, self.claim_timeout // 2)
+        if self.last_sweep is None or now - self.last_sweep >= interval:
             self.last_sweep = now
             self.recover()
         self.promote()
@@ -482,7 +496,8 @@ class Spool:
             except FileNotFoundError:
                 return None
         if name.attempts >= min(self.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
-            return "removed" if self.quarantine("pending", name.file, name.id, "deadletter") else None
+            moved = self.quarantine("pending", name.file, name.id, "deadletter")
+            return "removed" if moved else None
         try:
             info = os.lstat(path)
         except FileNotFoundError:
@@ -516,7 +531,7 @@ class Spool:
         return "removed" if self.quarantine("claimed", claimed.file, name.id, failure) else None
 
     def _read(self, claimed):
-        """The Claim, or why it cannot be delivered (a quarantine reason, linked, vanished, expired)."""
+        """The Claim, or why it is not delivered (a reason, linked, vanished or expired)."""
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
         try:
             fd = os.open(self.area("claimed", claimed.file), flags)
@@ -576,7 +591,8 @@ class Spool:
         self.fsync_area(target[0])
 
     def renew(self, claim):
-        renewed = ClaimedName(claim.claimed.name, claim.claimed.token, now_micros() + self.claim_timeout)
+        renewed = ClaimedName(
+            claim.claimed.name, claim.claimed.token, now_micros() + self.claim_timeout)
         try:
             self.locked(lambda _: os.rename(self.area("claimed", claim.claimed.file),
                                             self.area("claimed", renewed.file)))
@@ -596,7 +612,8 @@ class Spool:
                 self.remove_counted(path)
                 continue
             try:
-                self.locked(lambda _: rename_noreplace(path, self.area("pending", claimed.name.file)))
+                target = self.area("pending", claimed.name.file)
+                self.locked(lambda _: rename_noreplace(path, target))
                 recovered += 1
             except FileNotFoundError:
                 continue
@@ -620,7 +637,8 @@ class Spool:
                 self.remove_counted(path)
                 continue
             try:
-                self.locked(lambda _: rename_noreplace(path, self.area("pending", delayed[1].file)))
+                target = self.area("pending", delayed[1].file)
+                self.locked(lambda _: rename_noreplace(path, target))
                 promoted += 1
             except (FileNotFoundError, FileExistsError):
                 continue
@@ -678,9 +696,10 @@ def _spool(arguments):
 
 
 def _print_claim(claim):
-    print(json.dumps({"id": claim.id, "deliveryCount": claim.delivery_count,
-                      "enqueuedAt": claim.header["enqueuedAt"], "messageType": claim.header["messageType"],
-                      "payloadHex": claim.payload.hex()}), flush=True)
+    print(json.dumps({
+        "id": claim.id, "deliveryCount": claim.delivery_count,
+        "enqueuedAt": claim.header["enqueuedAt"], "messageType": claim.header["messageType"],
+        "payloadHex": claim.payload.hex()}), flush=True)
 
 
 def main(argv):
@@ -710,14 +729,20 @@ def main(argv):
     spool = _spool(arguments)
     if arguments.command == "enqueue":
         data = sys.stdin.buffer.read()
-        messages = [line for line in data.split(b"\n") if line.strip()] if arguments.lines else [data.rstrip()]
+        if arguments.lines:
+            messages = [line for line in data.split(b"\n") if line.strip()]
+        else:
+            messages = [data.rstrip()]
         for message in messages:
             deadline = time.monotonic() + arguments.retry_full
             while True:
                 try:
-                    not_before = now_micros() + int(arguments.delay * 1_000_000) if arguments.delay > 0 else None
-                    id, outcome = spool.enqueue(message, id=arguments.id, enqueued_at=arguments.enqueued_at_us,
-                                                not_before=not_before, message_type=arguments.type or "")
+                    not_before = None
+                    if arguments.delay > 0:
+                        not_before = now_micros() + int(arguments.delay * 1_000_000)
+                    id, outcome = spool.enqueue(
+                        message, id=arguments.id, enqueued_at=arguments.enqueued_at_us,
+                        not_before=not_before, message_type=arguments.type or "")
                     break
                 except MailboxFull:
                     if time.monotonic() >= deadline:

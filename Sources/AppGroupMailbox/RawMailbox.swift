@@ -112,8 +112,9 @@ public final class AppGroupRawMailbox: Sendable {
   ///
   /// - Parameters:
   ///   - payload: One JSON value, stored byte for byte.
-  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, claimed
-  ///     or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random id.
+  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, delayed,
+  ///     claimed or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random
+  ///     id.
   ///   - enqueuedAt: Places the message by this date (as
   ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
   ///     order holds.
@@ -165,8 +166,10 @@ public final class AppGroupRawMailbox: Sendable {
   ///
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one
-  ///   read per claimed message.
+  /// - Complexity: as ``AppGroupMailbox/claimPending(limit:)``: O(log n) per entry looked at
+  ///   from the inotify-fed index, plus one rename and one read per claimed message; a listing
+  ///   and sort of the pending area, O(n log n), on the first claim and whenever the index
+  ///   cannot be trusted.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
     if let limit, limit <= 0 { throw AppGroupMailboxError.invalidLimit("claim limit") }
     var diagnostics: [AppGroupMailboxDiagnostic] = []

@@ -111,7 +111,8 @@ class Producer:
             return
         if not self.discard_oldest:
             raise MailboxFull()
-        for name in sorted(n for n in map(Name.parse, os.listdir(self.area("pending"))) if n):
+        names = (n for n in map(Name.parse, os.listdir(self.area("pending"))) if n)
+        for name in sorted(names, key=lambda n: n.key):
             if counters[1] < self.max_messages:
                 break
             try:

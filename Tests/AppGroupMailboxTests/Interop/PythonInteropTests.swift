@@ -151,6 +151,22 @@ struct PythonInteropTests {
     #expect(try stateDepth(container) == 0)
     #expect(try String(contentsOf: outside, encoding: .utf8) == "outside")
   }
+
+  @Test func `A full mailbox makes a Python producer with discardOldest delete the oldest pending`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 2))
+    for message in ["1", "2"] { _ = try mailbox.enqueue(Data(message.utf8)) }
+    let produced = try PythonSpool.enqueue(
+      ["3", "4"], into: container, ["--max-messages", "2", "--discard-oldest"])
+    #expect(produced.map(\.outcome) == ["published", "published"])
+    let claims = try mailbox.claimPending(limit: 10)
+    #expect(claims.map { String(decoding: $0.payload, as: UTF8.self) } == ["3", "4"])
+    #expect(claims.map { $0.id.uuidString.lowercased() } == produced.map(\.id))
+    for claim in claims { try claim.acknowledge() }
+    #expect(try stateDepth(container) == 0)
+  }
 }
 
 /// The `depth` field of the namespace's `state` line (docs/FORMAT.md).

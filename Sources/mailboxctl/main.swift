@@ -76,5 +76,6 @@ func runMain(_ arguments: [String]) -> ExitStatus {
   }
 }
 
+StandardStreams.reserveClosed()
 Signals.ignoreBrokenPipe()
 exit(runMain(Array(CommandLine.arguments.dropFirst())).rawValue)

@@ -31,9 +31,16 @@ let enqueueCommand = Subcommand(
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/).
-      Every message is checked first: input that is not JSON is rejected with its line number
-      (exit 65) and nothing is written. A full mailbox stops with exit 75 after printing the
-      ids already enqueued.
+      Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
+      line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
+      stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
+      Every message is checked first: text that is not UTF-8 JSON, empty input, more than one
+      value without --lines, nesting deeper than 512, or a message over --max-payload-bytes
+      is rejected with the reason and its line number (exit 65) and nothing is written.
+      Exit status 0 means every message was stored. A full mailbox (75) or a failed write to
+      the mailbox or stdout (74) stops the command; with --lines it then says how many were
+      stored and the first line not stored: every line before it is stored, none from it on,
+      so `tail -n +LINE file | mailboxctl enqueue --lines` resumes without loss or repeats.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward --max-messages; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past --message-lifetime (from

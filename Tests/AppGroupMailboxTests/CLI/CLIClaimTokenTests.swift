@@ -76,6 +76,26 @@ import Testing
     #expect(container.names("pending").count == 1)
   }
 
+  @Test func `A multi-line message is printed on one line that read splits into four fields`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let enqueued = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(), stdin: Data("{\n  \"a\": [1,\n\t2]\n}\n".utf8))
+    try #require(enqueued.status == 0)
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let script =
+      "\"$0\" claim \(location) | while read -r token lease id message; do "
+      + "\"$0\" ack \(location) \"$token\" && printf '%s|%s\\n' \"$id\" \"$message\"; done"
+    let result = try Processes.start(
+      URL(fileURLWithPath: "/bin/sh"), ["-c", script, Mailboxctl.url.path]
+    ).finish()
+    #expect(result.status == 0)
+    let id = enqueued.stdout.dropLast()
+    #expect(result.stdout == "\(id)|{   \"a\": [1, \t2] }\n")
+    #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
+  }
+
   @Test func `Release puts the message back first in line`() throws {
     let container = try TemporaryContainer()
     try enqueue(container, 3)

@@ -131,9 +131,6 @@ private func check(
 ) throws {
   let payload = input.payload(message)
   let place = lines ? "line \(message.line): " : ""
-  if let problem = JSONDiagnosis.encodingProblem(payload) {
-    throw CommandFailure(.dataError, "\(place)\(problem); nothing was enqueued")
-  }
   do {
     try mailbox.validate(payload, id: id, messageType: type)
   } catch AppGroupMailboxError.decodingFailure {

@@ -1,10 +1,9 @@
 import Foundation
 
-/// Says why a message that failed the mailbox's JSON check (``AppGroupRawMailbox/validate``) is
-/// not one JSON value, and refuses text the check lets through but a JSON Lines reader would
-/// not: input that is not UTF-8 (JSONSerialization also reads UTF-16 and UTF-32) or that
-/// starts with a byte order mark. It never decides validity itself: "more than one value" is
-/// said only when the first value alone passes the mailbox's check.
+/// Says why a message failed the mailbox's check (``AppGroupRawMailbox/validate``: one JSON
+/// value, UTF-8 text without a byte order mark). It never decides validity itself: it runs only
+/// after the check refused, and "more than one value" is said only when the first value alone
+/// passes the check.
 enum JSONDiagnosis {
   /// The deepest nesting of arrays and objects the mailbox's JSON check accepts (Foundation's
   /// JSONSerialization: 512 nested arrays parse, 513 do not, measured with swift 6.3 on Linux).
@@ -15,22 +14,17 @@ enum JSONDiagnosis {
     byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
   }
 
-  /// Why `message` (trimmed, see ``EnqueueInput``) may not be stored although the JSON check
-  /// might pass it: not UTF-8, a NUL byte, or a byte order mark; nil when none applies.
-  static func encodingProblem(_ message: Data) -> String? {
+  /// Why `message` (trimmed, see ``EnqueueInput``) was refused: a byte order mark inside the
+  /// input, not UTF-8 (or a NUL byte, as in UTF-16 and UTF-32), empty, nested too deeply, more
+  /// than one value, or plain invalid. `firstLine` is the input line `message` starts on, for saying where a second
+  /// value starts; nil for a line of `--lines` input. `isValue` is the mailbox's JSON check.
+  static func reason(_ message: Data, firstLine: Int?, isValue: (Data) -> Bool) -> String {
     if message.starts(with: [0xEF, 0xBB, 0xBF]) {
       return "a byte order mark is allowed only at the start of the input (or of a line)"
     }
-    if message.contains(0) || String(bytes: message, encoding: .utf8) == nil {
+    if message.contains(0) || String(validating: message, as: UTF8.self) == nil {
       return "not UTF-8 text (JSON text must be UTF-8, RFC 8259 section 8.1)"
     }
-    return nil
-  }
-
-  /// Why `message` is not one JSON value: empty, nested too deeply, more than one value, or
-  /// plain invalid. `firstLine` is the input line `message` starts on, for saying where a second
-  /// value starts; nil for a line of `--lines` input. `isValue` is the mailbox's JSON check.
-  static func reason(_ message: Data, firstLine: Int?, isValue: (Data) -> Bool) -> String {
     let bytes = [UInt8](message)
     guard !bytes.isEmpty else { return "empty input: no JSON value" }
     let (end, depth) = scan(bytes)

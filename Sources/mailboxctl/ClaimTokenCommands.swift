@@ -80,6 +80,10 @@ private func tokenCommand(
           "TOKEN is not a claim token (<message id>.<16 hex digits>, as 'mailboxctl claim' "
             + "prints it)")
       }
+      // Option values are checked before the claim is looked up, so a bad one changes nothing.
+      for option in options where option.kind == .value("SECONDS") {
+        _ = try arguments.seconds(option.name)
+      }
       let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
       do {
         try body(try mailbox.claim(token: token), arguments)

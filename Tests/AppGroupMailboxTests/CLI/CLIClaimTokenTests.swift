@@ -116,6 +116,15 @@ import Testing
     #expect(released.status == 0)
     #expect(container.names("delayed").count == 1)
     #expect(container.names("claimed").isEmpty)
+    let second = try #require(try claim(container).first)
+    let bad = try run("release", container, ["--retry-after", "0", second.token])
+    #expect(bad.status == 64)
+    #expect(
+      bad.stderr
+        == "mailboxctl: error: release: --retry-after needs a number of seconds greater than 0, "
+        + "not '0'\nRun 'mailboxctl release --help' for usage.\n")
+    #expect(container.names("claimed").count == 1)
+    #expect(try run("release", container, [second.token]).status == 0)
     #expect(try claim(container, ["--limit", "5"]).map(\.message) == [2, 3])
     let due = try container.rawMailbox().nextDueDate()
     #expect(try #require(due).timeIntervalSinceNow > 3500)

@@ -13,7 +13,9 @@ let enqueueCommand = Subcommand(
         help: "Read JSON Lines: one message a line (blank lines skipped)."),
       OptionSpec(
         name: "--id", kind: .value("UUID"),
-        help: "The message id; nothing is written while it is pending, claimed or quarantined."),
+        help:
+          "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
+      ),
       OptionSpec(
         name: "--enqueued-at", kind: .value("DATE"),
         help: "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),

@@ -105,10 +105,9 @@ extension Spool {
         } catch {
           // An I/O error (EMFILE, EIO...) says nothing about the file: put it back so it is not
           // stuck in claimed/ until its lease runs out, then report the error.
-          try? lockedMove {
-            try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entryName)
-          }
+          _ = try? lockedMove(
+            directories.claimed, claimed.fileName, to: directories.pending, entryName,
+            id: name.id, diagnostics: &diagnostics)
           throw error
         }
         switch outcome {
@@ -131,10 +130,9 @@ extension Spool {
           continue
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
-          try? lockedMove {
-            try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entryName)
-          }
+          _ = try? lockedMove(
+            directories.claimed, claimed.fileName, to: directories.pending, entryName,
+            id: name.id, diagnostics: &diagnostics)
         case .failure(let reason):
           if quarantine(
             from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
@@ -210,15 +208,18 @@ extension Spool {
       message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
       token: UInt64.random(in: 1 ... .max),
       leaseUntilMicros: clock + limits.claimTimeout.microseconds)
-    do {
-      try Syscall.rename(directories.pending, entryName, directories.claimed, claimed.fileName)
-      nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
-    } catch let error as SystemCallError where error.isNotFound {
-      return .vanished
-    } catch let error as SystemCallError {
-      throw error.mailboxError("claim")
+    let outcome = try mapIO("claim") {
+      try move(
+        directories.pending, entryName, to: directories.claimed, claimed.fileName, id: name.id,
+        freshTarget: true, diagnostics: &diagnostics)
     }
-    return .claimed(claimed)
+    switch outcome {
+    case .moved:
+      nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
+      return .claimed(claimed)
+    case .vanished: return .vanished
+    case .duplicate, .conflict: return .removed
+    }
   }
 
   /// The pending entries under message names, sorted oldest first, and the entries under any
@@ -327,40 +328,54 @@ extension Spool {
   }
 
   /// Puts a claimed message back in `pending/` under its original key (so at its original
-  /// position), keeping the delivery count.
+  /// position), keeping the delivery count. When a copy of the message already sits under that
+  /// name, the move policy applies (``move(_:_:to:_:id:freshTarget:diagnostics:)``): the message
+  /// stays once, and this returns normally.
   func release(_ claimed: ClaimedName) throws {
-    try finishing("release") {
-      try lockedMove {
-        try Syscall.renameNoReplace(
-          directories.claimed, claimed.fileName, directories.pending, claimed.message.fileName)
-      }
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
+    let outcome = try finishing("release") {
+      try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.pending,
+        claimed.message.fileName, id: claimed.message.id, diagnostics: &events)
     }
+    guard outcome == .moved else { return }
     try mapIO("release") { try flushDirectory(directories.pending) }
     configuration.onPending?()
   }
 
   /// Starts a fresh lease: renames the claim to a new deadline. Returns the new name.
+  /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone, or when a
+  ///   different entry held the new name and the claim went to quarantine (move policy).
   func renew(_ claimed: ClaimedName) throws -> ClaimedName {
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
     var renewed = claimed
     renewed.leaseUntilMicros = min(
       now + limits.claimTimeout.microseconds, MessageKey.maxMicros)
-    try finishing("renew") {
-      try lockedMove {
-        try Syscall.rename(
-          directories.claimed, claimed.fileName, directories.claimed, renewed.fileName)
-      }
+    let outcome = try finishing("renew") {
+      try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.claimed, renewed.fileName,
+        id: claimed.message.id, freshTarget: true, diagnostics: &events)
+    }
+    guard outcome == .moved || outcome == .duplicate else {
+      throw AppGroupMailboxError.claimNoLongerExists
     }
     return renewed
   }
 
-  /// Runs an operation on a claim's file, mapping "gone" to `claimNoLongerExists`.
-  private func finishing(_ operation: String, _ body: () throws -> Void) throws {
+  /// Runs a move of a claim's file, mapping "gone" to `claimNoLongerExists` and other failures
+  /// to the operation's error.
+  private func finishing(_ operation: String, _ body: () throws -> MoveOutcome) throws
+    -> MoveOutcome
+  {
+    let outcome: MoveOutcome
     do {
-      try body()
-    } catch let error as SystemCallError where error.isNotFound {
-      throw AppGroupMailboxError.claimNoLongerExists
+      outcome = try body()
     } catch let error as SystemCallError {
       throw error.mailboxError(operation)
     }
+    if outcome == .vanished { throw AppGroupMailboxError.claimNoLongerExists }
+    return outcome
   }
 }

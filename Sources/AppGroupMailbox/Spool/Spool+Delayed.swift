@@ -21,11 +21,10 @@ extension Spool {
             if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
               diagnostics.append(.expiredMessageRemoved)
             }
-          } else {
-            try lockedMove {
-              try Syscall.renameNoReplace(
-                directories.delayed, entry.name, directories.pending, name.message.fileName)
-            }
+          } else if try lockedMove(
+            directories.delayed, entry.name, to: directories.pending, name.message.fileName,
+            id: name.message.id, diagnostics: &diagnostics) == .moved
+          {
             promoted += 1
           }
         } catch let error as SystemCallError where error.isNotFound {
@@ -52,17 +51,19 @@ extension Spool {
   /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone.
   func release(_ claimed: ClaimedName, delay: TimeInterval) throws {
     guard delay > 0 else { return try release(claimed) }
-    let target = DelayedName(dueMicros: now + delay.microseconds, message: claimed.message)
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
+    let target = DelayedName(
+      dueMicros: now.addingMicros(delay.microseconds), message: claimed.message)
+    let outcome: MoveOutcome
     do {
-      try lockedMove {
-        try Syscall.renameNoReplace(
-          directories.claimed, claimed.fileName, directories.delayed, target.fileName)
-      }
-    } catch let error as SystemCallError where error.isNotFound {
-      throw AppGroupMailboxError.claimNoLongerExists
+      outcome = try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.delayed, target.fileName,
+        id: claimed.message.id, diagnostics: &events)
     } catch let error as SystemCallError {
       throw error.mailboxError("release")
     }
-    try mapIO("release") { try flushDirectory(directories.delayed) }
+    if outcome == .vanished { throw AppGroupMailboxError.claimNoLongerExists }
+    if outcome == .moved { try mapIO("release") { try flushDirectory(directories.delayed) } }
   }
 }

@@ -97,15 +97,23 @@ extension Spool {
           // Killed before the rename, it leaves a skipped sequence and a depth one too high,
           // which the recount a full mailbox does corrects.
           try persist(counters)
+          let moved: MoveOutcome
           do {
-            try Syscall.renameNoReplace(directories.tmp, temporary, area, target)
+            moved = try move(
+              directories.tmp, temporary, to: area, target, id: id, diagnostics: &diagnostics)
+            if moved == .vanished { throw SystemCallError(call: "renameat2", errno: ENOENT) }
           } catch {
             counters = before
             try? persist(before)
             throw error
           }
           published = true
-          publishedName = target
+          if moved == .moved {
+            publishedName = target
+          } else {
+            // The move policy dropped or quarantined it (a leftover held its fresh name).
+            counters = try recount(stored: counters)
+          }
           return (due == nil ? .published(name) : .delayed(name), discarded)
         }
       }

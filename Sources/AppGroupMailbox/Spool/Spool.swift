@@ -129,17 +129,14 @@ final class Spool: Sendable {
     return SpoolCounters(sequence: sequence, depth: seen.count, newestImplicitMicros: newest)
   }
 
-  /// Runs `move` (a rename of a counted message between or within the areas: a release, a
-  /// renewal, a recovery, a promotion, a claim put back) holding the namespace lock.
-  ///
-  /// Only a claim (one rename out of `pending/`) moves a message without the lock, and a message
-  /// cannot be claimed again before a locked move returns it. So while a recount (which holds
-  /// the lock) runs, each message moves at most once, and the recount's listing order (see
-  /// ``recount(stored:)``) sees it: the depth bound never rests on a count that missed a message
-  /// renamed twice, or renamed within `claimed/` (readdir(3) may skip such an entry).
-  func lockedMove(_ move: () throws -> Void) throws {
-    try withStateLock { _ in try move() }
-  }
+  // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)`` (SpoolMove.swift) runs a
+  // rename of a counted message between or within the areas (a release, a renewal, a recovery,
+  // a promotion, a claim put back) holding the namespace lock. Only a claim (one rename out of
+  // `pending/`) moves a message without the lock, and a message cannot be claimed again before
+  // a locked move returns it. So while a recount (which holds the lock) runs, each message moves
+  // at most once, and the recount's listing order (see ``recount(stored:)``) sees it: the depth
+  // bound never rests on a count that missed a message renamed twice, or renamed within
+  // `claimed/` (readdir(3) may skip such an entry).
 
   /// Runs `removal` (an unlink or a rename that takes one counted message out of `pending/` or
   /// `claimed/`) and lowers the depth counter in the same hold of the lock, so no recount can see

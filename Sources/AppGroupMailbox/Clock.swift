@@ -32,3 +32,12 @@ extension Int64 {
     return overflow ? (micros > 0 ? .max : .min) : sum
   }
 }
+
+extension Int64 {
+  /// Microseconds from `earlier` to `self`, saturating instead of trapping (a hostile header's
+  /// `enqueuedAt` may be any 64-bit integer).
+  func microsSince(_ earlier: Int64) -> Int64 {
+    let (difference, overflow) = subtractingReportingOverflow(earlier)
+    return overflow ? (earlier < 0 ? .max : .min) : difference
+  }
+}

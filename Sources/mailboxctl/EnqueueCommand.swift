@@ -52,6 +52,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     guard let date = ISO8601.parse(text) else {
       throw CommandFailure(.usage, "--enqueued-at needs an ISO 8601 date, not '\(text)'")
     }
+    try representable(date, "--enqueued-at", text)
     return date
   }
   let notBefore = try notBeforeDate(arguments)
@@ -166,6 +167,18 @@ private func notBeforeDate(_ arguments: ParsedArguments) throws -> Date? {
     guard let date = ISO8601.parse(text) else {
       throw CommandFailure(.usage, "--not-before needs an ISO 8601 date, not '\(text)'")
     }
+    try representable(date, "--not-before", text)
     return date
+  }
+}
+
+/// Refuses (usage, exit 64) a date the name format cannot hold, naming the accepted range.
+private func representable(_ date: Date, _ option: String, _ text: String) throws(CommandFailure)
+{
+  guard AppGroupRawMailbox.representableDates.contains(date) else {
+    throw CommandFailure(
+      .usage,
+      "\(option) needs a date from 1970-01-01T00:00:00Z to 2286-11-20T17:46:39.999999Z, "
+        + "not '\(text)'; nothing was enqueued")
   }
 }

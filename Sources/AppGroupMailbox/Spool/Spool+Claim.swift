@@ -112,7 +112,7 @@ extension Spool {
         }
         switch outcome {
         case .success(let raw):
-          if now - raw.header.enqueuedAt >= limits.messageLifetime.microseconds {
+          if now.microsSince(raw.header.enqueuedAt) >= limits.messageLifetime.microseconds {
             // Only a delayed enqueue's name carries a time later than its enqueuedAt.
             if (try? Syscall.unlink(directories.claimed, claimed.fileName)) != nil {
               removed += 1
@@ -207,7 +207,7 @@ extension Spool {
     let claimed = ClaimedName(
       message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
       token: UInt64.random(in: 1 ... .max),
-      leaseUntilMicros: clock + limits.claimTimeout.microseconds)
+      leaseUntilMicros: clock.addingMicros(limits.claimTimeout.microseconds))
     let outcome = try mapIO("claim") {
       try move(
         directories.pending, entryName, to: directories.claimed, claimed.fileName, id: name.id,
@@ -352,7 +352,7 @@ extension Spool {
     defer { emit(events) }
     var renewed = claimed
     renewed.leaseUntilMicros = min(
-      now + limits.claimTimeout.microseconds, MessageKey.maxMicros)
+      now.addingMicros(limits.claimTimeout.microseconds), MessageKey.maxMicros)
     let outcome = try finishing("renew") {
       try lockedMove(
         directories.claimed, claimed.fileName, to: directories.claimed, renewed.fileName,

@@ -13,11 +13,13 @@ extension Spool {
     var promoted = 0
     try mapIO("promote") {
       for entry in try Syscall.list(directories.delayed) {
-        guard let name = DelayedName(parsing: entry.name), name.dueMicros <= clock else {
-          continue
-        }
+        guard let name = DelayedName(parsing: entry.name) else { continue }
+        // A message past its lifetime expires whether due or not (a retry delay longer than
+        // the lifetime, clamped to the last representable instant, ends here).
+        let expired = clock - name.message.key.micros >= limits.messageLifetime.microseconds
+        guard expired || name.dueMicros <= clock else { continue }
         do {
-          if clock - name.message.key.micros >= limits.messageLifetime.microseconds {
+          if expired {
             if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
               diagnostics.append(.expiredMessageRemoved)
             }
@@ -50,11 +52,15 @@ extension Spool {
   /// key (so when due it returns to its original place) and its delivery count.
   /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone.
   func release(_ claimed: ClaimedName, delay: TimeInterval) throws {
+    guard !delay.isNaN else {
+      throw TimeValue.invalid("retryAfter", "a number of seconds, not NaN")
+    }
     guard delay > 0 else { return try release(claimed) }
     var events: [AppGroupMailboxDiagnostic] = []
     defer { emit(events) }
     let target = DelayedName(
-      dueMicros: now.addingMicros(delay.microseconds), message: claimed.message)
+      dueMicros: try TimeValue.due(after: delay, from: now, parameter: "retryAfter"),
+      message: claimed.message)
     let outcome: MoveOutcome
     do {
       outcome = try lockedMove(

@@ -91,6 +91,12 @@ final class Spool: Sendable {
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
   ///
+  /// Without a stored line, the newest implicit time is rebuilt from the pending and claimed
+  /// names whose time is not later than now: names cannot say whether a date was explicit, and
+  /// an explicitly dated import in the future must never become the clock of later enqueues
+  /// (C17). The cost: after a clock step back and a lost `state` file, new messages may sort
+  /// before ones enqueued before the step.
+  ///
   /// Claims, releases, recoveries and promotions move messages between the areas without the
   /// lock, so a message can leave one listing before it shows up in the next. The areas are
   /// listed as pending, claimed, delayed, pending again, an order in which every single move
@@ -106,10 +112,11 @@ final class Spool: Sendable {
     var seen = Set<Seen>()
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
+    let clock = now
     func count(_ name: PendingName) {
       seen.insert(Seen(key: name.key, id: name.id))
       sequence = max(sequence, name.key.sequence)
-      if stored == nil { newest = max(newest, name.key.micros) }
+      if stored == nil, name.key.micros <= clock { newest = max(newest, name.key.micros) }
     }
     for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
       if let name = PendingName(parsing: entry.name) { count(name) }

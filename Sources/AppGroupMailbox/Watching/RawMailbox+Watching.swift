@@ -15,7 +15,8 @@ extension AppGroupRawMailbox {
   /// ends, true, when a delayed message becomes due (it is made pending). See
   /// ``AppGroupMailbox/wait(timeout:)``. Do not call it from a Swift concurrency task.
   /// - Returns: whether anything may be pending (false on timeout).
-  /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``.
+  /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``;
+  ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
     try spool.waitForWork(timeout: timeout)
   }

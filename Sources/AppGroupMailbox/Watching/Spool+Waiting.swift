@@ -27,6 +27,7 @@ extension Spool {
   /// or at the earliest due time, when due messages are made pending), false at `timeout`. A
   /// wake-up that finds nothing pending (a delayed arrival, a coalesced hint) waits on.
   func waitForWork(timeout: TimeInterval?) throws -> Bool {
+    let timeout = try TimeValue.timeout(timeout)
     let watcher = try watcher(pollingInterval: 1)
     defer { watcher.close() }
     let deadline = timeout.map { Date().addingTimeInterval(max(0, $0)) }

@@ -22,7 +22,10 @@ extension Spool {
   /// Entries are checked before anything is read: a name that is not a message name, or an entry
   /// that is not a regular file (symlink, FIFO, socket, device, directory), is moved to
   /// quarantine as it is, without following or opening it; a regular file with more than one link
-  /// is skipped and quarantined only once its link is older than ``linkedEntryGrace``. Expired
+  /// is skipped (and looked at again by a timer, see ``noteRecheck(at:)``) until its link is
+  /// older than ``linkedEntryGrace``, then that name is quarantined as a copy
+  /// (``quarantineLinked(from:_:id:diagnostics:)``), so a last remaining name is delivered once.
+  /// Expired
   /// messages met on the way are deleted. A claimed file is then opened without following links or
   /// blocking, checked on the descriptor, read to at most the payload limit plus one byte, and
   /// `decode` turns it into the caller's value (nil = it does not decode: quarantined as
@@ -63,7 +66,11 @@ extension Spool {
     // Names popped but left in pending/ (young hard links, failed quarantines) go
     // back into the index after the loop, so the next call looks at them again.
     var kept: [PendingName] = []
-    defer { pendingIndex.push(kept) }
+    nextRecheck.withLock { if $0 <= now { $0 = .max } }  // this claim looks again
+    defer {
+      pendingIndex.push(kept)
+      noteSkipped(kept, complete: results.count < wanted)
+    }
     do {
       try claimFromIndex(
         wanted: wanted, kept: &kept, removed: &removed, results: &results,
@@ -91,8 +98,9 @@ extension Spool {
       case .vanished:
         pendingIndex.note(stale: true)  // another consumer won
         continue
-      case .skipped:
+      case .skipped(let lookAgain):
         kept.append(name)
+        noteRecheck(at: lookAgain)
         continue
       case .removed:
         pendingIndex.note(stale: false)
@@ -130,6 +138,7 @@ extension Spool {
           continue
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
+          noteRecheck(at: now + Self.linkedEntryGrace)
           _ = try? lockedMove(
             directories.claimed, claimed.fileName, to: directories.pending, entryName,
             id: name.id, diagnostics: &diagnostics)
@@ -150,8 +159,8 @@ extension Spool {
     /// Gone already (another consumer or process took or removed it).
     case vanished
     /// Left where it is: a young hard link, or an entry a failed quarantine could not move, to
-    /// look at again later.
-    case skipped
+    /// look at again at this clock reading (microseconds; see ``noteRecheck(at:)``).
+    case skipped(Int64)
     /// Deleted (expired) or quarantined.
     case removed
     /// Renamed into `claimed/` under this name.
@@ -176,13 +185,13 @@ extension Spool {
         // A directory (EISDIR) or an entry unlink refuses: contain it instead.
         return quarantine(
           from: directories.pending, entryName, id: name.id, reason: .unsafe,
-          diagnostics: &diagnostics) ? .removed : .skipped
+          diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
       }
     }
     if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .deadletter,
-        diagnostics: &diagnostics) ? .removed : .skipped
+        diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
     }
     let info: stat
     do {
@@ -195,14 +204,16 @@ extension Spool {
     if info.st_mode & S_IFMT != S_IFREG {
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .unsafe,
-        diagnostics: &diagnostics) ? .removed : .skipped
+        diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
     }
     if info.st_nlink > 1 {
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      guard clock - changed >= Self.linkedEntryGrace else { return .skipped }
-      return quarantine(
-        from: directories.pending, entryName, id: name.id, reason: .unsafe,
-        diagnostics: &diagnostics) ? .removed : .skipped
+      guard clock - changed >= Self.linkedEntryGrace else {
+        return .skipped(changed + Self.linkedEntryGrace)
+      }
+      return quarantineLinked(
+        from: directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
+        ? .removed : .skipped(clock + Self.recheckInterval)
     }
     let claimed = ClaimedName(
       message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),

@@ -46,6 +46,12 @@ final class Spool: Sendable {
   private let persistedInBody = Locked<SpoolCounters?>(nil)
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
+  /// The earliest clock reading at which a claim must look again at an entry it skipped for
+  /// now; `Int64.max` when none (see ``noteRecheck(at:)``).
+  let nextRecheck = Locked<Int64>(Int64.max)
+  /// The pending names the last claims skipped for now, so a wait does not count them as work
+  /// before their recheck (see ``noteSkipped(_:complete:)``).
+  let skippedNames = Locked<Set<String>>([])
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(

@@ -45,7 +45,8 @@ extension AppGroupRawMailbox {
     messageType: String = ""
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
+      payload, id: id, enqueuedAt: enqueuedAt,
+      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
       messageType: messageType)
   }
 

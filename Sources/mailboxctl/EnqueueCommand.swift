@@ -173,8 +173,7 @@ private func notBeforeDate(_ arguments: ParsedArguments) throws -> Date? {
 }
 
 /// Refuses (usage, exit 64) a date the name format cannot hold, naming the accepted range.
-private func representable(_ date: Date, _ option: String, _ text: String) throws(CommandFailure)
-{
+private func representable(_ date: Date, _ option: String, _ text: String) throws(CommandFailure) {
   guard AppGroupRawMailbox.representableDates.contains(date) else {
     throw CommandFailure(
       .usage,

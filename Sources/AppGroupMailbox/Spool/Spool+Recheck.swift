@@ -57,7 +57,9 @@ extension Spool {
         let fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         defer { Syscall.close(fd) }
         let info = try Syscall.fstat(fd)
-        guard info.st_mode & S_IFMT == S_IFREG else { throw SystemCallError(call: "fstat", errno: EINVAL) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+          throw SystemCallError(call: "fstat", errno: EINVAL)
+        }
         bytes = try Syscall.readCapped(
           fd, expected: Int(info.st_size), limit: limits.maxPayloadBytes)
       }
@@ -75,7 +77,8 @@ extension Spool {
       return quarantine(
         from: directory, name, id: id, reason: .unsafe, diagnostics: &diagnostics)
     }
-    guard quarantine(from: directories.tmp, copy, id: id, reason: .unsafe, diagnostics: &diagnostics)
+    guard
+      quarantine(from: directories.tmp, copy, id: id, reason: .unsafe, diagnostics: &diagnostics)
     else {
       try? Syscall.unlink(directories.tmp, copy)
       return false

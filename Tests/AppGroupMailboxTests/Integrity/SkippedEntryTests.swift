@@ -30,7 +30,8 @@ import Testing
     return (id, Date())
   }
 
-  @Test func `C16: a hard link dropped into pending while drain --follow waits is handled by itself`()
+  @Test
+  func `C16: a hard link dropped into pending while drain --follow waits is handled by itself`()
     throws
   {
     let container = try TemporaryContainer()

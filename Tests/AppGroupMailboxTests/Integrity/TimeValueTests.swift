@@ -26,8 +26,13 @@ import Testing
     ("notBefore-nan", refusedDate("notBefore")),
     ("id-notBefore-nan", refusedDate("notBefore")),
     ("delay-nan", nanDelay("delay")),
-    ("delay-infinity", "ok pending=0 delayed=0 claimed=0 claimable=0 diagnostics=expiredMessageRemoved"),
-    ("delay-1e13", "ok pending=0 delayed=0 claimed=0 claimable=0 diagnostics=expiredMessageRemoved"),
+    (
+      "delay-infinity",
+      "ok pending=0 delayed=0 claimed=0 claimable=0 diagnostics=expiredMessageRemoved"
+    ),
+    (
+      "delay-1e13", "ok pending=0 delayed=0 claimed=0 claimable=0 diagnostics=expiredMessageRemoved"
+    ),
     ("delay-nan-long-lifetime", nanDelay("delay")),
     ("delay-infinity-long-lifetime", farDue),
     ("delay-1e13-long-lifetime", farDue),

@@ -37,7 +37,9 @@ let enqueueCommand = Subcommand(
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward --max-messages; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past --message-lifetime (from
-      the enqueue time) is rejected (exit 65): the message would expire first.
+      the enqueue time) is rejected (exit 65): the message would expire first. Dates for
+      --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
+      2286-11-20T17:46:39.999999Z; others are refused (exit 64).
       """),
   run: { arguments in try runEnqueue(arguments) })
 

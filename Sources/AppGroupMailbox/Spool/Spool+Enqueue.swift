@@ -209,6 +209,13 @@ extension Spool {
       case .valid(let stamp):
         verified[entry.name] = stamp
         valid.append((name, entry))
+      case .linked:
+        // As a claim does: the name goes to quarantine as a copy (see quarantineLinked).
+        if quarantineLinked(
+          from: directories.pending, entry.name, id: name.id, diagnostics: &diagnostics)
+        {
+          contained += 1
+        }
       case .invalid(let reason):
         if quarantine(
           from: directories.pending, entry.name, id: name.id, reason: reason,
@@ -247,6 +254,8 @@ extension Spool {
     case gone
     /// A hard link younger than ``Spool/linkedEntryGrace``: neither evicted nor quarantined.
     case young
+    /// A hard link older than ``Spool/linkedEntryGrace``.
+    case linked
     case valid(PendingStamp)
     case invalid(QuarantineReason)
   }
@@ -261,7 +270,7 @@ extension Spool {
     guard info.st_mode & S_IFMT == S_IFREG else { return .invalid(.unsafe) }
     if info.st_nlink > 1 {
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      return now - changed >= Self.linkedEntryGrace ? .invalid(.unsafe) : .young
+      return now - changed >= Self.linkedEntryGrace ? .linked : .young
     }
     let stamp = PendingStamp(info)
     if known[entry.name] == stamp { return .valid(stamp) }

@@ -11,21 +11,27 @@ extension AppGroupMailbox {
   /// written; ``Diagnostic/expiredMessageRemoved``). A `notBefore` not in the future is a plain
   /// enqueue.
   /// - Returns: The new message id.
-  /// - Throws: as ``enqueue(_:)``.
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `notBefore` and the accepted range when
+  ///   it lies outside ``AppGroupRawMailbox/representableDates`` or is NaN (nothing written);
+  ///   otherwise as ``enqueue(_:)``.
   @discardableResult
   public func enqueue(_ message: Message, notBefore: Date) throws -> UUID {
     try enqueue(
       message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds)
+      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"))
   }
 
   /// Adds a message that cannot be claimed for `delay` seconds; see ``enqueue(_:notBefore:)``.
-  /// - Throws: as ``enqueue(_:)``.
+  /// A `delay` of 0 or less is a plain enqueue; one reaching past the last representable
+  /// instant (2286, up to infinity) is clamped to it, so the message expires by its lifetime
+  /// instead of becoming claimable.
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `delay` when it is NaN (nothing
+  ///   written); otherwise as ``enqueue(_:)``.
   @discardableResult
   public func enqueue(_ message: Message, delay: TimeInterval) throws -> UUID {
     try enqueue(
       message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: spool.now &+ delay.microseconds)
+      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"))
   }
 
   /// Adds a message with a caller-chosen id that cannot be claimed before `notBefore`; writes
@@ -37,7 +43,7 @@ extension AppGroupMailbox {
   public func enqueue(_ message: Message, id: UUID, notBefore: Date) throws -> UUID {
     try enqueue(
       message, id: id, explicitMicros: nil, unique: true,
-      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds)
+      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"))
   }
 
   /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with

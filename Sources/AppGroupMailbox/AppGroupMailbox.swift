@@ -161,15 +161,19 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   }
 
   /// Imports a message at its original position: ordered by `enqueuedAt` as given (to the
-  /// microsecond, clamped to 1970...2286), equal dates in insertion order; writes nothing while
-  /// `id` is pending, delayed, claimed or quarantined. `messageLifetime` counts from
-  /// `enqueuedAt`.
-  /// - Throws: as ``enqueue(_:)``.
+  /// microsecond), equal dates in insertion order; writes nothing while `id` is pending,
+  /// delayed, claimed or quarantined. `messageLifetime` counts from `enqueuedAt`. An explicit
+  /// date never moves the clock later enqueues without a date use (docs/FORMAT.md, the state
+  /// file).
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the accepted range
+  ///   when `enqueuedAt` lies outside ``AppGroupRawMailbox/representableDates`` (1970 to 2286) or
+  ///   is NaN (nothing written); otherwise as ``enqueue(_:)``.
   /// - Complexity: as ``enqueue(_:id:)``.
   @discardableResult
   public func enqueue(_ message: Message, id: UUID, enqueuedAt: Date) throws -> UUID {
     try enqueue(
-      message, id: id, explicitMicros: enqueuedAt.timeIntervalSince1970.microseconds, unique: true)
+      message, id: id, explicitMicros: try TimeValue.micros(enqueuedAt, parameter: "enqueuedAt"),
+      unique: true)
   }
 
   func enqueue(

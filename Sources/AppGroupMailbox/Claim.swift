@@ -47,8 +47,11 @@ extension AppGroupMailbox {
     /// Returns the message to the mailbox, not claimable for `retryAfter` seconds (it waits in
     /// `delayed/`, still counting toward ``Limits/maxMessages``); when due it goes back to its
     /// original position. A `retryAfter` of 0 or less is a plain ``release()``. Use
-    /// ``RetryPolicy`` to choose a delay that grows with ``deliveryCount``. A Linux addition.
-    /// - Throws: as ``acknowledge()``.
+    /// ``RetryPolicy`` to choose a delay that grows with ``deliveryCount``. A delay reaching past
+    /// the last representable instant (2286, up to infinity) is clamped to it: the message then
+    /// expires by its lifetime. A Linux addition.
+    /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `retryAfter` when it is NaN (the claim
+    ///   is kept); otherwise as ``acknowledge()``.
     public func release(retryAfter: TimeInterval) throws {
       try finish { spool, name in try spool.release(name, delay: retryAfter) }
     }

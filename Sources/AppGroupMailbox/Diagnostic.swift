@@ -9,8 +9,10 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// A claim whose lease ran out was restored to pending at its original position.
   case abandonedClaimRecovered
   /// A symlink, FIFO, socket, device, directory or persistently hard-linked file under a message
-  /// name, or any entry under a name that is not a message name in `pending/`, was moved to
-  /// quarantine (the entry itself; a link's target is never touched). See docs/SECURITY.md.
+  /// name, any entry under a name that is not a message name in `pending/`, or a second,
+  /// different entry in the way of a move (reason `conflict`, see docs/FORMAT.md, "Moves"), was
+  /// moved to quarantine (the entry itself; a link's target is never touched). See
+  /// docs/SECURITY.md.
   case unsafeFileQuarantined
   /// A message file that could not be read as a message (empty, truncated, not JSON, wrong
   /// type, a future format, too large, or undecodable) was moved to quarantine.
@@ -27,6 +29,10 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// A message reached ``AppGroupMailboxLimits/maxDeliveryAttempts`` without an acknowledge and
   /// was moved to quarantine as a dead letter.
   case deadLetterQuarantined
+  /// A move found its target name taken by the same file (a second link left by a crash in the
+  /// link-then-unlink fallback) or a byte-equal copy, and deleted the entry it was moving as a
+  /// duplicate: the message stays once, under the target name (docs/FORMAT.md, "Moves").
+  case duplicateEntryDropped
   /// A watcher could not use inotify and checks its directory on a timer instead (every
   /// `pollingInterval` seconds): `systemCall` failed with `errno`, for example `inotify_init1`
   /// with `EMFILE` (24) past `fs.inotify.max_user_instances`, or `inotify_add_watch` with

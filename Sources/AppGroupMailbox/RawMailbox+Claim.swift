@@ -61,8 +61,10 @@ extension AppGroupRawMailbox {
     /// ``AppGroupMailbox/Claim/release(retryAfter:)`` does: it waits in `delayed/` (still
     /// counting toward ``AppGroupMailboxLimits/maxMessages``), then goes back to its original
     /// position. A `retryAfter` of 0 or less is a plain ``release()``. Use
-    /// ``AppGroupMailboxRetryPolicy`` to choose a delay that grows with ``deliveryCount``.
-    /// - Throws: as ``acknowledge()``.
+    /// ``AppGroupMailboxRetryPolicy`` to choose a delay that grows with ``deliveryCount``. A
+    /// delay reaching past the last representable instant (up to infinity) is clamped to it.
+    /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `retryAfter` when it is NaN
+    ///   (the claim is kept); otherwise as ``acknowledge()``.
     public func release(retryAfter: TimeInterval) throws {
       try finish { spool, name in try spool.release(name, delay: retryAfter) }
     }

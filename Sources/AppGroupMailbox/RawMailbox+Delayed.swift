@@ -16,7 +16,9 @@ extension AppGroupRawMailbox {
   ///     quarantined); nil means a fresh random id.
   ///   - enqueuedAt: The message's `enqueuedAt` (where its lifetime starts); nil means now.
   ///     Its place in line is its due time either way.
-  ///   - notBefore: When it becomes claimable (microsecond precision, until 2286).
+  ///   - notBefore: When it becomes claimable (microsecond precision); a date outside
+  ///     ``representableDates`` or NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)``
+  ///     naming `notBefore` and the range, nothing written.
   ///   - messageType: The stored type tag; empty (the default) is untyped.
   /// - Returns: The receipt; ``Receipt/notBefore`` is set when the message waits in `delayed/`.
   /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
@@ -28,12 +30,14 @@ extension AppGroupRawMailbox {
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt,
-      notBeforeMicros: notBefore.timeIntervalSince1970.microseconds, messageType: messageType)
+      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"),
+      messageType: messageType)
   }
 
   /// Adds a message that cannot be claimed for `delay` seconds from now; see
   /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:)``. A `delay` of 0 or less is a plain
-  /// enqueue.
+  /// enqueue; one reaching past the last representable instant (up to infinity) is clamped to
+  /// it; NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)`` naming `delay`.
   /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
   @discardableResult
   public func enqueue(
@@ -41,7 +45,8 @@ extension AppGroupRawMailbox {
     messageType: String = ""
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: spool.now &+ delay.microseconds,
+      payload, id: id, enqueuedAt: enqueuedAt,
+      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
       messageType: messageType)
   }
 

@@ -121,7 +121,8 @@ public final class AppGroupRawMailbox: Sendable {
   ///     id.
   ///   - enqueuedAt: Places the message by this date (as
   ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
-  ///     order holds.
+  ///     order holds. A date outside ``representableDates`` or NaN is refused with
+  ///     ``AppGroupMailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the range.
   ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
   ///     consumer.
   /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8 or
@@ -148,7 +149,7 @@ public final class AppGroupRawMailbox: Sendable {
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let outcome = try spool.enqueue(
       payload: payload, id: messageID, messageType: messageType,
-      explicitMicros: enqueuedAt.map { $0.timeIntervalSince1970.microseconds },
+      explicitMicros: try enqueuedAt.map { try TimeValue.micros($0, parameter: "enqueuedAt") },
       unique: id != nil, notBeforeMicros: notBeforeMicros, diagnostics: &diagnostics)
     switch outcome {
     case .published:

@@ -30,9 +30,10 @@ public struct AppGroupMailboxRetryPolicy: Sendable, Equatable, Hashable {
   }
 
   /// The delay in seconds before the next delivery, after delivery number `deliveryCount`
-  /// (1 for the first) failed, without jitter.
+  /// (1 for the first) failed, without jitter. A `deliveryCount` below 1 (down to `Int.min`)
+  /// counts as 1.
   public func nominalDelay(afterDelivery deliveryCount: Int) -> TimeInterval {
-    let exponent = Double(max(0, deliveryCount - 1))
+    let exponent = deliveryCount > 1 ? Double(deliveryCount) - 1 : 0
     let grown = baseDelay * pow(multiplier, exponent)
     return grown.isFinite ? min(maximumDelay, grown) : maximumDelay
   }

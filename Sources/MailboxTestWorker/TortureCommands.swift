@@ -4,7 +4,7 @@ import Foundation
 /// The operations the crash-torture test stops at every mutating system call.
 enum TortureOperation: String, CaseIterable {
   case enqueue, enqueueWithID, claim, acknowledge, release, releaseWithDelay, renew, recovery,
-    quarantine, discardOldest
+    quarantine, discardOldest, promotion, batchEnqueue, requeue, purge
 
   /// The id `enqueueWithID` imports.
   static let importedID = UUID(uuidString: "00000000-0000-4000-8000-0000000000c0")!
@@ -21,8 +21,10 @@ enum TortureOperation: String, CaseIterable {
   }
 }
 
-/// `torture OPERATION CONTAINER K`: sets up, arms the crash point after K mutating system calls,
-/// runs the operation once, prints `done`. A crash ends the process with status 86.
+/// `torture OPERATION CONTAINER K [fallback]`: sets up, arms the crash point after K mutating
+/// system calls, runs the operation once, prints `done`. A crash ends the process with status
+/// 86. With `fallback`, every renameat2(2) fails with EINVAL first, so moves take the
+/// link-then-unlink path.
 let tortureCommands: [WorkerCommand] = [
   WorkerCommand(name: "torture") { args in
     guard let operation = TortureOperation(rawValue: args[0]), let k = Int(args[2]) else {
@@ -31,6 +33,9 @@ let tortureCommands: [WorkerCommand] = [
     let mailbox = try AppGroupMailbox<String>(
       containerURL: URL(fileURLWithPath: args[1]), namespace: "jobs", limits: operation.limits,
       overflowPolicy: operation.overflowPolicy)
+    if args.count > 3, args[3] == "fallback" { CrashPoint.forceRenameFallback() }
+    let quarantined = URL(fileURLWithPath: args[1]).appendingPathComponent(
+      "AppGroupMailbox/jobs/quarantine")
     switch operation {
     case .enqueue, .discardOldest:
       CrashPoint.arm(afterMutations: k)
@@ -58,6 +63,21 @@ let tortureCommands: [WorkerCommand] = [
     case .quarantine:
       CrashPoint.arm(afterMutations: k)
       _ = try mailbox.claimPending()
+    case .promotion:
+      CrashPoint.arm(afterMutations: k)
+      _ = try mailbox.wait(timeout: 0)  // promotes what is due
+    case .batchEnqueue:
+      CrashPoint.arm(afterMutations: k)
+      _ = try mailbox.enqueue(contentsOf: ["C", "E"])
+    case .requeue, .purge:
+      let names = try FileManager.default.contentsOfDirectory(atPath: quarantined.path)
+      guard let name = names.first else { throw CocoaError(.fileNoSuchFile) }
+      CrashPoint.arm(afterMutations: k)
+      if operation == .requeue {
+        _ = try mailbox.inspector.requeueQuarantined(name)
+      } else {
+        _ = try mailbox.inspector.purgeQuarantined(name)
+      }
     }
     CrashPoint.disarm()
     print("done")

@@ -184,12 +184,14 @@ final class Drainer {
   /// How long `--follow` may wait with nothing pending and nothing running: until a wake-up
   /// (the `Wakeup` ends the wait early), the next due time of a delayed message (the claim that
   /// follows makes it pending), the earliest lease of another consumer's claim (the claim that
-  /// follows recovers it if abandoned; 1 s when it ran out but is still there), `--timeout`,
-  /// or ``idleRecheck``, whichever comes first.
+  /// follows recovers it if abandoned; 1 s when it ran out but is still there), the next look
+  /// at an entry a claim skipped for now (a young hard link), `--timeout`, or ``idleRecheck``,
+  /// whichever comes first.
   private func idleTimeout(deadline: Date?) -> TimeInterval {
     var wait = idleRecheck
     if let deadline { wait = min(wait, deadline.timeIntervalSinceNow) }
     if let due = try? mailbox.nextDueDate() { wait = min(wait, due.timeIntervalSinceNow + 0.001) }
+    if let recheck = mailbox.nextRecheckDate() { wait = min(wait, recheck.timeIntervalSinceNow) }
     let leases = (try? mailbox.inspector.entries(in: [.claimed]))?.compactMap(\.leaseExpiresAt)
     if let lease = leases?.min() {
       let left = lease.timeIntervalSinceNow

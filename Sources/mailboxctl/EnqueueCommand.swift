@@ -46,7 +46,9 @@ let enqueueCommand = Subcommand(
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward --max-messages; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past --message-lifetime (from
-      the enqueue time) is rejected (exit 65): the message would expire first.
+      the enqueue time) is rejected (exit 65): the message would expire first. Dates for
+      --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
+      2286-11-20T17:46:39.999999Z; others are refused (exit 64).
       """),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -61,6 +63,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     guard let date = ISO8601.parse(text) else {
       throw CommandFailure(.usage, "--enqueued-at needs an ISO 8601 date, not '\(text)'")
     }
+    try representable(date, "--enqueued-at", text)
     return date
   }
   let notBefore = try notBeforeDate(arguments)
@@ -198,6 +201,17 @@ private func notBeforeDate(_ arguments: ParsedArguments) throws -> Date? {
     guard let date = ISO8601.parse(text) else {
       throw CommandFailure(.usage, "--not-before needs an ISO 8601 date, not '\(text)'")
     }
+    try representable(date, "--not-before", text)
     return date
+  }
+}
+
+/// Refuses (usage, exit 64) a date the name format cannot hold, naming the accepted range.
+private func representable(_ date: Date, _ option: String, _ text: String) throws(CommandFailure) {
+  guard AppGroupRawMailbox.representableDates.contains(date) else {
+    throw CommandFailure(
+      .usage,
+      "\(option) needs a date from 1970-01-01T00:00:00Z to 2286-11-20T17:46:39.999999Z, "
+        + "not '\(text)'; nothing was enqueued")
   }
 }

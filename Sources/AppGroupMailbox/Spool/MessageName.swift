@@ -186,10 +186,13 @@ enum QuarantineReason: String, Sendable, CaseIterable {
   case deadletter
   /// An entry in `pending/` whose name is not a message name (see docs/SECURITY.md).
   case foreign
+  /// A second, different entry under a name a move needed, moved aside by the move policy (see
+  /// ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``).
+  case conflict
 
   var diagnostic: AppGroupMailboxDiagnostic {
     switch self {
-    case .unsafe, .foreign: .unsafeFileQuarantined
+    case .unsafe, .foreign, .conflict: .unsafeFileQuarantined
     case .deadletter: .deadLetterQuarantined
     default: .malformedMessageQuarantined
     }

@@ -40,6 +40,7 @@ extension Spool {
       }
     }
     var discarded = 0
+    var conflicts = 0
     var failure: (any Error)?
     try mapIO("enqueue") {
       try withStateLock { counters in
@@ -69,9 +70,13 @@ extension Spool {
             let name = PendingName(
               key: MessageKey(micros: micros, sequence: before.sequence + 1 + UInt64(index)),
               id: ids[index], attempts: 0)
-            try Syscall.renameNoReplace(
-              directories.tmp, temporaries[index], directories.pending, name.fileName)
+            let moved = try move(
+              directories.tmp, temporaries[index], to: directories.pending, name.fileName,
+              id: ids[index], diagnostics: &diagnostics)
+            if moved == .vanished { throw SystemCallError(call: "renameat2", errno: ENOENT) }
             published += 1
+            // The move policy dropped or quarantined it: a leftover held its fresh name.
+            if moved != .moved { conflicts += 1 }
           }
         } catch {
           // Keep the counters of what was published (written back when the lock is released);
@@ -81,6 +86,7 @@ extension Spool {
           if published == 0 { counters.newestImplicitMicros = before.newestImplicitMicros }
           failure = error
         }
+        if conflicts > 0 { counters = try recount(stored: counters) }
       }
     }
     for _ in 0..<discarded { diagnostics.append(.oldestMessageDiscarded) }

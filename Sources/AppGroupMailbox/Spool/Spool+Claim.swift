@@ -22,7 +22,10 @@ extension Spool {
   /// Entries are checked before anything is read: a name that is not a message name, or an entry
   /// that is not a regular file (symlink, FIFO, socket, device, directory), is moved to
   /// quarantine as it is, without following or opening it; a regular file with more than one link
-  /// is skipped and quarantined only once its link is older than ``linkedEntryGrace``. Expired
+  /// is skipped (and looked at again by a timer, see ``noteRecheck(at:)``) until its link is
+  /// older than ``linkedEntryGrace``, then that name is quarantined as a copy
+  /// (``quarantineLinked(from:_:id:diagnostics:)``), so a last remaining name is delivered once.
+  /// Expired
   /// messages met on the way are deleted. A claimed file is then opened without following links or
   /// blocking, checked on the descriptor, read to at most the payload limit plus one byte, and
   /// `decode` turns it into the caller's value (nil = it does not decode: quarantined as
@@ -63,7 +66,11 @@ extension Spool {
     // Names popped but left in pending/ (young hard links, failed quarantines) go
     // back into the index after the loop, so the next call looks at them again.
     var kept: [PendingName] = []
-    defer { pendingIndex.push(kept) }
+    nextRecheck.withLock { if $0 <= now { $0 = .max } }  // this claim looks again
+    defer {
+      pendingIndex.push(kept)
+      noteSkipped(kept, complete: results.count < wanted)
+    }
     do {
       try claimFromIndex(
         wanted: wanted, kept: &kept, removed: &removed, results: &results,
@@ -91,8 +98,9 @@ extension Spool {
       case .vanished:
         pendingIndex.note(stale: true)  // another consumer won
         continue
-      case .skipped:
+      case .skipped(let lookAgain):
         kept.append(name)
+        noteRecheck(at: lookAgain)
         continue
       case .removed:
         pendingIndex.note(stale: false)
@@ -105,15 +113,14 @@ extension Spool {
         } catch {
           // An I/O error (EMFILE, EIO...) says nothing about the file: put it back so it is not
           // stuck in claimed/ until its lease runs out, then report the error.
-          try? lockedMove {
-            try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entryName)
-          }
+          _ = try? lockedMove(
+            directories.claimed, claimed.fileName, to: directories.pending, entryName,
+            id: name.id, diagnostics: &diagnostics)
           throw error
         }
         switch outcome {
         case .success(let raw):
-          if now - raw.header.enqueuedAt >= limits.messageLifetime.microseconds {
+          if now.microsSince(raw.header.enqueuedAt) >= limits.messageLifetime.microseconds {
             // Only a delayed enqueue's name carries a time later than its enqueuedAt.
             if (try? Syscall.unlink(directories.claimed, claimed.fileName)) != nil {
               removed += 1
@@ -131,10 +138,10 @@ extension Spool {
           continue
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
-          try? lockedMove {
-            try Syscall.renameNoReplace(
-              directories.claimed, claimed.fileName, directories.pending, entryName)
-          }
+          noteRecheck(at: now + Self.linkedEntryGrace)
+          _ = try? lockedMove(
+            directories.claimed, claimed.fileName, to: directories.pending, entryName,
+            id: name.id, diagnostics: &diagnostics)
         case .failure(let reason):
           if quarantine(
             from: directories.claimed, claimed.fileName, id: name.id, reason: reason.quarantine,
@@ -152,8 +159,8 @@ extension Spool {
     /// Gone already (another consumer or process took or removed it).
     case vanished
     /// Left where it is: a young hard link, or an entry a failed quarantine could not move, to
-    /// look at again later.
-    case skipped
+    /// look at again at this clock reading (microseconds; see ``noteRecheck(at:)``).
+    case skipped(Int64)
     /// Deleted (expired) or quarantined.
     case removed
     /// Renamed into `claimed/` under this name.
@@ -178,13 +185,13 @@ extension Spool {
         // A directory (EISDIR) or an entry unlink refuses: contain it instead.
         return quarantine(
           from: directories.pending, entryName, id: name.id, reason: .unsafe,
-          diagnostics: &diagnostics) ? .removed : .skipped
+          diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
       }
     }
     if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .deadletter,
-        diagnostics: &diagnostics) ? .removed : .skipped
+        diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
     }
     let info: stat
     do {
@@ -197,28 +204,33 @@ extension Spool {
     if info.st_mode & S_IFMT != S_IFREG {
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .unsafe,
-        diagnostics: &diagnostics) ? .removed : .skipped
+        diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
     }
     if info.st_nlink > 1 {
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      guard clock - changed >= Self.linkedEntryGrace else { return .skipped }
-      return quarantine(
-        from: directories.pending, entryName, id: name.id, reason: .unsafe,
-        diagnostics: &diagnostics) ? .removed : .skipped
+      guard clock - changed >= Self.linkedEntryGrace else {
+        return .skipped(changed + Self.linkedEntryGrace)
+      }
+      return quarantineLinked(
+        from: directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
+        ? .removed : .skipped(clock + Self.recheckInterval)
     }
     let claimed = ClaimedName(
       message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
       token: UInt64.random(in: 1 ... .max),
-      leaseUntilMicros: clock + limits.claimTimeout.microseconds)
-    do {
-      try Syscall.rename(directories.pending, entryName, directories.claimed, claimed.fileName)
-      nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
-    } catch let error as SystemCallError where error.isNotFound {
-      return .vanished
-    } catch let error as SystemCallError {
-      throw error.mailboxError("claim")
+      leaseUntilMicros: clock.addingMicros(limits.claimTimeout.microseconds))
+    let outcome = try mapIO("claim") {
+      try move(
+        directories.pending, entryName, to: directories.claimed, claimed.fileName, id: name.id,
+        freshTarget: true, diagnostics: &diagnostics)
     }
-    return .claimed(claimed)
+    switch outcome {
+    case .moved:
+      nextLeaseDeadline.withLock { $0 = min($0, claimed.leaseUntilMicros) }
+      return .claimed(claimed)
+    case .vanished: return .vanished
+    case .duplicate, .conflict: return .removed
+    }
   }
 
   /// The pending entries under message names, sorted oldest first, and the entries under any
@@ -239,84 +251,6 @@ extension Spool {
     return (names, foreign)
   }
 
-  /// Why a claimed file cannot be delivered.
-  enum ReadFailure: Error {
-    case unsafe, linked, oversized, malformed, future, wrongType
-    /// The claimed file is gone (another process removed it): skipped, nothing to quarantine.
-    case vanished
-
-    var quarantine: QuarantineReason {
-      switch self {
-      case .unsafe, .linked, .vanished: .unsafe
-      case .oversized: .oversized
-      case .malformed: .malformed
-      case .future: .future
-      case .wrongType: .wrongtype
-      }
-    }
-  }
-
-  /// Reads and checks one claimed file: opened without following links, blocking or becoming a
-  /// controlling terminal (`O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`), checked on the descriptor
-  /// (regular, one link, size at most ``AppGroupMailboxLimits/maxPayloadBytes``) before a byte is
-  /// read, read to at most the limit plus one byte (a file that grows while it is read is cut
-  /// there and reported oversized), its envelope, id and type verified.
-  func read(_ claimed: ClaimedName) throws -> Result<RawClaim, ReadFailure> {
-    try read(directories.claimed, claimed.fileName).map { header, payload in
-      RawClaim(name: claimed, header: header, payload: payload)
-    }.flatMap { raw in
-      guard
-        NameBytes.parseUUID(raw.header.id.utf8) ?? UUID(uuidString: raw.header.id)
-          == claimed.message.id
-      else {
-        return .failure(.malformed)
-      }
-      if let expected = configuration.expectedMessageType, !raw.header.messageType.isEmpty,
-        raw.header.messageType != expected
-      {
-        return .failure(.wrongType)
-      }
-      return .success(raw)
-    }
-  }
-
-  /// Opens, checks and reads the message file `name` of `directory`; see ``read(_:)``.
-  func read(_ directory: Int32, _ name: String) throws -> Result<
-    (EnvelopeHeader, Data), ReadFailure
-  > {
-    let fd: Int32
-    do {
-      fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-    } catch let error as SystemCallError
-      where error.errno == ELOOP || error.errno == ENXIO || error.errno == EISDIR
-      || error.errno == EWOULDBLOCK || error.errno == ENODEV || error.errno == EACCES
-    {
-      return .failure(.unsafe)
-    } catch let error as SystemCallError where error.isNotFound {
-      return .failure(.vanished)
-    } catch let error as SystemCallError {
-      throw error.mailboxError("claim")
-    }
-    defer { Syscall.close(fd) }
-    let info = try mapIO("claim") { try Syscall.fstat(fd) }
-    guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.unsafe) }
-    guard info.st_nlink == 1 else { return .failure(.linked) }
-    let maximum = limits.maxPayloadBytes
-    guard info.st_size <= maximum else { return .failure(.oversized) }
-    let bytes = try mapIO("claim") {
-      try Syscall.readCapped(fd, expected: Int(info.st_size), limit: maximum)
-    }
-    guard bytes.count <= maximum else { return .failure(.oversized) }
-    do {
-      let (header, range) = try Envelope.decode(bytes)
-      return .success((header, Data(bytes[range])))
-    } catch .futureFormat {
-      return .failure(.future)
-    } catch {
-      return .failure(.malformed)
-    }
-  }
-
   /// Deletes a claim: the message is done. Throws ``AppGroupMailboxError/claimNoLongerExists``
   /// when the claim was recovered (or already finished) and touches nothing then.
   func acknowledge(_ claimed: ClaimedName) throws {
@@ -327,40 +261,54 @@ extension Spool {
   }
 
   /// Puts a claimed message back in `pending/` under its original key (so at its original
-  /// position), keeping the delivery count.
+  /// position), keeping the delivery count. When a copy of the message already sits under that
+  /// name, the move policy applies (``move(_:_:to:_:id:freshTarget:diagnostics:)``): the message
+  /// stays once, and this returns normally.
   func release(_ claimed: ClaimedName) throws {
-    try finishing("release") {
-      try lockedMove {
-        try Syscall.renameNoReplace(
-          directories.claimed, claimed.fileName, directories.pending, claimed.message.fileName)
-      }
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
+    let outcome = try finishing("release") {
+      try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.pending,
+        claimed.message.fileName, id: claimed.message.id, diagnostics: &events)
     }
+    guard outcome == .moved else { return }
     try mapIO("release") { try flushDirectory(directories.pending) }
     configuration.onPending?()
   }
 
   /// Starts a fresh lease: renames the claim to a new deadline. Returns the new name.
+  /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone, or when a
+  ///   different entry held the new name and the claim went to quarantine (move policy).
   func renew(_ claimed: ClaimedName) throws -> ClaimedName {
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
     var renewed = claimed
     renewed.leaseUntilMicros = min(
-      now + limits.claimTimeout.microseconds, MessageKey.maxMicros)
-    try finishing("renew") {
-      try lockedMove {
-        try Syscall.rename(
-          directories.claimed, claimed.fileName, directories.claimed, renewed.fileName)
-      }
+      now.addingMicros(limits.claimTimeout.microseconds), MessageKey.maxMicros)
+    let outcome = try finishing("renew") {
+      try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.claimed, renewed.fileName,
+        id: claimed.message.id, freshTarget: true, diagnostics: &events)
+    }
+    guard outcome == .moved || outcome == .duplicate else {
+      throw AppGroupMailboxError.claimNoLongerExists
     }
     return renewed
   }
 
-  /// Runs an operation on a claim's file, mapping "gone" to `claimNoLongerExists`.
-  private func finishing(_ operation: String, _ body: () throws -> Void) throws {
+  /// Runs a move of a claim's file, mapping "gone" to `claimNoLongerExists` and other failures
+  /// to the operation's error.
+  private func finishing(_ operation: String, _ body: () throws -> MoveOutcome) throws
+    -> MoveOutcome
+  {
+    let outcome: MoveOutcome
     do {
-      try body()
-    } catch let error as SystemCallError where error.isNotFound {
-      throw AppGroupMailboxError.claimNoLongerExists
+      outcome = try body()
     } catch let error as SystemCallError {
       throw error.mailboxError(operation)
     }
+    if outcome == .vanished { throw AppGroupMailboxError.claimNoLongerExists }
+    return outcome
   }
 }

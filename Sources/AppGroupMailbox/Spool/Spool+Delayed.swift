@@ -13,19 +13,20 @@ extension Spool {
     var promoted = 0
     try mapIO("promote") {
       for entry in try Syscall.list(directories.delayed) {
-        guard let name = DelayedName(parsing: entry.name), name.dueMicros <= clock else {
-          continue
-        }
+        guard let name = DelayedName(parsing: entry.name) else { continue }
+        // A message past its lifetime expires whether due or not (a retry delay longer than
+        // the lifetime, clamped to the last representable instant, ends here).
+        let expired = clock - name.message.key.micros >= limits.messageLifetime.microseconds
+        guard expired || name.dueMicros <= clock else { continue }
         do {
-          if clock - name.message.key.micros >= limits.messageLifetime.microseconds {
+          if expired {
             if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
               diagnostics.append(.expiredMessageRemoved)
             }
-          } else {
-            try lockedMove {
-              try Syscall.renameNoReplace(
-                directories.delayed, entry.name, directories.pending, name.message.fileName)
-            }
+          } else if try lockedMove(
+            directories.delayed, entry.name, to: directories.pending, name.message.fileName,
+            id: name.message.id, diagnostics: &diagnostics) == .moved
+          {
             promoted += 1
           }
         } catch let error as SystemCallError where error.isNotFound {
@@ -51,18 +52,24 @@ extension Spool {
   /// key (so when due it returns to its original place) and its delivery count.
   /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone.
   func release(_ claimed: ClaimedName, delay: TimeInterval) throws {
+    guard !delay.isNaN else {
+      throw TimeValue.invalid("retryAfter", "a number of seconds, not NaN")
+    }
     guard delay > 0 else { return try release(claimed) }
-    let target = DelayedName(dueMicros: now + delay.microseconds, message: claimed.message)
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
+    let target = DelayedName(
+      dueMicros: try TimeValue.due(after: delay, from: now, parameter: "retryAfter"),
+      message: claimed.message)
+    let outcome: MoveOutcome
     do {
-      try lockedMove {
-        try Syscall.renameNoReplace(
-          directories.claimed, claimed.fileName, directories.delayed, target.fileName)
-      }
-    } catch let error as SystemCallError where error.isNotFound {
-      throw AppGroupMailboxError.claimNoLongerExists
+      outcome = try lockedMove(
+        directories.claimed, claimed.fileName, to: directories.delayed, target.fileName,
+        id: claimed.message.id, diagnostics: &events)
     } catch let error as SystemCallError {
       throw error.mailboxError("release")
     }
-    try mapIO("release") { try flushDirectory(directories.delayed) }
+    if outcome == .vanished { throw AppGroupMailboxError.claimNoLongerExists }
+    if outcome == .moved { try mapIO("release") { try flushDirectory(directories.delayed) } }
   }
 }

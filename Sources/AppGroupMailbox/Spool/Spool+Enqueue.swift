@@ -97,15 +97,23 @@ extension Spool {
           // Killed before the rename, it leaves a skipped sequence and a depth one too high,
           // which the recount a full mailbox does corrects.
           try persist(counters)
+          let moved: MoveOutcome
           do {
-            try Syscall.renameNoReplace(directories.tmp, temporary, area, target)
+            moved = try move(
+              directories.tmp, temporary, to: area, target, id: id, diagnostics: &diagnostics)
+            if moved == .vanished { throw SystemCallError(call: "renameat2", errno: ENOENT) }
           } catch {
             counters = before
             try? persist(before)
             throw error
           }
           published = true
-          publishedName = target
+          if moved == .moved {
+            publishedName = target
+          } else {
+            // The move policy dropped or quarantined it (a leftover held its fresh name).
+            counters = try recount(stored: counters)
+          }
           return (due == nil ? .published(name) : .delayed(name), discarded)
         }
       }
@@ -201,6 +209,13 @@ extension Spool {
       case .valid(let stamp):
         verified[entry.name] = stamp
         valid.append((name, entry))
+      case .linked:
+        // As a claim does: the name goes to quarantine as a copy (see quarantineLinked).
+        if quarantineLinked(
+          from: directories.pending, entry.name, id: name.id, diagnostics: &diagnostics)
+        {
+          contained += 1
+        }
       case .invalid(let reason):
         if quarantine(
           from: directories.pending, entry.name, id: name.id, reason: reason,
@@ -239,6 +254,8 @@ extension Spool {
     case gone
     /// A hard link younger than ``Spool/linkedEntryGrace``: neither evicted nor quarantined.
     case young
+    /// A hard link older than ``Spool/linkedEntryGrace``.
+    case linked
     case valid(PendingStamp)
     case invalid(QuarantineReason)
   }
@@ -253,7 +270,7 @@ extension Spool {
     guard info.st_mode & S_IFMT == S_IFREG else { return .invalid(.unsafe) }
     if info.st_nlink > 1 {
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      return now - changed >= Self.linkedEntryGrace ? .invalid(.unsafe) : .young
+      return now - changed >= Self.linkedEntryGrace ? .linked : .young
     }
     let stamp = PendingStamp(info)
     if known[entry.name] == stamp { return .valid(stamp) }

@@ -210,6 +210,8 @@ extension Spool {
       throw error.mailboxError("requeue")
     }
     guard let id = UUID(uuidString: header.id) else { return .notAMessage }
+    var events: [AppGroupMailboxDiagnostic] = []
+    defer { emit(events) }
     let outcome = try mapIO("requeue") {
       try withStateLock { counters -> AppGroupMailboxRequeueOutcome in
         if try isPendingDelayedOrClaimed(id: id) { return .alreadyPresent(id) }
@@ -220,15 +222,20 @@ extension Spool {
         let micros = min(max(header.enqueuedAt, 0), MessageKey.maxMicros)
         let name = PendingName(
           key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
-        do {
-          try Syscall.renameNoReplace(
-            directories.quarantine, fileName, directories.pending, name.fileName)
-        } catch let error as SystemCallError where error.isNotFound {
-          return .notFound
+        switch try move(
+          directories.quarantine, fileName, to: directories.pending, name.fileName, id: id,
+          diagnostics: &events)
+        {
+        case .vanished: return .notFound
+        case .moved:
+          counters.sequence += 1
+          counters.depth += 1
+          return .requeued(id)
+        case .duplicate, .conflict:
+          // A leftover held the fresh name: the move policy dropped or quarantined the copy.
+          counters.sequence += 1
+          return .alreadyPresent(id)
         }
-        counters.sequence += 1
-        counters.depth += 1
-        return .requeued(id)
       }
     }
     if case .requeued = outcome {

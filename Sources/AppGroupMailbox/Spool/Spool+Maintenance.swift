@@ -74,24 +74,17 @@ extension Spool {
               }
               continue
             }
-          } else {
-            try lockedMove {
-              try Syscall.renameNoReplace(
-                directories.claimed, entry.name, directories.pending, claimed.message.fileName)
-            }
+          } else if try lockedMove(
+            directories.claimed, entry.name, to: directories.pending, claimed.message.fileName,
+            id: claimed.message.id, diagnostics: &diagnostics) == .moved
+          {
+            // A copy already pending under its name is the move policy's case: the claim was
+            // dropped or quarantined and the depth rebuilt; the message stays once.
             recovered += 1
             diagnostics.append(.abandonedClaimRecovered)
           }
         } catch let error as SystemCallError where error.isNotFound {
           continue
-        } catch let error as SystemCallError where error.errno == EEXIST {
-          // The same message is also pending: a second copy, never delivered twice over.
-          if quarantine(
-            from: directories.claimed, entry.name, id: claimed.message.id, reason: .unsafe,
-            diagnostics: &diagnostics)
-          {
-            contained += 1
-          }
         }
       }
       if contained > 0 {

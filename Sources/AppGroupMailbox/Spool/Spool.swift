@@ -46,6 +46,12 @@ final class Spool: Sendable {
   private let persistedInBody = Locked<SpoolCounters?>(nil)
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
+  /// The earliest clock reading at which a claim must look again at an entry it skipped for
+  /// now; `Int64.max` when none (see ``noteRecheck(at:)``).
+  let nextRecheck = Locked<Int64>(Int64.max)
+  /// The pending names the last claims skipped for now, so a wait does not count them as work
+  /// before their recheck (see ``noteSkipped(_:complete:)``).
+  let skippedNames = Locked<Set<String>>([])
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(
@@ -91,6 +97,12 @@ final class Spool: Sendable {
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
   ///
+  /// Without a stored line, the newest implicit time is rebuilt from the pending and claimed
+  /// names whose time is not later than now: names cannot say whether a date was explicit, and
+  /// an explicitly dated import in the future must never become the clock of later enqueues
+  /// (C17). The cost: after a clock step back and a lost `state` file, new messages may sort
+  /// before ones enqueued before the step.
+  ///
   /// Claims, releases, recoveries and promotions move messages between the areas without the
   /// lock, so a message can leave one listing before it shows up in the next. The areas are
   /// listed as pending, claimed, delayed, pending again, an order in which every single move
@@ -106,10 +118,11 @@ final class Spool: Sendable {
     var seen = Set<Seen>()
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
+    let clock = now
     func count(_ name: PendingName) {
       seen.insert(Seen(key: name.key, id: name.id))
       sequence = max(sequence, name.key.sequence)
-      if stored == nil { newest = max(newest, name.key.micros) }
+      if stored == nil, name.key.micros <= clock { newest = max(newest, name.key.micros) }
     }
     for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
       if let name = PendingName(parsing: entry.name) { count(name) }
@@ -129,17 +142,14 @@ final class Spool: Sendable {
     return SpoolCounters(sequence: sequence, depth: seen.count, newestImplicitMicros: newest)
   }
 
-  /// Runs `move` (a rename of a counted message between or within the areas: a release, a
-  /// renewal, a recovery, a promotion, a claim put back) holding the namespace lock.
-  ///
-  /// Only a claim (one rename out of `pending/`) moves a message without the lock, and a message
-  /// cannot be claimed again before a locked move returns it. So while a recount (which holds
-  /// the lock) runs, each message moves at most once, and the recount's listing order (see
-  /// ``recount(stored:)``) sees it: the depth bound never rests on a count that missed a message
-  /// renamed twice, or renamed within `claimed/` (readdir(3) may skip such an entry).
-  func lockedMove(_ move: () throws -> Void) throws {
-    try withStateLock { _ in try move() }
-  }
+  // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)`` (SpoolMove.swift) runs a
+  // rename of a counted message between or within the areas (a release, a renewal, a recovery,
+  // a promotion, a claim put back) holding the namespace lock. Only a claim (one rename out of
+  // `pending/`) moves a message without the lock, and a message cannot be claimed again before
+  // a locked move returns it. So while a recount (which holds the lock) runs, each message moves
+  // at most once, and the recount's listing order (see ``recount(stored:)``) sees it: the depth
+  // bound never rests on a count that missed a message renamed twice, or renamed within
+  // `claimed/` (readdir(3) may skip such an entry).
 
   /// Runs `removal` (an unlink or a rename that takes one counted message out of `pending/` or
   /// `claimed/`) and lowers the depth counter in the same hold of the lock, so no recount can see

@@ -31,6 +31,13 @@ import Synchronization
     /// Disarms the hook.
     public static func disarm() { remaining.store(-1, ordering: .sequentiallyConsistent) }
 
+    /// Makes every later renameat2(2) of this process fail with EINVAL, as on a filesystem
+    /// without `RENAME_NOREPLACE`, so moves take the link-then-unlink fallback (or renameat(2)
+    /// for fresh targets). For crash-torture workers.
+    public static func forceRenameFallback() {
+      FaultInjection.add(.init(call: "renameat2", errno: EINVAL, count: Int.max))
+    }
+
     /// Called before every system call: ends the process when `call` would be one mutating call
     /// too many.
     static func check(_ call: String) {
@@ -44,6 +51,8 @@ import Synchronization
     public static func arm(afterMutations mutations: Int) {}
     /// Does nothing in release builds.
     public static func disarm() {}
+    /// Does nothing in release builds.
+    public static func forceRenameFallback() {}
     @inline(__always) static func check(_ call: String) {}
   #endif
 }

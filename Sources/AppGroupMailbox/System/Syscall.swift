@@ -130,9 +130,13 @@ enum Syscall {
 
   /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.
   /// Where the filesystem lacks the flag (EINVAL, ENOSYS) it falls back to linkat(2) then
-  /// unlinkat(2), which shows two links for an instant (see docs/FORMAT.md, "Claim").
+  /// unlinkat(2), which shows two links for an instant (see docs/FORMAT.md, "Claim"); a source
+  /// already gone when the fallback unlinks it (another process finished the same move) counts as
+  /// moved. With `linkFallback` false it falls back to renameat(2) instead, which is atomic but
+  /// replaces: only for a destination that carries a fresh random token (a claim, a renewal).
+  /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``.
   static func renameNoReplace(
-    _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String
+    _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String, linkFallback: Bool = true
   ) throws {
     do {
       _ = try old.withSystemName { path in
@@ -145,16 +149,26 @@ enum Syscall {
         }
       }
     } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
-      _ = try old.withSystemName { path in
-        try SystemCallRecording.observe(
-          .init(
-            name: "linkat", descriptor: from, path: String(cString: path), targetDescriptor: to,
-            targetPath: new)
-        ) {
-          try retrying("linkat") { linkat(from, path, to, new, 0) }
-        }
+      guard linkFallback else { return try rename(from, old, to, new) }
+      try link(from, old, to, new)
+      do {
+        try unlink(from, old)
+      } catch let error as SystemCallError where error.isNotFound {
+        return
       }
-      try unlink(from, old)
+    }
+  }
+
+  /// linkat(2) without following a symlink source: a second name for the same inode.
+  static func link(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
+    _ = try old.withSystemName { path in
+      try SystemCallRecording.observe(
+        .init(
+          name: "linkat", descriptor: from, path: String(cString: path), targetDescriptor: to,
+          targetPath: new)
+      ) {
+        try retrying("linkat") { linkat(from, path, to, new, 0) }
+      }
     }
   }
 

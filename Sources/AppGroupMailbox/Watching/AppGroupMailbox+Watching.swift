@@ -30,8 +30,10 @@ extension AppGroupMailbox {
   /// and closes it before returning; a loop waiting again and again should keep one
   /// ``wakeUps(pollingInterval:)`` watcher instead. Do not call it from a Swift concurrency
   /// task.
-  /// - Returns: whether anything may be pending (false on timeout).
-  /// - Throws: ``MailboxError/mailboxDirectoryRemoved``.
+  /// - Returns: whether anything may be pending (false on timeout). A timeout of 0 or less
+  ///   looks once; infinity waits without limit, as nil does.
+  /// - Throws: ``MailboxError/mailboxDirectoryRemoved``; ``MailboxError/invalidLimit(_:)``
+  ///   naming `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
     try spool.waitForWork(timeout: timeout)
   }

@@ -91,11 +91,13 @@ public final class AppGroupMailboxWatcher: Sendable, AsyncSequence {
   /// Do not call it from a Swift concurrency task (it blocks the thread); iterate the watcher
   /// there instead.
   /// - Returns: true when something may be pending (a wake-up was taken), false on timeout or
-  ///   after ``close()``. A timeout of 0 only takes a wake-up already waiting.
+  ///   after ``close()``. A timeout of 0 or less only takes a wake-up already waiting;
+  ///   infinity waits without limit, as nil does.
   /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the mailbox's directory
-  ///   was deleted, moved or replaced.
+  ///   was deleted, moved or replaced; ``AppGroupMailboxError/invalidLimit(_:)`` naming
+  ///   `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
-    try Self.interpret(core.wait(timeout: timeout))
+    try Self.interpret(core.wait(timeout: TimeValue.timeout(timeout)))
   }
 
   static func interpret(_ outcome: WaitOutcome) throws -> Bool {

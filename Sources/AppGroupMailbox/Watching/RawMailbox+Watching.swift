@@ -15,7 +15,8 @@ extension AppGroupRawMailbox {
   /// ends, true, when a delayed message becomes due (it is made pending). See
   /// ``AppGroupMailbox/wait(timeout:)``. Do not call it from a Swift concurrency task.
   /// - Returns: whether anything may be pending (false on timeout).
-  /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``.
+  /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``;
+  ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
     try spool.waitForWork(timeout: timeout)
   }
@@ -32,5 +33,14 @@ extension AppGroupRawMailbox {
     try await spool.drain(
       batchSize: batchSize, pollingInterval: pollingInterval,
       claim: { try claimPending(limit: $0) }, handler: handler)
+  }
+
+  /// When this mailbox's claims must look again at an entry they skipped for now (a hard link
+  /// younger than its grace period, an entry a quarantine could not move), or nil when none
+  /// waits. A loop that waits for wake-ups must not sleep past it: no file event announces
+  /// that the grace period ended (``wait(timeout:)`` and ``drain(batchSize:pollingInterval:handler:)``
+  /// already include it). Per mailbox instance.
+  public func nextRecheckDate() -> Date? {
+    spool.secondsToNextRecheck().map { Date().addingTimeInterval($0) }
   }
 }

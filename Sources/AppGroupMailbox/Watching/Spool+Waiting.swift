@@ -1,4 +1,5 @@
 import Foundation
+import MailboxLocks
 
 /// A claim a drain loop can finish: what ``AppGroupMailbox/Claim`` and
 /// ``AppGroupRawMailbox/Claim`` share.
@@ -24,29 +25,36 @@ extension Spool {
   }
 
   /// See ``AppGroupMailbox/wait(timeout:)``: true once a message is pending (after a wake-up,
-  /// or at the earliest due time, when due messages are made pending), false at `timeout`. A
-  /// wake-up that finds nothing pending (a delayed arrival, a coalesced hint) waits on.
+  /// or at the earliest due time, when due messages are made pending), or when an entry a claim
+  /// skipped for now is due for another look (``secondsToNextRecheck()``); false at `timeout`.
+  /// A wake-up that finds nothing pending (a delayed arrival, a coalesced hint) waits on.
   func waitForWork(timeout: TimeInterval?) throws -> Bool {
+    let timeout = try TimeValue.timeout(timeout)
     let watcher = try watcher(pollingInterval: 1)
     defer { watcher.close() }
     let deadline = timeout.map { Date().addingTimeInterval(max(0, $0)) }
     while true {
       let remaining = deadline.map { max(0, $0.timeIntervalSinceNow) }
       let due = secondsToNextDue()
-      let slice = [remaining, due].compactMap { $0 }.min()
+      let recheck = secondsToNextRecheck()
+      let slice = [remaining, due, recheck].compactMap { $0 }.min()
       let woken = try watcher.wait(timeout: slice)
       var diagnostics: [AppGroupMailboxDiagnostic] = []
       let promoted = try promoteDue(diagnostics: &diagnostics)
       emit(diagnostics)
       if promoted > 0 || (woken && hasPendingMessage()) { return true }
+      // A skipped entry is due for another look: the caller's next claim handles it.
+      if recheck != nil, nextRecheck.withLock({ $0 }) <= now { return true }
       if let deadline, Date() >= deadline { return false }
     }
   }
 
-  /// Whether `pending/` holds at least one entry under a message name (one listing).
+  /// Whether `pending/` holds at least one entry under a message name that the last claims did
+  /// not skip for now (one listing): a skipped entry counts at its recheck time instead.
   private func hasPendingMessage() -> Bool {
-    ((try? Syscall.list(directories.pending)) ?? []).contains {
-      PendingName(parsing: $0.name) != nil
+    let skipped = skippedNames.withLock { $0 }
+    return ((try? Syscall.list(directories.pending)) ?? []).contains {
+      PendingName(parsing: $0.name) != nil && !skipped.contains($0.name)
     }
   }
 
@@ -66,7 +74,8 @@ extension Spool {
         try await handOut(claims, to: handler)
       }
       if Task.isCancelled { return }
-      let timeout = [secondsToNextLeaseExpiry(), secondsToNextDue()].compactMap { $0 }.min()
+      let timeout = [secondsToNextLeaseExpiry(), secondsToNextDue(), secondsToNextRecheck()]
+        .compactMap { $0 }.min()
       let outcome = await watcher.core.wait(timeout: timeout)
       if outcome == .timedOut {
         var diagnostics: [AppGroupMailboxDiagnostic] = []

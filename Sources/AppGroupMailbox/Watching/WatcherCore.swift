@@ -238,7 +238,7 @@ final class WatcherCore: Sendable {
     let semaphore = DispatchSemaphore(value: 0)
     let registration = state.withLock { state -> Registration in
       if let outcome = immediate(&state) { return .done(outcome) }
-      if let timeout, timeout <= 0 { return .done(.timedOut) }
+      if let timeout, !(timeout > 0) { return .done(.timedOut) }
       let id = state.nextWaiter
       state.nextWaiter += 1
       state.waiters[id] = .blocking(semaphore)
@@ -269,7 +269,7 @@ final class WatcherCore: Sendable {
         let now = state.withLock { state -> WaitOutcome? in
           if let outcome = immediate(&state) { return outcome }
           if state.cancelledEarly.remove(id) != nil { return .cancelled }
-          if let timeout, timeout <= 0 { return .timedOut }
+          if let timeout, !(timeout > 0) { return .timedOut }
           state.waiters[id] = .async(continuation)
           return nil
         }

@@ -65,7 +65,7 @@ import Testing
           let claimed = mailbox.spool.directories.claimed
           let calls = recorder.all
           let renamedIn = calls.filter {
-            $0.name == "renameat" && $0.targetDescriptor == claimed && ($0.result ?? -1) == 0
+            $0.name == "renameat2" && $0.targetDescriptor == claimed && ($0.result ?? -1) == 0
           }.compactMap(\.targetPath)
           let opened = calls.filter {
             $0.name == "openat" && $0.descriptor == claimed && $0.path != "."

@@ -44,7 +44,7 @@ import Testing
     let taken = Locked<[String]>([])
     var claims: [AppGroupMailbox<String>.Claim] = []
     try Self.interfering(
-      when: { $0.name == "renameat" && $0.descriptor == pending },
+      when: { $0.name == "renameat2" && $0.descriptor == pending },
       action: { taken.withLock { $0 = (try? theirs.claimPending(limit: 1).map(\.message)) ?? [] } }
     ) {
       claims = try ours.claimPending()

@@ -129,7 +129,8 @@ import Testing
     let id = UUID()
     try container.plant("pending", pendingName(micros: micros(clock), sequence: 1, id: id), [])
     let (claims, unfired) = try FaultInjection.withRules([
-      .init(call: "renameat2", errno: EEXIST, count: 3)
+      // The first renameat2 is the claim's (pending to claimed), the next three quarantine's.
+      .init(call: "renameat2", errno: EEXIST, skip: 1, count: 3)
     ]) { try mailbox.claimPending() }
     #expect(claims.isEmpty)
     #expect(unfired.isEmpty)
@@ -148,7 +149,8 @@ import Testing
     try container.plant("pending", pendingName(micros: micros(clock) - 1, sequence: 1), [])
     try mailbox.enqueue("after")
     let (claims, _) = try FaultInjection.withRules([
-      .init(call: "renameat2", errno: code, count: Int.max)
+      // The first renameat2 is the claim's (pending to claimed), the second quarantine's.
+      .init(call: "renameat2", errno: code, skip: 1, count: 1)
     ]) { try mailbox.claimPending() }
     #expect(claims.map(\.message) == ["after"])
     #expect(container.names("pending") == [])

@@ -79,7 +79,7 @@ import Testing
     // openat #1 lists pending/, openat #2 opens the claimed file.
     let rule: FaultInjection.Rule =
       code == EIO
-      ? .init(call: "renameat", errno: code) : .init(call: "openat", errno: code, skip: 1)
+      ? .init(call: "renameat2", errno: code) : .init(call: "openat", errno: code, skip: 1)
     let (thrown, unfired) = FaultInjection.withRules([rule]) { () -> (any Error)? in
       do {
         _ = try mailbox.claimPending()
@@ -109,7 +109,7 @@ import Testing
     let claims = try mailbox.claimPending()
     let attempts: [(String, Int32, String, () throws -> Void)] = [
       ("release", ENOSPC, "renameat2", { try claims[0].release() }),
-      ("renew", EIO, "renameat", { try claims[1].renew() }),
+      ("renew", EIO, "renameat2", { try claims[1].renew() }),
       ("acknowledge", EIO, "unlinkat", { try claims[1].acknowledge() }),
     ]
     for (operation, code, call, body) in attempts {

@@ -13,16 +13,33 @@ import Testing
   func `A crash after any system call of an operation loses nothing and delivers nothing twice`(
     operation: Operation
   ) throws {
+    try torture(operation, fallback: false)
+  }
+
+  @Test(arguments: Operation.allCases.filter(\.movesByLink))
+  func
+    `A crash in the link-then-unlink fallback of a move loses nothing and delivers nothing twice`(
+      operation: Operation
+    ) throws
+  {
+    try torture(operation, fallback: true)
+  }
+
+  /// Runs `operation` in a child crashed after its k-th mutating system call, for every k until
+  /// it completes; with `fallback`, renameat2(2) fails with EINVAL (fault injection) so every
+  /// move links then unlinks.
+  func torture(_ operation: Operation, fallback: Bool) throws {
     var crashes = 0
     for k in 0..<200 {
       let container = try TemporaryContainer()
       try prepare(operation, in: container)
       let result = try Processes.runWorker(
-        ["torture", operation.rawValue, container.url.path, String(k)], deadline: 60)
+        ["torture", operation.rawValue, container.url.path, String(k)]
+          + (fallback ? ["fallback"] : []), deadline: 60)
       let crashed = result.status == 86
       #expect(
         crashed || (result.status == 0 && result.lines == ["done"]), "k=\(k) \(result.stderr)")
-      try check(operation, in: container, crashedAt: crashed ? k : nil)
+      try check(operation, in: container, crashedAt: crashed ? k : nil, fallback: fallback)
       if !crashed {
         #expect(crashes > 0, "the operation made no mutating system call")
         return
@@ -49,13 +66,26 @@ import Testing
       let name = PendingName(key: key, id: UUID(), attempts: 0).fileName
       try Data("{\"format\":1,\n{torn".utf8).write(
         to: container.area("pending").appendingPathComponent(name))
+    case .promotion:
+      // D waits in delayed/, due an hour ago (enqueued by a clock an hour behind).
+      let past: AppGroupMailbox<String> = try container.mailbox(
+        limits: operation.limits, clock: FakeClock(start: Date().addingTimeInterval(-3_600)))
+      try past.enqueue("D", delay: 1)
+    case .requeue, .purge:
+      let id = UUID()
+      let name = QuarantineName(
+        micros: MailboxClock.system.nowMicros(), reason: .malformed, id: id, nonce: 1)
+      try messageFile("Q", id: id, enqueuedAt: MailboxClock.system.nowMicros()).write(
+        to: container.area("quarantine").appendingPathComponent(name.fileName))
     default: break
     }
   }
 
   /// What must be there after the child ended at `crashedAt` (nil: it completed): `required`
   /// exactly once, `optional` at most once, nothing else; no partial message; no leftovers.
-  func check(_ operation: Operation, in container: TemporaryContainer, crashedAt: Int?) throws {
+  func check(
+    _ operation: Operation, in container: TemporaryContainer, crashedAt: Int?, fallback: Bool
+  ) throws {
     let diagnostics = DiagnosticRecorder()
     // An hour later: every lease (60 s) ran out and every temporary file (15 min) is stale.
     let later = FakeClock(start: Date().addingTimeInterval(3_600))
@@ -80,9 +110,15 @@ import Testing
     #expect(Set(delivered).isSubset(of: Set(required + optional)), context)
     #expect(delivered.count <= operation.limits.maxMessages, context)
     #expect(Set(claims.map(\.id)).count == claims.count, context)
-    let planted = operation == .quarantine ? 1 : 0
-    #expect(diagnostics.count(.malformedMessageQuarantined) <= planted, context)
-    #expect(container.names("quarantine").count <= planted, context)
+    let planted = [.quarantine, .requeue, .purge].contains(operation) ? 1 : 0
+    #expect(
+      diagnostics.count(.malformedMessageQuarantined) <= (operation == .quarantine ? 1 : 0), context
+    )
+    // A requeue (or quarantine) that linked its file and died before the unlink leaves two
+    // links, one in pending/ or claimed/: that name is quarantined as a copy once its grace
+    // ends (never delivered twice), so quarantine may hold the file twice.
+    let extra = fallback && [.requeue, .quarantine].contains(operation) ? 1 : 0
+    #expect(container.names("quarantine").count <= planted + extra, context)
     for claim in claims { try claim.acknowledge() }
     #expect(container.names("tmp") == [], context)
     #expect(container.names("pending") == [], context)
@@ -100,9 +136,18 @@ import Testing
 /// The worker's operations, mirrored here with what each must leave behind.
 enum TortureOperationUnderTest: String, CaseIterable, Sendable, CustomTestStringConvertible {
   case enqueue, enqueueWithID, claim, acknowledge, release, releaseWithDelay, renew, recovery,
-    quarantine, discardOldest
+    quarantine, discardOldest, promotion, batchEnqueue, requeue, purge
 
   var testDescription: String { rawValue }
+
+  /// Whether the operation moves a file with renameat2(2) `RENAME_NOREPLACE`, whose fallback
+  /// links then unlinks (claims and renewals fall back to renameat(2), atomic).
+  var movesByLink: Bool {
+    [
+      .enqueue, .enqueueWithID, .release, .releaseWithDelay, .recovery, .quarantine, .promotion,
+      .batchEnqueue, .requeue,
+    ].contains(self)
+  }
 
   var limits: AppGroupMailboxLimits {
     AppGroupMailboxLimits(
@@ -121,7 +166,11 @@ enum TortureOperationUnderTest: String, CaseIterable, Sendable, CustomTestString
     case .enqueueWithID: (["A", "B", "C"], [])
     case .acknowledge: completed ? (["B"], []) : (["B"], ["A"])
     case .discardOldest: completed ? (["B", "C"], []) : (["B"], ["A", "C"])
-    case .claim, .release, .releaseWithDelay, .renew, .recovery, .quarantine: (["A", "B"], [])
+    case .claim, .release, .releaseWithDelay, .renew, .recovery, .quarantine, .purge:
+      (["A", "B"], [])
+    case .promotion: (["A", "B", "D"], [])
+    case .batchEnqueue: completed ? (["A", "B", "C", "E"], []) : (["A", "B"], ["C", "E"])
+    case .requeue: completed ? (["A", "B", "Q"], []) : (["A", "B"], ["Q"])
     }
   }
 }

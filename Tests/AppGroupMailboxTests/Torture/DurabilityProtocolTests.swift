@@ -20,9 +20,9 @@ import Testing
     _ = try mailbox.claimPending(limit: 1).first.map { try $0.release() }
     var claim: AppGroupMailbox<String>.Claim?
     let claimed = try trace(mailbox) { claim = try mailbox.claimPending(limit: 1).first }
-    #expect(claimed == ["renameat pending -> claimed"])
+    #expect(claimed == ["renameat2 pending -> claimed"])
     let held = try #require(claim)
-    #expect(try trace(mailbox) { try held.renew() } == ["renameat claimed -> claimed"])
+    #expect(try trace(mailbox) { try held.renew() } == ["renameat2 claimed -> claimed"])
     #expect(try trace(mailbox) { try held.acknowledge() } == ["unlinkat claimed", "pwrite state"])
   }
 
@@ -67,7 +67,7 @@ import Testing
     let name = try #require(container.names("pending").first)
     try Data("{torn".utf8).write(to: container.area("pending").appendingPathComponent(name))
     let quarantined = try trace(mailbox) { _ = try mailbox.claimPending() }
-    #expect(quarantined.first == "renameat pending -> claimed")
+    #expect(quarantined.first == "renameat2 pending -> claimed")
     #expect(quarantined.contains("renameat2 claimed -> quarantine"))
     #expect(!quarantined.contains { $0.hasPrefix("write") || $0.hasPrefix("ftruncate") })
   }

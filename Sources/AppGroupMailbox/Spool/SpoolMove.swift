@@ -1,0 +1,112 @@
+import Foundation
+import Glibc
+
+/// What ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)`` did with one entry.
+enum MoveOutcome: Equatable, Sendable {
+  /// The entry now has the target name.
+  case moved
+  /// The source was gone (ENOENT): another process moved or removed it first. Nothing changed.
+  case vanished
+  /// The target name was taken by the same file (a second link of the source's inode, as a
+  /// crash between the link and the unlink of the fallback leaves) or by a byte-equal copy: the
+  /// source was removed as a duplicate (``AppGroupMailboxDiagnostic/duplicateEntryDropped``).
+  case duplicate
+  /// The target name was taken by a different entry: the source went to quarantine with reason
+  /// `conflict` (or was deleted when quarantine cannot take it).
+  case conflict
+
+  /// Whether the source left its area without arriving at the target (a counted message may have
+  /// left the mailbox: the depth counter needs a recount).
+  var removedSource: Bool { self == .duplicate || self == .conflict }
+}
+
+extension Spool {
+  /// The one move of the spool: every change of area or name of a message (enqueue's publish,
+  /// claim, renewal, release, release with delay, promotion, recovery, requeue, a claim put back)
+  /// goes through here, with one policy for what a leftover or a crash can leave in the way
+  /// (docs/FORMAT.md, "Moves"):
+  ///
+  /// - The rename never replaces (renameat2(2) `RENAME_NOREPLACE`; where the filesystem lacks it,
+  ///   link then unlink, or renameat(2) for a `freshTarget`, whose name carries a new random
+  ///   token).
+  /// - Target exists (EEXIST): the entry already there stays. When it is the same inode or a
+  ///   byte-equal regular file, the source is deleted as a duplicate; otherwise the source goes to
+  ///   quarantine with reason `conflict`. Either way nothing is delivered twice and the caller
+  ///   gets no error.
+  /// - Source vanished (ENOENT): nothing changed; the caller decides what that means (another
+  ///   consumer won, the claim was recovered).
+  ///
+  /// Quarantine itself is not a move through here: its targets are fresh names, and a collision
+  /// draws a new nonce (see ``quarantine(from:_:id:reason:diagnostics:)``).
+  /// - Throws: ``SystemCallError`` for any other failure (ENOSPC, EIO...).
+  /// - Complexity: O(1) system calls; a conflict reads both files (at most
+  ///   ``AppGroupMailboxLimits/maxPayloadBytes`` plus one byte each).
+  func move(
+    _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
+    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> MoveOutcome {
+    do {
+      try Syscall.renameNoReplace(from, name, to, target, linkFallback: !freshTarget)
+      return .moved
+    } catch let error as SystemCallError where error.isNotFound {
+      return .vanished
+    } catch let error as SystemCallError where error.errno == EEXIST {
+      // A rename onto its own name (a renewal within the same microsecond) is no conflict.
+      if from == to, name.withSystemName({ String(cString: $0) }) == target { return .moved }
+    }
+    if sameContent(from, name, to, target) {
+      do {
+        try Syscall.unlink(from, name)
+      } catch let error as SystemCallError where error.isNotFound {
+        return .vanished
+      }
+      diagnostics.append(.duplicateEntryDropped)
+      return .duplicate
+    }
+    let left = quarantine(from: from, name, id: id, reason: .conflict, diagnostics: &diagnostics)
+    return left ? .conflict : .vanished
+  }
+
+  /// Runs ``move(_:_:to:_:id:freshTarget:diagnostics:)`` holding the namespace lock (see
+  /// ``lockedMove(_:)`` for why), rebuilding the depth counter when the source was dropped or
+  /// quarantined.
+  func lockedMove(
+    _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
+    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> MoveOutcome {
+    var events: [AppGroupMailboxDiagnostic] = []
+    let outcome = try withStateLock { counters -> MoveOutcome in
+      let outcome = try move(
+        from, name, to: to, target, id: id, freshTarget: freshTarget, diagnostics: &events)
+      if outcome.removedSource { counters = try recount(stored: counters) }
+      return outcome
+    }
+    diagnostics += events
+    return outcome
+  }
+
+  /// Whether the entries are the same inode, or two regular files with equal bytes (read on
+  /// descriptors opened without following links or blocking, at most the payload limit plus
+  /// one byte each; anything unreadable or larger counts as different).
+  func sameContent(
+    _ from: Int32, _ name: some SystemName, _ to: Int32, _ target: String
+  ) -> Bool {
+    guard let source = try? Syscall.lstat(from, name), let other = try? Syscall.lstat(to, target)
+    else { return false }
+    if source.st_dev == other.st_dev, source.st_ino == other.st_ino { return true }
+    guard source.st_mode & S_IFMT == S_IFREG, other.st_mode & S_IFMT == S_IFREG,
+      source.st_size == other.st_size, source.st_size <= limits.maxPayloadBytes
+    else { return false }
+    func bytes(_ directory: Int32, _ entry: some SystemName) -> [UInt8]? {
+      guard
+        let fd = try? Syscall.open(directory, entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+      else { return nil }
+      defer { Syscall.close(fd) }
+      guard let info = try? Syscall.fstat(fd), info.st_mode & S_IFMT == S_IFREG else { return nil }
+      return try? Syscall.readCapped(
+        fd, expected: Int(info.st_size), limit: limits.maxPayloadBytes)
+    }
+    guard let left = bytes(from, name), let right = bytes(to, target) else { return false }
+    return left.count <= limits.maxPayloadBytes && left == right
+  }
+}

@@ -20,6 +20,7 @@ let commands: [WorkerCommand] =
   + tortureCommands
   + soakCommands
   + cliCommands
+  + tagCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -274,12 +274,8 @@ extension Spool {
     } catch {
       return .invalid(.malformed)
     }
+    // A message of another type is valid: it is some consumer's, and eviction ignores types.
     guard UUID(uuidString: header.id) == name.id else { return .invalid(.malformed) }
-    if let expected = configuration.expectedMessageType, !header.messageType.isEmpty,
-      header.messageType != expected
-    {
-      return .invalid(.wrongtype)
-    }
     return .valid(stamp)
   }
 }

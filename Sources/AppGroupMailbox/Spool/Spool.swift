@@ -8,9 +8,9 @@ struct SpoolConfiguration: Sendable {
   var overflowPolicy: AppGroupMailboxOverflowPolicy
   var durability: AppGroupMailboxDurability
   var permissions: AppGroupMailboxPermissions
-  /// The consumer's message type; a message with another non-empty type is quarantined. Nil
-  /// accepts every type (untyped tools).
-  var expectedMessageType: String?
+  /// The consumer's message type; a message of another type is left pending for its consumer
+  /// (see ``MessageTypeTag``). Nil accepts every type (untyped tools).
+  var messageTypeTag: MessageTypeTag?
   var clock: MailboxClock
   var diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
   /// Called (outside every lock) after a message became pending: an enqueue, a release or a
@@ -46,6 +46,9 @@ final class Spool: Sendable {
   private let persistedInBody = Locked<SpoolCounters?>(nil)
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
+  /// Ids of pending messages this consumer read and put back because their type is another
+  /// consumer's (see ``MessageTypeTag``): claims pass them over without renaming them again.
+  let otherTypeIDs = Locked<Set<UUID>>([])
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(

@@ -12,7 +12,7 @@ struct Subcommand: Sendable {
 
 let subcommands: [Subcommand] = [
   drainCommand, enqueueCommand, statusCommand, listCommand, showCommand, maintainCommand,
-  quarantineCommand, watchCommand, demoCommand, demoProduceCommand,
+  quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
 let topLevelHelp: String = {

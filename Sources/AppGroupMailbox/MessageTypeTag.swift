@@ -58,14 +58,16 @@ struct MessageTypeTag: Sendable, Equatable {
 
 extension Spool {
   /// Most ids ``otherTypeIDs`` remembers; past it the set starts again empty (each forgotten
-  /// message then costs two renames once more). 65,536 ids are about 1 MiB.
+  /// message then costs two renames once more). 65,536 ids take about 2 MiB.
   static let otherTypeMemory = 65_536
 
   /// Whether a claim passes over `name` without touching it: a message this consumer already
   /// put back as another consumer's type, not yet expired (an expired one is taken, and so
   /// deleted, as any other). - Complexity: O(1).
   func isOtherType(_ name: PendingName) -> Bool {
-    guard now - name.key.micros < limits.messageLifetime.microseconds else { return false }
+    guard configuration.messageTypeTag != nil,
+      now - name.key.micros < limits.messageLifetime.microseconds
+    else { return false }
     return otherTypeIDs.withLock { $0.contains(name.id) }
   }
 

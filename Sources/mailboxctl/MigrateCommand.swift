@@ -56,14 +56,6 @@ let migrateCommand = Subcommand(
       ("imported", report.imported), ("alreadyPresent", report.alreadyPresent),
       ("quarantined", report.quarantined),
     ]
-    if arguments.flag("--json") {
-      var object = JSONObject()
-      for (key, value) in rows { object.add(key, value) }
-      try Output.data(object.text + "\n")
-    } else {
-      try Output.data(
-        rows.map { $0.0 + ":" + String(repeating: " ", count: 16 - $0.0.count) + "\($0.1)\n" }
-          .joined())
-    }
+    try Output.counts(rows, json: arguments.flag("--json"), column: 16)
     return .success
   })

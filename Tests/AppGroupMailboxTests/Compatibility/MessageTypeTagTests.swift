@@ -99,6 +99,13 @@ private struct Invoice: Codable, Sendable, Equatable {
     #expect(container.names("pending").sorted() == invoiceFiles)
     #expect(try invoiceFiles.map { try ctime(container, $0) } == changed)
     #expect(container.pendingNames().map(\.attempts) == [0, 0, 0])
+    // Visible where an operator looks: counted as pending, listed with their type.
+    let status = try jobs.inspector.status()
+    #expect(status.pending == 3)
+    #expect(status.quarantined == 0)
+    let listed = try Mailboxctl.run(
+      ["list"] + container.arguments() + ["--state", "pending", "--json"])
+    #expect(try jsonLines(listed.stdout).count == 3)
     let theirs = try invoices.claimPending()
     #expect(theirs.map(\.message.total) == [0, 2, 4])
     #expect(theirs.map(\.deliveryCount) == [1, 1, 1])

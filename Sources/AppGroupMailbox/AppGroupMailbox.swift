@@ -152,7 +152,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   }
 
   /// Adds a message with a caller-chosen id, writing nothing while a message with that id is
-  /// pending, claimed or quarantined (also when processes race). Returns `id` either way.
+  /// pending, delayed, claimed or quarantined (also when processes race). Returns `id` either
+  /// way.
   ///
   /// An id that was acknowledged (or expired, or discarded) is gone: the mailbox keeps no
   /// tombstones, so enqueueing it again adds it again.
@@ -165,7 +166,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
 
   /// Imports a message at its original position: ordered by `enqueuedAt` as given (to the
   /// microsecond, clamped to 1970...2286), equal dates in insertion order; writes nothing while
-  /// `id` is pending, claimed or quarantined. `messageLifetime` counts from `enqueuedAt`.
+  /// `id` is pending, delayed, claimed or quarantined. `messageLifetime` counts from
+  /// `enqueuedAt`.
   /// - Throws: as ``enqueue(_:)``.
   /// - Complexity: as ``enqueue(_:id:)``.
   @discardableResult

@@ -3,9 +3,11 @@ public import Foundation
 /// Resource limits and retention policy for a mailbox (``AppGroupMailbox/Limits``).
 ///
 /// Every bound is checked by ``validate()`` when a mailbox is created; a mailbox never holds more
-/// than ``maxMessages`` pending plus claimed messages.
+/// than ``maxMessages`` pending plus claimed plus delayed messages. Limits are not stored in the
+/// mailbox: each process enforces the limits it opened the mailbox with.
 public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
-  /// Largest number of messages pending plus claimed at once; at least 1. Default 100.
+  /// Largest number of messages pending plus claimed plus delayed at once (entries that are
+  /// not messages, such as quarantined files, do not count); at least 1. Default 100.
   public var maxMessages: Int
   /// Largest size in bytes of one message file (envelope header plus encoded message), from 1
   /// to 64 MiB (67,108,864). Default 65,536.

@@ -19,6 +19,9 @@ extension AppGroupRawMailbox {
     public let deliveryCount: Int
     /// The producer's type tag; empty for an untyped message.
     public let messageType: String
+    /// The token that names this claim to any process (see ``AppGroupRawMailbox/ClaimToken``
+    /// and ``AppGroupRawMailbox/claim(token:)``); a renewal keeps it.
+    public let token: ClaimToken
 
     private let spool: Spool
     private let name: Locked<ClaimedName?>
@@ -29,8 +32,16 @@ extension AppGroupRawMailbox {
       self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
       self.deliveryCount = raw.name.message.attempts
       self.messageType = raw.header.messageType
+      self.token = ClaimToken(id: raw.name.message.id, nonce: raw.name.token)
       self.spool = spool
       self.name = Locked(raw.name)
+    }
+
+    /// When the lease runs out (microsecond precision): after it, any process's maintenance may
+    /// recover the message for another consumer. Moved on by ``renew()``; nil once this handle
+    /// finished the claim or learned that it no longer exists.
+    public var leaseDeadline: Date? {
+      name.withLock { current in current.map { Date(mailboxMicros: $0.leaseUntilMicros) } }
     }
 
     /// Deletes the message: it has been handled.

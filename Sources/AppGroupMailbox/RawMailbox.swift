@@ -87,13 +87,17 @@ public final class AppGroupRawMailbox: Sendable {
   }
 
   /// Checks, without writing anything, that `payload` could be enqueued: it is one JSON value
-  /// (RFC 8259; any top-level value) and the message file would fit ``Limits/maxPayloadBytes``.
+  /// (RFC 8259; any top-level value) as UTF-8 text without a byte order mark (RFC 8259 section
+  /// 8.1: what JSON Lines readers such as `mailboxctl drain`'s consumers expect) and the message
+  /// file would fit ``Limits/maxPayloadBytes``.
   ///
-  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON;
+  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8
+  ///   (JSONSerialization alone would also take UTF-16 and UTF-32) or starts with a byte order
+  ///   mark;
   ///   ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``.
   /// - Complexity: O(n) in the payload bytes.
   public func validate(_ payload: Data, id: UUID? = nil, messageType: String = "") throws {
-    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let file: Data
     do {
       file = try Envelope.encode(
@@ -111,16 +115,17 @@ public final class AppGroupRawMailbox: Sendable {
   /// Adds one message whose encoded JSON is `payload`.
   ///
   /// - Parameters:
-  ///   - payload: One JSON value, stored byte for byte.
-  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, claimed
-  ///     or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random id.
+  ///   - payload: One JSON value in UTF-8 without a byte order mark, stored byte for byte.
+  ///   - id: A caller-chosen id: nothing is written while a message with it is pending, delayed,
+  ///     claimed or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random
+  ///     id.
   ///   - enqueuedAt: Places the message by this date (as
   ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
   ///     order holds.
   ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
   ///     consumer.
-  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON (nothing
-  ///   written); the errors of ``AppGroupMailbox/enqueue(_:)``.
+  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8 or
+  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:)``); the errors of ``AppGroupMailbox/enqueue(_:)``.
   /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:)`` when `id` is given, else O(1) system
   ///   calls; O(n) in the payload bytes for the JSON check.
   @discardableResult
@@ -136,7 +141,7 @@ public final class AppGroupRawMailbox: Sendable {
   func enqueue(
     _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String
   ) throws -> Receipt {
-    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
@@ -166,8 +171,10 @@ public final class AppGroupRawMailbox: Sendable {
   /// A `limit` of 0 returns `[]` and touches nothing.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: one listing and sort of the pending area, O(n log n), plus one rename and one
-  ///   read per claimed message.
+  /// - Complexity: as ``AppGroupMailbox/claimPending(limit:)``: O(log n) per entry looked at
+  ///   from the inotify-fed index, plus one rename and one read per claimed message; a listing
+  ///   and sort of the pending area, O(n log n), on the first claim and whenever the index
+  ///   cannot be trusted.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
     if let limit, limit <= 0 {
       guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
@@ -191,7 +198,16 @@ public final class AppGroupRawMailbox: Sendable {
     try spool.maintain(diagnostics: &diagnostics)
   }
 
-  /// Whether `data` is one JSON value (any top-level value, UTF-8).
+  /// Whether `data` may be enqueued: one JSON value in UTF-8 text (no NUL byte, which UTF-8
+  /// JSON never holds but UTF-16 and UTF-32 do), not starting with a byte order mark. Claims
+  /// keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by it.
+  static func isStorable(_ data: Data) -> Bool {
+    !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
+      && String(validating: data, as: UTF8.self) != nil && isJSON(data)
+  }
+
+  /// Whether `data` is one JSON value (any top-level value; JSONSerialization detects UTF-8, 16
+  /// or 32).
   static func isJSON(_ data: Data) -> Bool {
     (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
   }

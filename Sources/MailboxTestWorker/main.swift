@@ -21,6 +21,7 @@ let commands: [WorkerCommand] =
   + soakCommands
   + cliCommands
   + tagCommands
+  + interopCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The targets of DESIGN.md, checked against the figures of this run.
+/// The performance targets (docs/PERFORMANCE.md, "Targets"), checked against the figures of this run.
 enum Targets {
   static func check(_ rows: [Measurement], claimCost: [Int: Double], json: Bool) {
     func ratio(_ name: String, _ durability: String) -> Double? {

@@ -13,7 +13,9 @@ let enqueueCommand = Subcommand(
         help: "Read JSON Lines: one message a line (blank lines skipped)."),
       OptionSpec(
         name: "--id", kind: .value("UUID"),
-        help: "The message id; nothing is written while it is pending, claimed or quarantined."),
+        help:
+          "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
+      ),
       OptionSpec(
         name: "--enqueued-at", kind: .value("DATE"),
         help: "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
@@ -31,9 +33,16 @@ let enqueueCommand = Subcommand(
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/).
-      Every message is checked first: input that is not JSON is rejected with its line number
-      (exit 65) and nothing is written. A full mailbox stops with exit 75 after printing the
-      ids already enqueued.
+      Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
+      line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
+      stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
+      Every message is checked first: text that is not UTF-8 JSON, empty input, more than one
+      value without --lines, nesting deeper than 512, or a message over --max-payload-bytes
+      is rejected with the reason and its line number (exit 65) and nothing is written.
+      Exit status 0 means every message was stored. A full mailbox (75) or a failed write to
+      the mailbox or stdout (74) stops the command; with --lines it then says how many were
+      stored and the first line not stored: every line before it is stored, none from it on,
+      so `tail -n +LINE file | mailboxctl enqueue --lines` resumes without loss or repeats.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward --max-messages; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past --message-lifetime (from
@@ -56,38 +65,16 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   let notBefore = try notBeforeDate(arguments)
   let type = arguments.value("--type") ?? ""
-  let input: Data
+  let lines = arguments.flag("--lines")
+  let input: EnqueueInput
   if let data = arguments.value("--data") {
-    input = Data(data.utf8)
+    input = EnqueueInput(Array(data.utf8), lines: lines)
   } else {
-    input = FileHandle.standardInput.readDataToEndOfFile()
+    input = EnqueueInput(try EnqueueInput.readStandardInput(), lines: lines)
   }
-  // Messages are ranges of the one input buffer: no copy is held per message.
-  var messages: [(line: Int, range: Range<Int>)] = []
-  if arguments.flag("--lines") {
-    input.withUnsafeBytes { raw in
-      let bytes = raw.bindMemory(to: UInt8.self)
-      var number = 0
-      var start = 0
-      while start <= bytes.count {
-        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-        number += 1
-        if !bytes[start..<end].allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
-          messages.append((number, start..<end))
-        }
-        start = end + 1
-      }
-    }
-    if id != nil && messages.count > 1 {
-      throw CommandFailure(
-        .usage, "--id applies to one message, but the input has \(messages.count)")
-    }
-  } else {
-    // Whitespace after the JSON value (the newline echo and heredocs add) means nothing in JSON;
-    // drop it so the stored message is the value alone.
-    var end = input.count
-    while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(input[input.startIndex + end - 1]) { end -= 1 }
-    messages.append((1, 0..<end))
+  if id != nil && input.messages.count > 1 {
+    throw CommandFailure(
+      .usage, "--id applies to one message, but the input has \(input.messages.count)")
   }
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
   if let notBefore {
@@ -99,56 +86,101 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
           + "--message-lifetime) before it is due; nothing was enqueued")
     }
   }
-  for message in messages {
-    do {
-      try mailbox.validate(input.subdata(in: message.range), id: id, messageType: type)
-    } catch {
-      let place = arguments.flag("--lines") ? "line \(message.line): " : ""
-      switch error {
-      case AppGroupMailboxError.decodingFailure:
-        throw CommandFailure(.dataError, "\(place)not valid JSON; nothing was enqueued")
-      case AppGroupMailboxError.payloadTooLarge(let actual, let maximum):
-        throw CommandFailure(
-          .dataError,
-          "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
-            + "(--max-payload-bytes); nothing was enqueued")
-      default:
-        throw CommandFailure(error, while: "")
-      }
-    }
+  for message in input.messages {
+    try check(input, message, lines: lines, mailbox: mailbox, id: id, type: type)
   }
-  for message in messages {
+  // The exit status says whether every message was stored: 0 yes, even when printing an id
+  // failed after its message was stored; otherwise the error says how far --lines got.
+  var stored = 0
+  for message in input.messages {
     let receipt: AppGroupRawMailbox.Receipt
     do {
-      let payload = input.subdata(in: message.range)
+      let payload = input.payload(message)
       if let notBefore {
         receipt = try mailbox.enqueue(
           payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
       } else {
         receipt = try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
       }
-    } catch {
-      throw CommandFailure(error, while: "")
-    }
-    let text = receipt.id.uuidString.lowercased()
-    if receipt.expiredBeforeDue {
-      throw CommandFailure(
-        .dataError, "message \(text) would expire before it is due; it was not enqueued")
-    }
-    if arguments.flag("--json") {
-      var object = JSONObject()
-      object.add("id", text)
-      object.add("duplicate", receipt.wasAlreadyPresent)
-      object.add("notBefore", date: receipt.notBefore)
-      try Output.data(object.text + "\n")
-    } else {
-      try Output.data(text + "\n")
-      if receipt.wasAlreadyPresent {
-        Output.note("enqueue: message \(text) is already present; nothing was written")
+      if receipt.expiredBeforeDue {
+        throw CommandFailure(
+          .dataError,
+          "message \(receipt.id.uuidString.lowercased()) would expire before it is due; "
+            + "it was not enqueued")
       }
+    } catch {
+      let failure = error as? CommandFailure ?? CommandFailure(error, while: "")
+      throw lines ? progress(failure, input, stored: stored) : failure
+    }
+    stored += 1
+    do {
+      try report(receipt, json: arguments.flag("--json"))
+    } catch {
+      if stored < input.messages.count { throw progress(error, input, stored: stored) }
+      let what = lines ? "all \(stored) messages were" : "the message was"
+      Output.note("enqueue: \(what) stored, but \(error.message)")
     }
   }
   return .success
+}
+
+/// Refuses `message` with exit 65 and the reason when it may not be stored: not UTF-8, a byte
+/// order mark inside, not one JSON value (empty, nested too deeply, more than one value) or
+/// too large. Writes nothing.
+private func check(
+  _ input: EnqueueInput, _ message: EnqueueInput.Message, lines: Bool,
+  mailbox: AppGroupRawMailbox, id: UUID?, type: String
+) throws {
+  let payload = input.payload(message)
+  let place = lines ? "line \(message.line): " : ""
+  do {
+    try mailbox.validate(payload, id: id, messageType: type)
+  } catch AppGroupMailboxError.decodingFailure {
+    let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
+    let reason = JSONDiagnosis.reason(payload, firstLine: lines ? nil : firstLine) { value in
+      (try? mailbox.validate(value)) != nil
+    }
+    throw CommandFailure(.dataError, "\(place)\(reason); nothing was enqueued")
+  } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
+    throw CommandFailure(
+      .dataError,
+      "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
+        + "(--max-payload-bytes); nothing was enqueued")
+  } catch {
+    throw CommandFailure(error, while: "")
+  }
+}
+
+/// Prints the receipt of a stored message: its id, or with `json` `{"id", "duplicate",
+/// "notBefore"}`.
+private func report(_ receipt: AppGroupRawMailbox.Receipt, json: Bool) throws(CommandFailure) {
+  let text = receipt.id.uuidString.lowercased()
+  if json {
+    var object = JSONObject()
+    object.add("id", text)
+    object.add("duplicate", receipt.wasAlreadyPresent)
+    object.add("notBefore", date: receipt.notBefore)
+    try Output.data(object.text + "\n")
+  } else {
+    try Output.data(text + "\n")
+    if receipt.wasAlreadyPresent {
+      Output.note("enqueue: message \(text) is already present; nothing was written")
+    }
+  }
+}
+
+/// `failure` of a `--lines` import after `stored` messages, with how far it got: the messages
+/// before the first one not stored are in the mailbox, that one and every later one are not,
+/// so `tail -n +LINE` of the input resumes it without loss or repetition.
+private func progress(_ failure: CommandFailure, _ input: EnqueueInput, stored: Int)
+  -> CommandFailure
+{
+  let total = input.messages.count
+  let cause = failure.message.hasSuffix(".") ? failure.message.dropLast() : failure.message[...]
+  var text = "\(cause); \(stored) of \(total) messages stored"
+  if stored > 0 { text += " (input lines 1 to \(input.messages[stored - 1].line))" }
+  text += "; the first line not stored is line \(input.messages[stored].line): resume from it"
+  return CommandFailure(failure.status, text)
 }
 
 /// The due time of `--delay SECONDS` (from now) or `--not-before DATE`; nil when neither is

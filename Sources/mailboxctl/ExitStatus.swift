@@ -8,7 +8,8 @@ enum ExitStatus: Int32, Sendable {
   case usage = 64
   /// EX_DATAERR: input that is not JSON, a bad date, or a message too large.
   case dataError = 65
-  /// EX_NOINPUT: no such mailbox (also when it is removed while watched), or no such message.
+  /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
+  /// claim token whose claim no longer exists, or standard input cannot be read.
   case noInput = 66
   /// EX_UNAVAILABLE: the container cannot be opened, or the --exec program was not found.
   case unavailable = 69

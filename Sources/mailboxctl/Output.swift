@@ -101,8 +101,7 @@ struct JSONObject {
   /// Embeds `json` (one valid JSON value) as it is, with line breaks (only ever whitespace
   /// between tokens in valid JSON) turned into spaces so the object stays on one line.
   mutating func add(_ key: String, rawJSON json: Data) {
-    let flat = String(decoding: json.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }, as: UTF8.self)
-    parts.append(JSONText.string(key) + ":" + flat)
+    parts.append(JSONText.string(key) + ":" + JSONText.oneLine(json))
   }
 
   /// The object on one line, without a line break.
@@ -111,6 +110,12 @@ struct JSONObject {
 
 /// JSON string quoting (RFC 8259 section 7).
 enum JSONText {
+  /// `json` (one valid JSON value) as it is, with line breaks (only ever whitespace between
+  /// tokens in valid JSON) turned into spaces, so it fits on one line.
+  static func oneLine(_ json: Data) -> String {
+    String(decoding: json.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }, as: UTF8.self)
+  }
+
   static func string(_ value: String) -> String {
     var out = "\""
     for scalar in value.unicodeScalars {

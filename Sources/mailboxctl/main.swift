@@ -11,7 +11,8 @@ struct Subcommand: Sendable {
 }
 
 let subcommands: [Subcommand] = [
-  drainCommand, enqueueCommand, statusCommand, listCommand, showCommand, maintainCommand,
+  drainCommand, enqueueCommand, claimCommand, ackCommand, releaseCommand, renewCommand,
+  statusCommand, listCommand, showCommand, maintainCommand,
   quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
@@ -28,9 +29,9 @@ let topLevelHelp: String = {
   }
   lines += [
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
-    "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox or message, 69 unavailable,",
-    "71 cannot start a handler, 74 I/O error, 75 temporary failure (full, handler failed),",
-    "130 interrupted.",
+    "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox, message or claim (or",
+    "unreadable input), 69 unavailable, 71 cannot start a handler, 74 I/O error,",
+    "75 temporary failure (full, handler failed), 130 interrupted.",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()
@@ -76,5 +77,6 @@ func runMain(_ arguments: [String]) -> ExitStatus {
   }
 }
 
+StandardStreams.reserveClosed()
 Signals.ignoreBrokenPipe()
 exit(runMain(Array(CommandLine.arguments.dropFirst())).rawValue)

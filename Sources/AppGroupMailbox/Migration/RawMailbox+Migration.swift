@@ -114,7 +114,7 @@ extension AppGroupRawMailbox {
 
   /// Reads an old-format message file as a claim reads ours (no links followed, nothing that
   /// is not a regular file with one link, at most the payload ceiling); nil when it is not a
-  /// readable message.
+  /// readable message or its message is not what an enqueue stores (UTF-8 JSON text).
   private func legacyMessage(_ directory: Int32, _ name: String) throws -> LegacyMessage? {
     guard
       let fd = try? Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
@@ -128,7 +128,9 @@ extension AppGroupRawMailbox {
     let bytes = try mapIO("migrate") {
       try Syscall.readCapped(fd, expected: Int(info.st_size), limit: ceiling)
     }
-    guard bytes.count <= ceiling else { return nil }
-    return LegacyMessage(decoding: bytes)
+    guard bytes.count <= ceiling, let message = LegacyMessage(decoding: bytes),
+      Self.isStorable(message.payload)
+    else { return nil }
+    return message
   }
 }

@@ -7,7 +7,9 @@ struct EnvelopeHeader: Codable, Equatable, Sendable {
   var format: Int
   /// The message id, a UUID in lower case.
   var id: String
-  /// Microseconds since the Unix epoch; equals the time in the file name.
+  /// Microseconds since the Unix epoch when the message was enqueued (or its import date);
+  /// equals the time in the file name except for a delayed enqueue, whose name carries its due
+  /// time (docs/FORMAT.md).
   var enqueuedAt: Int64
   /// The producer's message type; empty means untyped (accepted by every consumer).
   var messageType: String

@@ -3,8 +3,8 @@ import Glibc
 /// The counters in a namespace's `state` file, guarded by an exclusive flock(2) on that file.
 ///
 /// The file holds one line of fixed width: `1 <sequence:20> <depth:20> <newest:20>\n` (format,
-/// last insertion sequence handed out, messages pending plus claimed, newest implicit
-/// `enqueuedAt` in microseconds). It is a cache of what the names say: a missing, torn or
+/// last insertion sequence handed out, messages pending plus claimed plus delayed, newest
+/// implicit `enqueuedAt` in microseconds). It is a cache of what the names say: a missing, torn or
 /// unparsable line, or one a power loss rolled back, is rebuilt from the listing (see
 /// ``Spool/recount(stored:)``), so the file is never flushed.
 struct SpoolCounters: Equatable, Sendable {

@@ -130,7 +130,7 @@ enum Syscall {
 
   /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.
   /// Where the filesystem lacks the flag (EINVAL, ENOSYS) it falls back to linkat(2) then
-  /// unlinkat(2), which shows two links for an instant (see LINUX-NOTES, hard links).
+  /// unlinkat(2), which shows two links for an instant (see docs/FORMAT.md, "Claim").
   static func renameNoReplace(
     _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String
   ) throws {

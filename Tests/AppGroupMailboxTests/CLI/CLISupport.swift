@@ -18,6 +18,34 @@ enum Mailboxctl {
       .finish(deadline: deadline)
   }
 
+  /// Runs `mailboxctl arguments` with stdout a pipe whose reader is gone before it starts, so
+  /// its first write fails with EPIPE; stdin is `input` (a file) or empty. Returns the exit
+  /// status and stderr.
+  static func runWithoutReader(_ arguments: [String], input: URL? = nil) throws -> (
+    status: Int32, stderr: String
+  ) {
+    let process = Process()
+    process.executableURL = url
+    process.arguments = arguments
+    let out = Pipe()
+    try out.fileHandleForReading.close()
+    process.standardOutput = out
+    let err = Pipe()
+    process.standardError = err
+    process.standardInput =
+      try input.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
+    try process.run()
+    try? out.fileHandleForWriting.close()
+    let errors = err.fileHandleForReading.readDataToEndOfFile()
+    guard waitUntil(deadline: 120, { !process.isRunning }) else {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      throw ProcessTimeout(arguments: arguments)
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: errors, as: UTF8.self))
+  }
+
   /// Starts `mailboxctl arguments` with its output streamed into memory as it arrives.
   static func start(_ arguments: [String], environment: [String: String] = [:]) throws
     -> StreamingProcess

@@ -1,0 +1,83 @@
+import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl claim`: claims pending messages and prints each with its claim token and lease
+/// deadline, so a script can handle a message and only then acknowledge it (`ack TOKEN`), put
+/// it back (`release TOKEN`) or keep it longer (`renew TOKEN`).
+let claimCommand = Subcommand(
+  spec: CommandSpec(
+    name: "claim",
+    summary: "Claim pending messages for a script; print each with its claim token.",
+    options: MailboxOptions.location + [
+      OptionSpec(name: "--limit", kind: .value("N"), help: "Claim up to N messages (default 1)."),
+      OptionSpec(
+        name: "--json", kind: .flag,
+        help: "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
+          + "\"deliveryCount\", \"messageType\", \"message\"}."),
+    ] + MailboxOptions.limits,
+    details: """
+      Claims up to N pending messages oldest first (due delayed messages join the line first)
+      and prints one line each: TOKEN LEASE-UNTIL ID MESSAGE, separated by single spaces, the
+      message JSON last and on one line (so `read -r token lease id message` splits it). Nothing
+      pending: no output, exit 0.
+      Each message stays claimed until `mailboxctl ack TOKEN` (handled: deleted), `mailboxctl
+      release TOKEN` (back in line at its original position; --retry-after SECONDS waits first)
+      or until its lease (--claim-timeout, default 600 s) runs out; then any process's
+      maintenance gives it to the next consumer and the token no longer works. `mailboxctl
+      renew TOKEN` starts a fresh lease. A token is `<message id>.<16 hex digits>` and works
+      from any process. Delivery is at least once: a script that dies before `ack` gets the
+      message again after the lease.
+      When a line cannot be written (a closed pipe), that message and the ones after it are
+      released, and the command exits 74.
+      Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 74 I/O error.
+      """),
+  run: { arguments in try runClaim(arguments) })
+
+private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
+  let limit = try arguments.integer("--limit", in: 1...Int(Int32.max)) ?? 1
+  let json = arguments.flag("--json")
+  let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+  let claims: [AppGroupRawMailbox.Claim]
+  do {
+    claims = try mailbox.claimPending(limit: limit)
+  } catch {
+    throw CommandFailure(error, while: "")
+  }
+  for (index, claim) in claims.enumerated() {
+    do {
+      try Output.data(ClaimLine.text(claim, json: json) + "\n")
+    } catch {
+      // Not handed to anyone: back in line at once, not after the lease.
+      let unwritten = claims[index...]
+      let released = unwritten.filter { (try? $0.release()) != nil }.count
+      throw CommandFailure(
+        error.status,
+        "\(error.message); released the \(released) of \(unwritten.count) claimed messages "
+          + "not printed")
+    }
+  }
+  return .success
+}
+
+/// How `claim` and `renew` print a claim.
+enum ClaimLine {
+  /// `TOKEN LEASE-UNTIL ID MESSAGE`, or with `json` the JSON object; no line break.
+  static func text(_ claim: AppGroupRawMailbox.Claim, json: Bool) -> String {
+    let token = claim.token.description
+    let lease = claim.leaseDeadline
+    let id = claim.id.uuidString.lowercased()
+    guard json else {
+      let message = JSONText.oneLine(claim.payload)
+      return [token, lease.map(ISO8601.format) ?? "-", id, message].joined(separator: " ")
+    }
+    var object = JSONObject()
+    object.add("token", token)
+    object.add("leaseUntil", date: lease)
+    object.add("id", id)
+    object.add("enqueuedAt", date: claim.enqueuedAt)
+    object.add("deliveryCount", claim.deliveryCount)
+    object.add("messageType", claim.messageType)
+    object.add("message", rawJSON: claim.payload)
+    return object.text
+  }
+}

@@ -1,0 +1,107 @@
+import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl ack TOKEN`: the claimed message was handled; delete it.
+let ackCommand = tokenCommand(
+  name: "ack", summary: "Acknowledge a claimed message (from 'claim'): it is deleted.",
+  options: [],
+  details: "TOKEN is a claim token printed by 'mailboxctl claim'. The message is deleted."
+) { claim, _ in
+  try claim.acknowledge()
+}
+
+/// `mailboxctl release TOKEN`: put a claimed message back, at once or after `--retry-after`.
+let releaseCommand = tokenCommand(
+  name: "release", summary: "Put a claimed message (from 'claim') back in line.",
+  options: [
+    OptionSpec(
+      name: "--retry-after", kind: .value("SECONDS"),
+      help: "Not claimable for SECONDS first: it waits in delayed/.")
+  ],
+  details: """
+    TOKEN is a claim token printed by 'mailboxctl claim'. The message goes back to its original
+    position, first in line if it was the oldest; its delivery count is kept, its lifetime is not
+    extended. With --retry-after it waits in delayed/ (still counting toward --max-messages)
+    and returns to its original position when due.
+    """
+) { claim, arguments in
+  if let delay = try arguments.seconds("--retry-after") {
+    try claim.release(retryAfter: delay)
+  } else {
+    try claim.release()
+  }
+}
+
+/// `mailboxctl renew TOKEN`: a fresh lease; prints the new deadline.
+let renewCommand = tokenCommand(
+  name: "renew", summary: "Start a fresh lease on a claimed message (from 'claim').",
+  options: [MailboxOptions.json],
+  details: """
+    TOKEN is a claim token printed by 'mailboxctl claim'; it stays the same. The new lease runs
+    --claim-timeout seconds (default 600) from now. Prints the new lease deadline (with --json:
+    {"token", "leaseUntil"}).
+    """
+) { claim, arguments in
+  try claim.renew()
+  let lease = claim.leaseDeadline.map(ISO8601.format)
+  if arguments.flag("--json") {
+    var object = JSONObject()
+    object.add("token", claim.token.description)
+    object.add("leaseUntil", lease)
+    try Output.data(object.text + "\n")
+  } else {
+    try Output.data((lease ?? "-") + "\n")
+  }
+}
+
+/// A subcommand that finds the claim its TOKEN argument names and runs `body` on it.
+///
+/// A TOKEN that is not exactly `<message id>.<16 hex digits>` is a usage error (64) and nothing
+/// is opened; a token whose claim is gone (acknowledged, released, or recovered after its lease
+/// ran out) exits 66 and changes nothing, in particular not a later claim of the same message.
+private func tokenCommand(
+  name: String, summary: String, options: [OptionSpec], details: String,
+  body: @escaping @Sendable (AppGroupRawMailbox.Claim, ParsedArguments) throws -> Void
+) -> Subcommand {
+  Subcommand(
+    spec: CommandSpec(
+      name: name, summary: summary, positionalUsage: "TOKEN", minPositionals: 1,
+      maxPositionals: 1, options: MailboxOptions.location + options + MailboxOptions.limits,
+      details: details + """
+
+        Exit status: 0 done, 64 TOKEN is not a claim token, 66 no such mailbox or the claim no
+        longer exists (acknowledged, released, or recovered after its lease ran out; nothing
+        was changed), 74 I/O error.
+        """),
+    run: { arguments in
+      guard let token = AppGroupRawMailbox.ClaimToken(arguments.positionals[0]) else {
+        throw CommandFailure(
+          .usage,
+          "TOKEN is not a claim token (<message id>.<16 hex digits>, as 'mailboxctl claim' "
+            + "prints it)")
+      }
+      // Option values are checked before the claim is looked up, so a bad one changes nothing.
+      for option in options where option.kind == .value("SECONDS") {
+        _ = try arguments.seconds(option.name)
+      }
+      let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+      do {
+        try body(try mailbox.claim(token: token), arguments)
+      } catch let failure as CommandFailure {
+        throw failure
+      } catch let failure as UsageError {
+        throw CommandFailure(.usage, failure.message)
+      } catch AppGroupMailboxError.claimNoLongerExists {
+        throw CommandFailure(
+          .noInput,
+          "claim \(token) no longer exists: it was acknowledged or released, or its lease ran "
+            + "out and it was recovered; nothing was changed")
+      } catch AppGroupMailboxError.decodingFailure {
+        throw CommandFailure(
+          .dataError, "claim \(token): its file no longer holds a readable message")
+      } catch {
+        throw CommandFailure(error, while: "")
+      }
+      return .success
+    })
+}

@@ -1,0 +1,228 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// Shell-level claims with the built binary: `mailboxctl claim`, then `ack`, `release` and
+/// `renew` with the printed token, from separate processes.
+@Suite struct CLIClaimTokenTests {
+  /// One claim as `claim --json` prints it.
+  struct Printed {
+    var token: String
+    var leaseUntil: Date
+    var id: String
+    var deliveryCount: Int
+    var message: Int
+  }
+
+  func enqueue(_ container: TemporaryContainer, _ count: Int) throws {
+    let result = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"],
+      stdin: Data((1...count).map { "\($0)\n" }.joined().utf8))
+    try #require(result.status == 0)
+  }
+
+  func claim(_ container: TemporaryContainer, _ options: [String] = []) throws -> [Printed] {
+    let result = try Mailboxctl.run(["claim"] + container.arguments() + ["--json"] + options)
+    try #require(result.status == 0, "\(result.stderr)")
+    return try jsonLines(result.stdout).map { object in
+      Printed(
+        token: try #require(object["token"] as? String),
+        leaseUntil: try #require(ISO8601.parse(object["leaseUntil"] as? String ?? "")),
+        id: try #require(object["id"] as? String),
+        deliveryCount: try #require(object["deliveryCount"] as? Int),
+        message: try #require(object["message"] as? Int))
+    }
+  }
+
+  func run(_ command: String, _ container: TemporaryContainer, _ rest: [String]) throws
+    -> Finished
+  {
+    try Mailboxctl.run([command] + container.arguments() + rest)
+  }
+
+  func stale(_ command: String, _ token: String) -> String {
+    "mailboxctl: error: \(command): claim \(token) no longer exists: it was acknowledged or "
+      + "released, or its lease ran out and it was recovered; nothing was changed\n"
+  }
+
+  @Test func `Claim prints token, lease and message; ack deletes it; a second ack exits 66`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try enqueue(container, 2)
+    let before = Date()
+    let result = try run("claim", container, [])
+    #expect(result.status == 0)
+    let fields = result.stdout.dropLast().split(separator: " ").map(String.init)
+    try #require(fields.count == 4)
+    #expect(result.stdout.hasSuffix(" 1\n"))
+    let (token, id) = (fields[0], fields[2])
+    #expect(token.hasPrefix(id + "."))
+    let lease = try #require(ISO8601.parse(fields[1]))
+    #expect(lease > before.addingTimeInterval(599) && lease < Date().addingTimeInterval(601))
+    #expect(container.names("claimed").count == 1)
+    #expect(container.names("claimed")[0].contains(String(token.suffix(17))))
+    let ack = try run("ack", container, [token])
+    #expect(ack.status == 0)
+    #expect(ack.stdout == "" && ack.stderr == "")
+    #expect(container.names("claimed").isEmpty)
+    #expect(container.names("pending").count == 1)
+    let again = try run("ack", container, [token])
+    #expect(again.status == 66)
+    #expect(again.stderr == stale("ack", token))
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `A multi-line message is printed on one line that read splits into four fields`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let enqueued = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(), stdin: Data("{\n  \"a\": [1,\n\t2]\n}\n".utf8))
+    try #require(enqueued.status == 0)
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let script =
+      "\"$0\" claim \(location) | while read -r token lease id message; do "
+      + "\"$0\" ack \(location) \"$token\" && printf '%s|%s\\n' \"$id\" \"$message\"; done"
+    let result = try Processes.start(
+      URL(fileURLWithPath: "/bin/sh"), ["-c", script, Mailboxctl.url.path]
+    ).finish()
+    #expect(result.status == 0)
+    let id = enqueued.stdout.dropLast()
+    #expect(result.stdout == "\(id)|{   \"a\": [1, \t2] }\n")
+    #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
+  }
+
+  @Test func `Release puts the message back first in line`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 3)
+    let first = try #require(try claim(container).first)
+    #expect(first.message == 1)
+    #expect(try run("release", container, [first.token]).status == 0)
+    let again = try claim(container, ["--limit", "5"])
+    #expect(again.map(\.message) == [1, 2, 3])
+    #expect(again.map(\.deliveryCount) == [2, 1, 1])
+    #expect(again[0].id == first.id && again[0].token != first.token)
+  }
+
+  @Test func `Release --retry-after keeps the message out of line until it is due`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 3)
+    let first = try #require(try claim(container).first)
+    let released = try run("release", container, ["--retry-after", "3600", first.token])
+    #expect(released.status == 0)
+    #expect(container.names("delayed").count == 1)
+    #expect(container.names("claimed").isEmpty)
+    let second = try #require(try claim(container).first)
+    let bad = try run("release", container, ["--retry-after", "0", second.token])
+    #expect(bad.status == 64)
+    #expect(
+      bad.stderr
+        == "mailboxctl: error: release: --retry-after needs a number of seconds greater than 0, "
+        + "not '0'\nRun 'mailboxctl release --help' for usage.\n")
+    #expect(container.names("claimed").count == 1)
+    #expect(try run("release", container, [second.token]).status == 0)
+    #expect(try claim(container, ["--limit", "5"]).map(\.message) == [2, 3])
+    let due = try container.rawMailbox().nextDueDate()
+    #expect(try #require(due).timeIntervalSinceNow > 3500)
+  }
+
+  @Test func `Renew starts a fresh lease and keeps the token`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    let first = try #require(try claim(container, ["--claim-timeout", "60"]).first)
+    let name = try #require(container.names("claimed").first)
+    let renewed = try run("renew", container, ["--claim-timeout", "3600", "--json", first.token])
+    #expect(renewed.status == 0)
+    let object = try #require(try jsonLines(renewed.stdout).first)
+    #expect(object["token"] as? String == first.token)
+    let lease = try #require(ISO8601.parse(object["leaseUntil"] as? String ?? ""))
+    #expect(lease.timeIntervalSince(first.leaseUntil) > 3000)
+    let renamed = try #require(container.names("claimed").first)
+    #expect(renamed != name)
+    #expect(renamed.hasPrefix(String(name.dropLast(23))))
+    let plain = try run("renew", container, [first.token])
+    #expect(plain.status == 0)
+    #expect(try #require(ISO8601.parse(String(plain.stdout.dropLast()))) < lease)
+    #expect(try run("ack", container, [first.token]).status == 0)
+    #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
+  }
+
+  @Test func `A token whose claim was recovered fails with 66 and leaves the new claim alone`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    let old = try #require(try claim(container, ["--claim-timeout", "0.2"]).first)
+    #expect(waitUntil(deadline: 30) { Date() > old.leaseUntil.addingTimeInterval(0.05) })
+    #expect(try run("maintain", container, []).status == 0)
+    let new = try #require(try claim(container).first)
+    #expect(new.id == old.id && new.deliveryCount == 2 && new.token != old.token)
+    let held = container.names("claimed")
+    for (command, options) in [
+      ("ack", []), ("release", []), ("release", ["--retry-after", "5"]), ("renew", []),
+    ] {
+      let result = try run(command, container, options + [old.token])
+      #expect(result.status == 66, "\(command)")
+      #expect(result.stdout == "")
+      #expect(result.stderr == stale(command, old.token))
+      #expect(container.names("claimed") == held)
+      #expect(container.names("pending").isEmpty && container.names("delayed").isEmpty)
+    }
+    #expect(try run("ack", container, [new.token]).status == 0)
+    #expect(container.names("claimed").isEmpty)
+  }
+
+  @Test func `Malformed tokens are refused with 64 before anything is opened`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    let token = try #require(try claim(container).first).token
+    let claimedName = try #require(container.names("claimed").first)
+    let refused = [
+      "", token.uppercased(), String(token.dropLast()), token + "0", token + "/x",
+      "../\(token)", "claimed/\(claimedName)", claimedName, String(claimedName.dropLast(6)),
+      token.replacingOccurrences(of: ".", with: "/"), token + "\n", " " + token,
+      String(token.prefix(36)) + ".+123456789abcdef", "../../../../etc/passwd",
+    ]
+    for text in refused {
+      // An absent namespace: a refused token must not open (or create) anything.
+      let result = try Mailboxctl.run(
+        ["ack"] + container.arguments(namespace: "absent") + ["--", text])
+      #expect(result.status == 64, "\(text)")
+      #expect(
+        result.stderr
+          == "mailboxctl: error: ack: TOKEN is not a claim token (<message id>.<16 hex digits>, "
+          + "as 'mailboxctl claim' prints it)\nRun 'mailboxctl ack --help' for usage.\n")
+    }
+    #expect(!FileManager.default.fileExists(atPath: container.area("", namespace: "absent").path))
+    #expect(container.names("claimed") == [claimedName])
+    #expect(try run("ack", container, [token]).status == 0)
+  }
+
+  @Test func `Claim releases what it could not print and exits 74`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 3)
+    let result = try Mailboxctl.runWithoutReader(
+      ["claim"] + container.arguments() + ["--limit", "5"])
+    #expect(result.status == 74)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: claim: writing stdout failed: Broken pipe (errno 32); released "
+        + "the 3 of 3 claimed messages not printed\n")
+    #expect(container.names("claimed").isEmpty)
+    #expect(try claim(container, ["--limit", "5"]).map(\.message) == [1, 2, 3])
+  }
+
+  @Test func `Nothing pending prints nothing and exits 0; a missing mailbox exits 66`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    #expect(try run("ack", container, [try #require(try claim(container).first).token]).status == 0)
+    let empty = try run("claim", container, [])
+    #expect(empty.status == 0 && empty.stdout == "" && empty.stderr == "")
+    let missing = try Mailboxctl.run(["claim"] + container.arguments(namespace: "absent"))
+    #expect(missing.status == 66)
+  }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// `mailboxctl enqueue` input handling with the built binary: unreadable stdin (C19), byte order
+/// marks and CR LF (C23), an import cut short (C28), and why JSON is refused.
+@Suite struct CLIEnqueueInputTests {
+  /// Runs `script` with `sh -c`, `$0` being the built mailboxctl.
+  func shell(_ script: String) throws -> Finished {
+    try Processes.start(URL(fileURLWithPath: "/bin/sh"), ["-c", script, Mailboxctl.url.path])
+      .finish()
+  }
+
+  /// The payloads pending in `container`, oldest first, claimed and acknowledged.
+  func drainedPayloads(_ container: TemporaryContainer) throws -> [String] {
+    try container.rawMailbox().claimPending().map { claim in
+      try claim.acknowledge()
+      return String(decoding: claim.payload, as: UTF8.self)
+    }
+  }
+
+  @Test func `Closed or directory stdin exits 66 with one line naming the read failure (C19)`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let closed = try shell("exec \"$0\" enqueue \(location) <&-")
+    #expect(closed.reason == .exit)
+    #expect(closed.status == 66)
+    #expect(closed.stdout == "")
+    #expect(
+      closed.stderr
+        == "mailboxctl: error: enqueue: cannot read standard input: Bad file descriptor "
+        + "(errno 9); nothing was enqueued\n")
+    let directory = try shell("exec \"$0\" enqueue \(location) --lines < /")
+    #expect(directory.reason == .exit)
+    #expect(directory.status == 66)
+    #expect(
+      directory.stderr
+        == "mailboxctl: error: enqueue: cannot read standard input: Is a directory (errno 21); "
+        + "nothing was enqueued\n")
+    // Nothing written: the mailbox was not even created.
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: container.url.appendingPathComponent("AppGroupMailbox").path))
+  }
+
+  @Test func `A closed stdout never lends its number to a mailbox file; the exit says stored`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let result = try shell("exec \"$0\" enqueue \(location) --data '{\"n\":1}' >&-")
+    #expect(result.status == 0)
+    #expect(
+      result.stderr
+        == "mailboxctl: enqueue: the message was stored, but writing stdout failed: "
+        + "Bad file descriptor (errno 9)\n")
+    #expect(try drainedPayloads(container) == ["{\"n\":1}"])
+    let state = try String(
+      contentsOf: container.url.appendingPathComponent("AppGroupMailbox/jobs/state"),
+      encoding: .utf8)
+    #expect(!state.contains("-"))  // no message id was written into the state file
+  }
+
+  @Test func `A byte order mark and CR LF line ends are dropped, never stored (C23)`() throws {
+    let container = try TemporaryContainer()
+    let bom = Data([0xEF, 0xBB, 0xBF])
+    let single = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(), stdin: bom + Data("{\"a\":1}".utf8))
+    #expect(single.status == 0)
+    let lines = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"],
+      stdin: Data("{\"a\":1}\r\n{\"a\":2}\r\n".utf8))
+    #expect(lines.status == 0)
+    #expect(try drainedPayloads(container) == ["{\"a\":1}", "{\"a\":1}", "{\"a\":2}"])
+    // A BOM on each concatenated file's first line, CR LF inside a pretty-printed value.
+    let concatenated = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"],
+      stdin: bom + Data("1\r\n".utf8) + bom + Data("\"two\"\r\n\r\n".utf8))
+    #expect(concatenated.status == 0)
+    let pretty = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(),
+      stdin: bom + Data("{\r\n  \"a\": [1,\r\n 2]\r\n}\r\n".utf8))
+    #expect(pretty.status == 0)
+    #expect(try drainedPayloads(container) == ["1", "\"two\"", "{\n  \"a\": [1,\n 2]\n}"])
+    // Every line drain prints parses as JSON.
+    _ = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"],
+      stdin: bom + Data("{\"a\":1}\r\n[2]\r\n".utf8))
+    let drained = try Mailboxctl.run(["drain"] + container.arguments())
+    let objects = try jsonLines(drained.stdout)
+    #expect(objects.count == 2)
+    #expect((objects[0]["message"] as? [String: Int]) == ["a": 1])
+  }
+
+  @Test func `Text that is not UTF-8 or holds a stray byte order mark exits 65`() throws {
+    let container = try TemporaryContainer()
+    let utf16 = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(), stdin: Data([0xFF, 0xFE, 0x31, 0x00]))
+    #expect(utf16.status == 65)
+    #expect(
+      utf16.stderr
+        == "mailboxctl: error: enqueue: not UTF-8 text (JSON text must be UTF-8, RFC 8259 "
+        + "section 8.1); nothing was enqueued\n")
+    let stray = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"],
+      stdin: Data("1\n ".utf8) + Data([0xEF, 0xBB, 0xBF]) + Data("2\n".utf8))
+    #expect(stray.status == 65)
+    #expect(
+      stray.stderr
+        == "mailboxctl: error: enqueue: line 2: a byte order mark is allowed only at the start "
+        + "of the input (or of a line); nothing was enqueued\n")
+    #expect(container.names("pending").isEmpty)
+  }
+
+  @Test func `JSON errors say why: empty, more than one value, nested too deep`() throws {
+    let container = try TemporaryContainer()
+    func refusal(_ input: String, _ options: [String] = []) throws -> String {
+      let result = try Mailboxctl.run(
+        ["enqueue"] + container.arguments() + options, stdin: Data(input.utf8))
+      #expect(result.status == 65, "\(input)")
+      #expect(result.stdout == "")
+      return result.stderr
+    }
+    let prefix = "mailboxctl: error: enqueue: "
+    let end = "; nothing was enqueued\n"
+    #expect(try refusal(" \r\n") == prefix + "empty input: no JSON value" + end)
+    #expect(
+      try refusal("{\"a\":1}\n{\"a\":2}\n")
+        == prefix + "more than one JSON value (the second starts on line 2); use --lines for "
+        + "one message a line" + end)
+    #expect(
+      try refusal("\n\n\"x\" \"y\"")
+        == prefix + "more than one JSON value (the second starts on line 3); use --lines for "
+        + "one message a line" + end)
+    #expect(
+      try refusal("1\n\ntrue false\n", ["--lines"])
+        == prefix + "line 3: more than one JSON value on the line" + end)
+    let deep = String(repeating: "[", count: 513) + String(repeating: "]", count: 513)
+    #expect(try refusal(deep) == prefix + "arrays and objects nested more than 512 deep" + end)
+    #expect(
+      try refusal("1\n" + deep + "\n", ["--lines"])
+        == prefix + "line 2: arrays and objects nested more than 512 deep" + end)
+    #expect(try refusal("{\"a\": tru}") == prefix + "not valid JSON" + end)
+    #expect(container.names("pending").isEmpty)
+    let deepest = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
+    #expect(
+      try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", deepest]).status == 0)
+  }
+
+  @Test
+  func `An import cut short by its pipe says how many lines were stored and where to resume (C28)`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let file = container.url.appendingPathComponent("import.jsonl")
+    try Data((1...100).map { "{\"n\":\($0)}\n" }.joined().utf8).write(to: file)
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let cut = try shell(
+      "\"$0\" enqueue \(location) --lines < '\(file.path)' 2> '\(file.path).err' | head -n 1; "
+        + "cat '\(file.path).err'")
+    let lines = cut.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.count == 2)
+    let stored = container.names("pending").count
+    #expect(stored >= 1 && stored < 100)
+    #expect(
+      lines.last
+        == "mailboxctl: error: enqueue: writing stdout failed: Broken pipe (errno 32); "
+        + "\(stored) of 100 messages stored (input lines 1 to \(stored)); the first line not "
+        + "stored is line \(stored + 1): resume from it")
+    // The documented rule: resuming from that line neither loses nor repeats a message.
+    let resumed = try shell(
+      "tail -n +\(stored + 1) '\(file.path)' | \"$0\" enqueue \(location) --lines > /dev/null")
+    #expect(resumed.status == 0)
+    #expect(try drainedPayloads(container) == (1...100).map { "{\"n\":\($0)}" })
+  }
+
+  @Test func `An import whose stdout has no reader stores exactly one message and says so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let file = container.url.appendingPathComponent("import.jsonl")
+    try Data((1...100).map { "\($0)\n" }.joined().utf8).write(to: file)
+    let result = try Mailboxctl.runWithoutReader(
+      ["enqueue"] + container.arguments() + ["--lines"], input: file)
+    #expect(result.status == 74)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: writing stdout failed: Broken pipe (errno 32); "
+        + "1 of 100 messages stored (input lines 1 to 1); the first line not stored is line 2: "
+        + "resume from it\n")
+    #expect(try drainedPayloads(container) == ["1"])
+  }
+
+  @Test func `A full mailbox during --lines says where to resume and exits 75`() throws {
+    let container = try TemporaryContainer()
+    let result = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines", "--max-messages", "2"],
+      stdin: Data("1\n\n2\n3\n4\n".utf8))
+    #expect(result.status == 75)
+    #expect(result.stdout.split(separator: "\n").count == 2)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: The mailbox is full; 2 of 4 messages stored (input "
+        + "lines 1 to 3); the first line not stored is line 4: resume from it\n")
+  }
+}

@@ -1,0 +1,264 @@
+"""The consumer protocol (FORMAT.md, "Consumer protocol", "Delayed messages" and "Lifetime"):
+claim, read, acknowledge, release (with a delay), renew, recovery of abandoned claims, promotion
+of due delayed messages, expiry and quarantine."""
+
+import errno
+import os
+import secrets
+import stat
+
+from .envelope import decode_header, is_json
+from .errors import ClaimGone
+from .names import (
+    MAX_ATTEMPTS, MAX_MICROS, QUARANTINED, ClaimedName, Name, delayed_file, parse_delayed,
+    quarantined_file)
+from .system import now_micros, rename_noreplace
+
+LINK_GRACE_MICROS = 1_000_000
+
+
+class Claim:
+    """A claimed message: its claimed name, its header and its message bytes."""
+
+    def __init__(self, claimed, header, payload):
+        self.claimed, self.header, self.payload = claimed, header, payload
+
+    @property
+    def id(self):
+        return self.claimed.name.id
+
+    @property
+    def delivery_count(self):
+        return self.claimed.name.attempts
+
+
+class Consumer:
+    """Claim and what follows it; a mixin of Spool (needs Layout and State)."""
+
+    def claim(self, limit=None):
+        """Claims up to limit valid messages, oldest first; returns Claims."""
+        now = now_micros()
+        interval = min(1_000_000, self.claim_timeout // 2)
+        if self.last_sweep is None or now - self.last_sweep >= interval:
+            self.last_sweep = now
+            self.recover()
+        self.promote()
+        claims, removed = [], 0
+        names = []
+        for entry in os.listdir(self.area("pending")):
+            name = Name.parse(entry)
+            if name:
+                names.append(name)
+            elif self.quarantine("pending", entry, None, "foreign"):
+                removed += 1
+        for name in sorted(names, key=lambda n: n.key):
+            if limit is not None and len(claims) >= limit:
+                break
+            outcome = self._take(name)
+            if outcome == "removed":
+                removed += 1
+            elif isinstance(outcome, Claim):
+                claims.append(outcome)
+        if removed:
+            self.recount_locked()
+        return claims
+
+    def _take(self, name):
+        now = now_micros()
+        path = self.area("pending", name.file)
+        if now - name.micros >= self.lifetime:
+            try:
+                os.unlink(path)
+                return "removed"
+            except FileNotFoundError:
+                return None
+        if name.attempts >= min(self.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
+            moved = self.quarantine("pending", name.file, name.id, "deadletter")
+            return "removed" if moved else None
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return "removed" if self.quarantine("pending", name.file, name.id, "unsafe") else None
+        if info.st_nlink > 1:
+            if now - info.st_ctime_ns // 1000 < LINK_GRACE_MICROS:
+                return None
+            return "removed" if self.quarantine("pending", name.file, name.id, "unsafe") else None
+        claimed = ClaimedName(Name(name.micros, name.sequence, name.id, name.attempts + 1),
+                              secrets.token_hex(8), now + self.claim_timeout)
+        try:
+            os.rename(path, self.area("claimed", claimed.file))
+        except FileNotFoundError:
+            return None
+        failure = self._read(claimed)
+        if isinstance(failure, Claim):
+            return failure
+        if failure == "vanished":
+            return None
+        if failure in ("linked", "othertype"):
+            # Linked after the look, or another consumer's type: back to its place, untouched.
+            self.locked(lambda _: rename_noreplace(self.area("claimed", claimed.file), path))
+            return None
+        if failure == "expired":
+            try:
+                os.unlink(self.area("claimed", claimed.file))
+            except FileNotFoundError:
+                return None
+            return "removed"
+        return "removed" if self.quarantine("claimed", claimed.file, name.id, failure) else None
+
+    def _read(self, claimed):
+        """The Claim, or why it is not delivered (a reason, linked, othertype, vanished or expired)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(self.area("claimed", claimed.file), flags)
+        except FileNotFoundError:
+            return "vanished"
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK,
+                               errno.ENODEV, errno.EACCES):
+                return "unsafe"
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return "unsafe"
+            if info.st_nlink != 1:
+                return "linked"
+            if info.st_size > self.max_payload_bytes:
+                return "oversized"
+            data = b""
+            while len(data) <= self.max_payload_bytes:
+                chunk = os.read(fd, self.max_payload_bytes + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) > self.max_payload_bytes:
+            return "oversized"
+        try:
+            header, payload = decode_header(data)
+        except ValueError as error:
+            return str(error)
+        if header["id"].lower() != claimed.name.id:
+            return "malformed"
+        if self.message_type is not None and header["messageType"] not in ("", self.message_type):
+            return "othertype"
+        if now_micros() - header["enqueuedAt"] >= self.lifetime:
+            return "expired"
+        if not is_json(payload):
+            return "malformed"
+        return Claim(claimed, header, payload)
+
+    def acknowledge(self, claim):
+        if not self.remove_counted(self.area("claimed", claim.claimed.file)):
+            raise ClaimGone()
+
+    def release(self, claim, delay=0.0):
+        """Back to its place in pending/, or into delayed/ for delay seconds."""
+        name = claim.claimed.name
+        target = ("pending", name.file) if delay <= 0 else (
+            "delayed", delayed_file(min(now_micros() + int(delay * 1_000_000), MAX_MICROS), name))
+        try:
+            self.locked(lambda _: rename_noreplace(self.area("claimed", claim.claimed.file),
+                                                   self.area(*target)))
+        except FileNotFoundError:
+            raise ClaimGone()
+        self.fsync_area(target[0])
+
+    def renew(self, claim):
+        renewed = ClaimedName(
+            claim.claimed.name, claim.claimed.token, now_micros() + self.claim_timeout)
+        try:
+            self.locked(lambda _: os.rename(self.area("claimed", claim.claimed.file),
+                                            self.area("claimed", renewed.file)))
+        except FileNotFoundError:
+            raise ClaimGone()
+        claim.claimed = renewed
+
+    def recover(self):
+        """Restores claims whose lease ran out (or deletes them when expired); returns how many."""
+        now, recovered, contained = now_micros(), 0, 0
+        for entry in os.listdir(self.area("claimed")):
+            claimed = ClaimedName.parse(entry)
+            if not claimed or claimed.lease >= now:
+                continue
+            path = self.area("claimed", entry)
+            if now - claimed.name.micros >= self.lifetime:
+                self.remove_counted(path)
+                continue
+            try:
+                target = self.area("pending", claimed.name.file)
+                self.locked(lambda _: rename_noreplace(path, target))
+                recovered += 1
+            except FileNotFoundError:
+                continue
+            except FileExistsError:
+                contained += self.quarantine("claimed", entry, claimed.name.id, "unsafe")
+        if contained:
+            self.recount_locked()
+        if recovered:
+            self.fsync_area("pending")
+        return recovered
+
+    def promote(self):
+        """Moves due delayed messages into pending/ (deleting expired ones); returns how many."""
+        now, promoted = now_micros(), 0
+        for entry in os.listdir(self.area("delayed")):
+            delayed = parse_delayed(entry)
+            if not delayed or delayed[0] > now:
+                continue
+            path = self.area("delayed", entry)
+            if now - delayed[1].micros >= self.lifetime:
+                self.remove_counted(path)
+                continue
+            try:
+                target = self.area("pending", delayed[1].file)
+                self.locked(lambda _: rename_noreplace(path, target))
+                promoted += 1
+            except (FileNotFoundError, FileExistsError):
+                continue
+        if promoted:
+            self.fsync_area("pending")
+        return promoted
+
+    def quarantine(self, area, entry, id, reason):
+        """Moves an entry into quarantine/ (or deletes it); True when it left its area."""
+        source = self.area(area, entry)
+        if self.max_quarantined > 0:
+            self._trim(self.max_quarantined - 1)
+            for _ in range(8):
+                target = quarantined_file(now_micros(), reason, id, secrets.token_hex(4))
+                try:
+                    rename_noreplace(source, self.area("quarantine", target))
+                    return True
+                except FileNotFoundError:
+                    return False
+                except FileExistsError:
+                    continue
+                except OSError:
+                    break
+        try:
+            self._remove(source)
+            return True
+        except OSError:
+            return False
+
+    def _trim(self, keeping):
+        entries = os.listdir(self.area("quarantine"))
+        entries.sort(key=lambda e: (QUARANTINED.fullmatch(e) is not None, e))
+        for entry in entries[:max(0, len(entries) - keeping)]:
+            try:
+                self._remove(self.area("quarantine", entry))
+            except OSError:
+                pass
+
+    def _remove(self, path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            for child in os.listdir(path):
+                self._remove(os.path.join(path, child))
+            os.rmdir(path)
+        else:
+            os.unlink(path)

@@ -1,0 +1,47 @@
+"""A message file: the header line, a line feed, then the message (FORMAT.md, "Message files")."""
+
+import json
+
+from .names import ANY_UUID
+
+MAX_HEADER_BYTES = 4096
+
+
+def encode(id, micros, message_type, payload):
+    """The bytes of a message file: the header the library writes, then payload byte for byte."""
+    header = json.dumps(
+        {"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type},
+        separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    return header.encode("utf-8") + b"\n" + payload
+
+
+def decode_header(data):
+    """(header dict, payload bytes), or raises ValueError("malformed" or "future")."""
+    newline = data.find(b"\n", 0, min(len(data), MAX_HEADER_BYTES))
+    if newline <= 0 or data[:1] != b"{":
+        raise ValueError("malformed")
+    try:
+        header = json.loads(data[:newline].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("malformed")
+    if not isinstance(header, dict):
+        raise ValueError("malformed")
+    version = header.get("format")
+    if type(version) is not int or version < 1:
+        raise ValueError("malformed")
+    if version > 1:
+        raise ValueError("future")
+    if (type(header.get("enqueuedAt")) is not int or not isinstance(header.get("id"), str)
+            or not isinstance(header.get("messageType"), str)
+            or not ANY_UUID.fullmatch(header["id"])):
+        raise ValueError("malformed")
+    return header, data[newline + 1:]
+
+
+def is_json(payload):
+    """Whether payload is exactly one JSON value in UTF-8 (what an untyped consumer delivers)."""
+    try:
+        json.loads(payload.decode("utf-8"))
+        return True
+    except (UnicodeDecodeError, ValueError):
+        return False

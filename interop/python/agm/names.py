@@ -1,0 +1,96 @@
+"""Names of the entries of a namespace (FORMAT.md, "Layout" and "Names"): their formats and parsing.
+
+A name is the only place that holds a message's order, id, delivery count, lease and due time, so
+every other module formats and parses names here and nowhere else.
+"""
+
+import re
+
+MAX_MICROS = 9_999_999_999_999_999
+MAX_ATTEMPTS = 2_147_483_647
+NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
+UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+STEM = re.compile(r"(\d{16})-(\d{20})-(" + UUID_TEXT + r")-(0|[1-9]\d{0,9})", re.ASCII)
+CLAIMED = re.compile(r"(.+)\.([0-9a-f]{16})\.(\d{16})\.claim", re.ASCII)
+DELAYED = re.compile(r"(\d{16})-(.+\.msg)", re.ASCII)
+QUARANTINED = re.compile(
+    r"\d{16}-[a-z]+-(" + UUID_TEXT + r"|unknown)-[0-9a-f]{8}\.q", re.ASCII | re.I)
+ANY_UUID = re.compile(UUID_TEXT, re.ASCII | re.I)
+
+
+def valid_namespace(namespace):
+    """Whether namespace is a valid namespace name (FORMAT.md, "Layout")."""
+    return bool(NAMESPACE.fullmatch(namespace)) and set(namespace) != {"."}
+
+
+class Name:
+    """A pending name: <enqueuedAt:16>-<sequence:20>-<id>-<attempts>.msg."""
+
+    def __init__(self, micros, sequence, id, attempts):
+        self.micros, self.sequence, self.id, self.attempts = micros, sequence, id, attempts
+
+    @property
+    def key(self):
+        return (self.micros, self.sequence)
+
+    @property
+    def stem(self):
+        return f"{self.micros:016d}-{self.sequence:020d}-{self.id}-{self.attempts}"
+
+    @property
+    def file(self):
+        return self.stem + ".msg"
+
+    @staticmethod
+    def parse_stem(text):
+        match = STEM.fullmatch(text)
+        if not match:
+            return None
+        micros, sequence, id, attempts = match.groups()
+        if int(sequence) >= 1 << 64 or int(attempts) > MAX_ATTEMPTS:
+            return None
+        return Name(int(micros), int(sequence), id, int(attempts))
+
+    @staticmethod
+    def parse(text):
+        return Name.parse_stem(text[:-4]) if text.endswith(".msg") else None
+
+
+class ClaimedName:
+    """<pending stem with attempts counting this claim>.<token:16>.<leaseUntil:16>.claim"""
+
+    def __init__(self, name, token, lease):
+        self.name, self.token, self.lease = name, token, min(max(lease, 0), MAX_MICROS)
+
+    @property
+    def file(self):
+        return f"{self.name.stem}.{self.token}.{self.lease:016d}.claim"
+
+    @staticmethod
+    def parse(text):
+        match = CLAIMED.fullmatch(text)
+        name = match and Name.parse_stem(match.group(1))
+        return ClaimedName(name, match.group(2), int(match.group(3))) if name else None
+
+
+def delayed_file(due, name):
+    """The delayed name <due:16>-<pending name> of name, due at due (microseconds)."""
+    return f"{due:016d}-{name.file}"
+
+
+def parse_delayed(text):
+    """(due, pending name) of a delayed name, or None."""
+    match = DELAYED.fullmatch(text)
+    name = match and Name.parse(match.group(2))
+    return (int(match.group(1)), name) if name else None
+
+
+def quarantined_file(micros, reason, id, tag):
+    """The quarantined name <micros:16>-<reason>-<id or unknown>-<tag:8 hex>.q."""
+    return f"{micros:016d}-{reason}-{id or 'unknown'}-{tag}.q"
+
+
+def quarantined_id(text):
+    """The id a quarantined name carries, or None (a foreign name, or "unknown")."""
+    match = QUARANTINED.fullmatch(text)
+    return match.group(1).lower() if match and match.group(1) != "unknown" else None

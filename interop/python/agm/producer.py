@@ -1,0 +1,124 @@
+"""The producer protocol: enqueue, with an id, a date or a not-before time (FORMAT.md, "Producer
+protocol" and "Delayed messages")."""
+
+import os
+import secrets
+import uuid
+
+from . import envelope
+from .errors import MailboxFull, PayloadTooLarge
+from .names import MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
+from .system import now_micros, rename_noreplace
+
+
+class Producer:
+    """Enqueue; a mixin of Spool (needs Layout and State)."""
+
+    def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type=""):
+        """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired."""
+        unique = id is not None
+        id = str(uuid.UUID(id)) if unique else str(uuid.uuid4())
+        now = now_micros()
+        micros = enqueued_at if enqueued_at is not None else now
+        due = min(not_before, MAX_MICROS) if not_before is not None and not_before > now else None
+        if due is not None and due - micros >= self.lifetime:
+            return id, "expired"
+
+        def encode(micros):
+            data = envelope.encode(id, micros, message_type, payload)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(len(data))
+            return data
+
+        data = encode(micros)
+        temporary = self.area("tmp", f"{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     self.file_mode)
+        published = None
+        try:
+            os.fchmod(fd, self.file_mode)
+            os.write(fd, data)
+            if self.durable:
+                os.fsync(fd)
+            area = "pending" if due is None else "delayed"
+
+            def publish(counters):
+                nonlocal micros, published
+                if unique and self.contains(id):
+                    return "duplicate"
+                self.make_room(counters)
+                if enqueued_at is None and micros < counters[2]:
+                    micros = counters[2]
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, encode(micros), 0)
+                    if self.durable:
+                        os.fsync(fd)
+                before = list(counters)
+                name = Name(due if due is not None else micros, counters[0] + 1, id, 0)
+                target = name.file if due is None else delayed_file(due, name)
+                counters[0] += 1
+                counters[1] += 1
+                if enqueued_at is None:
+                    counters[2] = max(counters[2], micros)
+                self.write_state(counters)
+                try:
+                    rename_noreplace(temporary, self.area(area, target))
+                except OSError:
+                    counters[:] = before
+                    self.write_state(before)
+                    raise
+                published = target
+                return "published" if due is None else "delayed"
+
+            outcome = self.locked(publish)
+        finally:
+            os.close(fd)
+            if published is None:
+                try:
+                    os.unlink(temporary)
+                except FileNotFoundError:
+                    pass
+        if published is not None:
+            try:
+                self.fsync_area(area)
+            except OSError:
+                self.remove_counted(self.area(area, published))
+                raise
+        return id, outcome
+
+    def contains(self, id):
+        """Whether a name in pending/, claimed/, delayed/ or quarantine/ carries id."""
+        for entry in os.listdir(self.area("pending")):
+            name = Name.parse(entry)
+            if name and name.id == id:
+                return True
+        for entry in os.listdir(self.area("claimed")):
+            claimed = ClaimedName.parse(entry)
+            if claimed and claimed.name.id == id:
+                return True
+        for entry in os.listdir(self.area("delayed")):
+            delayed = parse_delayed(entry)
+            if delayed and delayed[1].id == id:
+                return True
+        return any(quarantined_id(entry) == id for entry in os.listdir(self.area("quarantine")))
+
+    def make_room(self, counters):
+        """Step 4: recount when the counter says full, then reject or evict the oldest pending."""
+        if counters[1] < self.max_messages:
+            return
+        counters[:] = self.recount(counters)
+        if counters[1] < self.max_messages:
+            return
+        if not self.discard_oldest:
+            raise MailboxFull()
+        names = (n for n in map(Name.parse, os.listdir(self.area("pending"))) if n)
+        for name in sorted(names, key=lambda n: n.key):
+            if counters[1] < self.max_messages:
+                break
+            try:
+                os.unlink(self.area("pending", name.file))
+                counters[1] -= 1
+            except FileNotFoundError:
+                continue
+        if counters[1] >= self.max_messages:
+            raise MailboxFull()

@@ -1,0 +1,116 @@
+"""The state file: the namespace lock and its counters line, rebuilt from the names when it does
+not parse or on a program's first use (FORMAT.md, "The state file and the lock")."""
+
+import errno
+import fcntl
+import os
+import stat
+
+from .names import MAX_MICROS, ClaimedName, Name, parse_delayed
+
+STATE_LENGTH = 65
+
+
+def parse_state(raw):
+    """(sequence, depth, newest) from the state line, or None when it does not parse."""
+    if len(raw) != STATE_LENGTH or raw[:2] != b"1 " or raw[64:] != b"\n":
+        return None
+    fields = (raw[2:22], raw[23:43], raw[44:64])
+    if raw[22:23] != b" " or raw[43:44] != b" " or not all(f.isdigit() for f in fields):
+        return None
+    sequence, depth, newest = (int(f) for f in fields)
+    if sequence >= 1 << 64 or depth > 2_147_483_647 or newest > MAX_MICROS:
+        return None
+    return [sequence, depth, newest]
+
+
+def state_line(counters):
+    sequence, depth, newest = counters
+    return f"1 {sequence:020d} {max(depth, 0):020d} {max(newest, 0):020d}\n".encode()
+
+
+class State:
+    """The lock and the counters of a namespace; a mixin of Spool (needs Layout)."""
+
+    def open_state(self):
+        """Opens the state file, creating it with its mode set explicitly when missing."""
+        # Created with its mode set explicitly when missing (whatever the umask); an existing
+        # one (possibly empty: rebuilt on first use) is used as it is.
+        state = os.path.join(self.path, "state")
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            self.state = os.open(state, flags | os.O_CREAT | os.O_EXCL, self.file_mode)
+            os.fchmod(self.state, self.file_mode)
+        except FileExistsError:
+            self.state = os.open(state, flags)
+        if not stat.S_ISREG(os.fstat(self.state).st_mode):
+            raise OSError(errno.EINVAL, "state is not a regular file")
+        self.validated = False
+
+    def close(self):
+        os.close(self.state)
+
+    def locked(self, body):
+        """Runs body(counters) under the lock; writes the counters back when they changed."""
+        fcntl.flock(self.state, fcntl.LOCK_EX)
+        try:
+            stored = parse_state(os.pread(self.state, STATE_LENGTH, 0))
+            counters = list(stored) if stored and self.validated else self.recount(stored)
+            self.validated = True
+            result = body(counters)
+            if counters != stored:
+                self.write_state(counters)
+            return result
+        finally:
+            fcntl.flock(self.state, fcntl.LOCK_UN)
+
+    def write_state(self, counters):
+        os.pwrite(self.state, state_line(counters), 0)
+
+    def recount(self, stored):
+        """Counters rebuilt from the names (call under the lock)."""
+        seen = set()
+        sequence = stored[0] if stored else 0
+        newest = stored[2] if stored else 0
+
+        def count(name, implicit):
+            nonlocal sequence, newest
+            seen.add((name.micros, name.sequence, name.id))
+            sequence = max(sequence, name.sequence)
+            if implicit and stored is None:
+                newest = max(newest, name.micros)
+
+        def claimed(text):
+            parsed = ClaimedName.parse(text)
+            return parsed.name if parsed else None
+
+        def delayed(text):
+            parsed = parse_delayed(text)
+            return parsed[1] if parsed else None
+
+        # Listed pending, claimed, delayed, pending again: a message that moves once meanwhile
+        # is still seen (FORMAT.md, "Why the lock").
+        for area, parse, implicit in (("pending", Name.parse, True), ("claimed", claimed, True),
+                                      ("delayed", delayed, False), ("pending", Name.parse, True)):
+            for entry in os.scandir(self.area(area)):
+                if entry.is_dir(follow_symlinks=False) or entry.is_symlink():
+                    continue
+                name = parse(entry.name)
+                if name:
+                    count(name, implicit)
+        return [sequence, len(seen), newest]
+
+    def recount_locked(self):
+        """Rebuilds the counters under the lock (after entries left without lowering depth)."""
+        self.locked(lambda counters: counters.__setitem__(slice(None), self.recount(counters)))
+
+    def remove_counted(self, path):
+        """Unlinks path and lowers depth in one hold of the lock; False when it was gone."""
+        def remove(counters):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                return False
+            counters[1] = max(0, counters[1] - 1)
+            return True
+        return self.locked(remove)

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The command line of the second implementation of the AppGroupMailbox spool (the package `agm`
+beside this file, written from docs/FORMAT.md, Python 3 standard library only).
+
+Command line (used by Tests/AppGroupMailboxTests/Interop):
+
+    agm_spool.py enqueue CONTAINER NS [--lines] [--id UUID] [--enqueued-at-us N] [--delay S]
+                 [--type T] [--retry-full SECONDS] [limits]
+        stdin is one message (or one a line with --lines); prints "<id> <outcome>" per message.
+    agm_spool.py drain CONTAINER NS [--count N] [--until-file F] [--limit L] [--type T] [limits]
+        claims and acknowledges; prints one JSON object a message (id, deliveryCount,
+        enqueuedAt, messageType, payloadHex). Stops after N messages, or when F exists and a claim
+        finds nothing, or (without either) at the first empty claim.
+    agm_spool.py hold CONTAINER NS [--limit L] [limits]
+        claims up to L messages, prints them as drain does, and exits without acknowledging.
+    agm_spool.py release-delay CONTAINER NS --delay S [limits]
+        claims one message and releases it with a retry delay of S seconds.
+    limits: --max-messages N --max-payload-bytes N --lifetime S --claim-timeout S
+            --max-quarantined N --max-attempts N --discard-oldest --group-shared --relaxed
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
+
+from agm import MailboxFull, Spool, now_micros  # noqa: E402
+
+
+def _spool(arguments):
+    return Spool(arguments.container, arguments.namespace, max_messages=arguments.max_messages,
+                 max_payload_bytes=arguments.max_payload_bytes, lifetime=arguments.lifetime,
+                 claim_timeout=arguments.claim_timeout, max_quarantined=arguments.max_quarantined,
+                 max_attempts=arguments.max_attempts, discard_oldest=arguments.discard_oldest,
+                 message_type=arguments.type if arguments.command == "drain" else None,
+                 durable=not arguments.relaxed, group_shared=arguments.group_shared)
+
+
+def _print_claim(claim):
+    print(json.dumps({
+        "id": claim.id, "deliveryCount": claim.delivery_count,
+        "enqueuedAt": claim.header["enqueuedAt"], "messageType": claim.header["messageType"],
+        "payloadHex": claim.payload.hex()}), flush=True)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="agm_spool.py")
+    parser.add_argument("command", choices=["enqueue", "drain", "hold", "release-delay"])
+    parser.add_argument("container")
+    parser.add_argument("namespace")
+    parser.add_argument("--lines", action="store_true")
+    parser.add_argument("--id")
+    parser.add_argument("--enqueued-at-us", type=int)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--type")
+    parser.add_argument("--retry-full", type=float, default=0.0)
+    parser.add_argument("--count", type=int)
+    parser.add_argument("--until-file")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--max-messages", type=int, default=100)
+    parser.add_argument("--max-payload-bytes", type=int, default=65536)
+    parser.add_argument("--lifetime", type=float, default=86400.0)
+    parser.add_argument("--claim-timeout", type=float, default=600.0)
+    parser.add_argument("--max-quarantined", type=int, default=20)
+    parser.add_argument("--max-attempts", type=int)
+    parser.add_argument("--discard-oldest", action="store_true")
+    parser.add_argument("--group-shared", action="store_true")
+    parser.add_argument("--relaxed", action="store_true")
+    arguments = parser.parse_args(argv)
+    spool = _spool(arguments)
+    if arguments.command == "enqueue":
+        data = sys.stdin.buffer.read()
+        if arguments.lines:
+            messages = [line for line in data.split(b"\n") if line.strip()]
+        else:
+            messages = [data.rstrip()]
+        for message in messages:
+            deadline = time.monotonic() + arguments.retry_full
+            while True:
+                try:
+                    not_before = None
+                    if arguments.delay > 0:
+                        not_before = now_micros() + int(arguments.delay * 1_000_000)
+                    id, outcome = spool.enqueue(
+                        message, id=arguments.id, enqueued_at=arguments.enqueued_at_us,
+                        not_before=not_before, message_type=arguments.type or "")
+                    break
+                except MailboxFull:
+                    if time.monotonic() >= deadline:
+                        print("full", flush=True)
+                        return 75
+                    time.sleep(0.001)
+            print(id, outcome, flush=True)
+    elif arguments.command in ("drain", "hold"):
+        delivered = 0
+        while arguments.count is None or delivered < arguments.count:
+            done = arguments.until_file is not None and os.path.exists(arguments.until_file)
+            claims = spool.claim(arguments.limit)
+            for claim in claims:
+                _print_claim(claim)
+                if arguments.command == "drain":
+                    spool.acknowledge(claim)
+            delivered += len(claims)
+            if arguments.command == "hold":
+                break
+            if not claims:
+                if done or (arguments.count is None and arguments.until_file is None):
+                    break
+                time.sleep(0.002)
+    elif arguments.command == "release-delay":
+        claims = spool.claim(1)
+        for claim in claims:
+            _print_claim(claim)
+            spool.release(claim, delay=arguments.delay)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

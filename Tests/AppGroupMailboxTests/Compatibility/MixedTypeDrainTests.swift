@@ -43,8 +43,9 @@ private struct Refund: Codable, Sendable, Equatable {
         try refunds.enqueue(Refund(number: count / 2 + number))
       }
     }
+    // A correctness bound: the drains run on the cooperative pool, which the whole suite shares.
     let finished = try await offCooperativePool {
-      waitUntil {
+      waitUntil(deadline: 120) {
         gotOrders.withLock { $0.count } == count / 2 && gotRefunds.withLock { $0.count } == count
       }
     }

@@ -26,7 +26,9 @@ let migrateCommand = Subcommand(
       delivery count 0, a claimed one 1 (it was handed out and not finished). Each old file is
       deleted after its message is written and flushed: a run interrupted at any point and run
       again neither loses nor duplicates a message, and a run with nothing left to convert
-      changes nothing. Old quarantined files and files that are not readable messages move to
+      changes nothing; run it again before starting consumers (acknowledged ids leave no
+      trace, so an imported message acknowledged before its old file was deleted would come
+      back). Old quarantined files and files that are not readable messages move to
       quarantine/ (reason foreign). The limits apply as to enqueue: a message larger than
       --max-payload-bytes with this format's header, or more messages than --max-messages,
       stops the run (exit 65 or 75); raise the limit and run again.

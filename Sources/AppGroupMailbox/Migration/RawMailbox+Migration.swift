@@ -32,7 +32,9 @@ extension AppGroupRawMailbox {
   /// out and not finished; the old holder's acknowledge then finds nothing). Each old file is
   /// deleted only after its message was written and flushed; an import finds the id already
   /// present after an interrupted run and writes nothing, so a run killed at any point and run
-  /// again neither loses nor duplicates a message. Old quarantined files and entries that are not
+  /// again neither loses nor duplicates a message, provided no consumer acknowledged an imported
+  /// message in between (the mailbox keeps no tombstones: its old file would be imported
+  /// again). Old quarantined files and entries that are not
   /// readable messages go to `quarantine/` as they are (never followed or opened).
   ///
   /// - Throws: ``LegacyMigrationError``; ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``

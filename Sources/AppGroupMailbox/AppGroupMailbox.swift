@@ -33,8 +33,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   public var limits: Limits { spool.configuration.limits }
   /// The name posted to after each enqueue, release and recovery (see the watcher API).
   public let notificationName: String?
-  /// The type tag stored with every message and required of every message claimed (an empty
-  /// tag is accepted too).
+  /// The type tag stored with every message. Claims take messages with this tag or none; a
+  /// message with another tag stays pending for a consumer of its type (with the default tag,
+  /// old qualified tags of the same type name are taken too; see docs/FORMAT.md).
   public let messageType: String
   /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
   public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
@@ -53,7 +54,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///     after each enqueue, release and recovery (see ``AppGroupMailboxWatcher`` and
   ///     docs/WAKEUPS.md).
   ///   - messageType: The tag stored with each message; defaults to
-  ///     `String(reflecting: Message.self)`.
+  ///     `String(describing: Message.self)`, the type's name without its module (`Job`), which
+  ///     is the same in every module, launch and access level. Give one when two types of the
+  ///     same name share a namespace.
   ///   - diagnostic: Receives content-free events, outside every lock, on the calling thread.
   ///   - durability: Linux addition; ``Durability/full`` (the default) flushes before returning.
   ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared.
@@ -88,7 +91,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ) throws {
     guard NamespaceRule.isValid(namespace) else { throw MailboxError.invalidNamespace }
     try limits.validate()
-    let type = messageType ?? String(reflecting: Message.self)
+    let type = messageType ?? MessageTypeTag.defaultTag(of: Message.self)
     self.messageType = type
     self.notificationName = notificationName
     var onPending: (@Sendable () -> Void)?
@@ -100,7 +103,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     }
     let configuration = SpoolConfiguration(
       limits: limits, overflowPolicy: overflowPolicy, durability: durability,
-      permissions: permissions, expectedMessageType: type, clock: clock,
+      permissions: permissions,
+      messageTypeTag: MessageTypeTag(tag: type, isDefault: messageType == nil), clock: clock,
       diagnostic: diagnostic, onPending: onPending)
     self.spool = try Spool(
       container: containerURL, namespace: namespace, configuration: configuration)
@@ -204,7 +208,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// under foreign names and dead letters (``Limits/maxDeliveryAttempts``) are quarantined and
   /// reported and do not count toward `limit`, so up to `limit` valid claims are returned whatever
   /// sits in front of them. Nothing is read before its descriptor was checked (docs/SECURITY.md).
-  /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
+  ///
+  /// A `limit` of 0 returns `[]` and touches nothing (as the package we follow does).
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
   ///   ``MailboxError/ioFailure(_:)``.
   /// - Complexity: O(log n) per entry looked at, plus one fstatat(2), one rename and one read
   ///   per claimed message: names come from an in-memory index kept by inotify (one inotify
@@ -212,7 +218,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   O(n log n), happens on the first claim and whenever the index cannot be trusted (queue
   ///   overflow, no inotify, a foreign name, a failed claim). See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    if let limit, limit <= 0 { throw MailboxError.invalidLimit("claim limit") }
+    if let limit, limit <= 0 {
+      guard limit == 0 else { throw MailboxError.invalidLimit("claim limit") }
+      return []
+    }
     var diagnostics: [Diagnostic] = []
     defer { spool.emit(diagnostics) }
     let decoder = JSONDecoder()

@@ -86,8 +86,9 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
   public var dueAt: Date?
   /// When the file was quarantined; nil unless quarantined with a quarantine name.
   public var quarantinedAt: Date?
-  /// Why the file was quarantined (`unsafe`, `malformed`, `oversized`, `future`, `wrongtype`,
-  /// `deadletter`); nil unless quarantined with a quarantine name.
+  /// Why the file was quarantined (`unsafe`, `malformed`, `oversized`, `future`, `deadletter`,
+  /// `foreign`; `wrongtype` from earlier versions); nil unless quarantined with a quarantine
+  /// name.
   public var quarantineReason: String?
 
   /// Creates an entry.

@@ -31,8 +31,11 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// A file-system operation failed; the ``IOFailure`` names the operation, the system call
   /// and its errno.
   ///
-  /// Unlike the package we follow, this case carries its cause, so two `ioFailure` values
-  /// compare equal only when their causes do. Match it with `case .ioFailure:` to ignore it.
+  /// The package we follow has a payload-free `ioFailure`; code written for it works unchanged:
+  /// `catch MailboxError.ioFailure` and `case .ioFailure:` match every I/O failure, and
+  /// `error == .ioFailure` or `#expect(throws: MailboxError.ioFailure)` compare against
+  /// ``ioFailure`` (the static value), because equality ignores the cause (see ``==(_:_:)``).
+  /// Read the cause with `catch MailboxError.ioFailure(let cause)`.
   case ioFailure(IOFailure)
   /// `JSONEncoder` could not encode the message.
   case encodingFailure
@@ -53,6 +56,10 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     /// The errno value (errno(3)), for example 28 for `ENOSPC`.
     public var errno: Int32
 
+    /// The cause of the static ``AppGroupMailboxError/ioFailure``: no operation, no system call,
+    /// errno 0. The library never throws it.
+    public static let unspecified = IOFailure(operation: "", systemCall: "", errno: 0)
+
     /// Creates a cause.
     public init(operation: String, systemCall: String, errno: Int32) {
       self.operation = operation
@@ -60,9 +67,58 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
       self.errno = errno
     }
 
-    /// `"<operation>: <systemCall> failed: <strerror> (errno <n>)"`.
+    /// `"<operation>: <systemCall> failed: <strerror> (errno <n>)"`, or `"unspecified"` for
+    /// ``unspecified``.
     public var description: String {
-      "\(operation): \(systemCall) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+      guard self != .unspecified else { return "unspecified" }
+      return
+        "\(operation): \(systemCall) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+  }
+
+  /// An I/O failure without a known cause, for comparisons written for the package we follow:
+  /// `error == .ioFailure` is true for every ``ioFailure(_:)``, whatever its cause.
+  public static var ioFailure: Self { .ioFailure(.unspecified) }
+
+  /// The cause of an ``ioFailure(_:)``, nil for every other case: what to compare when the
+  /// cause matters (`==` ignores it).
+  public var ioFailureCause: IOFailure? {
+    guard case .ioFailure(let cause) = self else { return nil }
+    return cause
+  }
+
+  /// Equal when the cases are equal and so are their associated values, except that every
+  /// ``ioFailure(_:)`` equals every other: the cause is a diagnosis, not part of the error's
+  /// identity, so comparisons written for the package we follow (whose `ioFailure` has no
+  /// payload) behave as they did there. Compare ``IOFailure`` values to tell causes apart.
+  public static func == (lhs: Self, rhs: Self) -> Bool {
+    switch (lhs, rhs) {
+    case (.ioFailure, .ioFailure): true
+    case (.invalidLimit(let left), .invalidLimit(let right)): left == right
+    case (
+      .payloadTooLarge(let leftActual, let leftMaximum), .payloadTooLarge(let actual, let maximum)
+    ):
+      leftActual == actual && leftMaximum == maximum
+    case (.invalidNamespace, .invalidNamespace), (.containerUnavailable, .containerUnavailable),
+      (.mailboxFull, .mailboxFull), (.unsafeFile, .unsafeFile),
+      (.claimNoLongerExists, .claimNoLongerExists), (.mailboxDeallocated, .mailboxDeallocated),
+      (.ordinalExhausted, .ordinalExhausted), (.encodingFailure, .encodingFailure),
+      (.decodingFailure, .decodingFailure), (.mailboxDirectoryRemoved, .mailboxDirectoryRemoved):
+      true
+    default: false
+    }
+  }
+
+  /// Hashes consistently with ``==(_:_:)``: an ``ioFailure(_:)``'s cause is not hashed.
+  public func hash(into hasher: inout Hasher) {
+    switch self {
+    case .ioFailure: hasher.combine("ioFailure")
+    case .invalidLimit(let name): hasher.combine("invalidLimit"); hasher.combine(name)
+    case .payloadTooLarge(let actual, let maximum):
+      hasher.combine("payloadTooLarge")
+      hasher.combine(actual)
+      hasher.combine(maximum)
+    default: hasher.combine(String(describing: self))
     }
   }
 

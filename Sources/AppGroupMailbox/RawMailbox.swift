@@ -80,7 +80,7 @@ public final class AppGroupRawMailbox: Sendable {
     self.namespace = namespace
     let configuration = SpoolConfiguration(
       limits: limits, overflowPolicy: overflowPolicy, durability: durability,
-      permissions: permissions, expectedMessageType: nil, clock: clock,
+      permissions: permissions, messageTypeTag: nil, clock: clock,
       diagnostic: diagnostic, onPending: nil)
     self.spool = try Spool(
       container: containerURL, namespace: namespace, configuration: configuration)
@@ -169,14 +169,18 @@ public final class AppGroupRawMailbox: Sendable {
   /// ``AppGroupMailbox/claimPending(limit:)`` does; a file whose message is not JSON is
   /// quarantined as malformed. Delayed messages that are due are made pending first.
   ///
-  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` <= 0;
+  /// A `limit` of 0 returns `[]` and touches nothing.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: as ``AppGroupMailbox/claimPending(limit:)``: O(log n) per entry looked at
   ///   from the inotify-fed index, plus one rename and one read per claimed message; a listing
   ///   and sort of the pending area, O(n log n), on the first claim and whenever the index
   ///   cannot be trusted.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    if let limit, limit <= 0 { throw AppGroupMailboxError.invalidLimit("claim limit") }
+    if let limit, limit <= 0 {
+      guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
+      return []
+    }
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
     return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in

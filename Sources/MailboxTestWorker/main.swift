@@ -20,6 +20,7 @@ let commands: [WorkerCommand] =
   + tortureCommands
   + soakCommands
   + cliCommands
+  + tagCommands
   + interopCommands
   + timeValueCommands
 

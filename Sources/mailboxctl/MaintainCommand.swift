@@ -37,14 +37,6 @@ let maintainCommand = Subcommand(
       ),
       ("quarantineDiscarded", count(.quarantinedFileDiscarded)),
     ]
-    if arguments.flag("--json") {
-      var object = JSONObject()
-      for (key, value) in rows { object.add(key, value) }
-      try Output.data(object.text + "\n")
-    } else {
-      try Output.data(
-        rows.map { $0.0 + ":" + String(repeating: " ", count: 21 - $0.0.count) + "\($0.1)\n" }
-          .joined())
-    }
+    try Output.counts(rows, json: arguments.flag("--json"), column: 21)
     return .success
   })

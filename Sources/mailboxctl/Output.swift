@@ -21,6 +21,20 @@ enum Output {
     try? write(2, Array("mailboxctl: \(text)\n".utf8), what: "stderr")
   }
 
+  /// Writes named counts to stdout: one JSON object with `json`, else a `name:` line each with
+  /// the values aligned at column `column`.
+  static func counts(_ rows: [(String, Int)], json: Bool, column: Int) throws(CommandFailure) {
+    if json {
+      var object = JSONObject()
+      for (key, value) in rows { object.add(key, value) }
+      try data(object.text + "\n")
+    } else {
+      try data(
+        rows.map { $0.0 + ":" + String(repeating: " ", count: column - $0.0.count) + "\($0.1)\n" }
+          .joined())
+    }
+  }
+
   /// Writes `mailboxctl: error: <text>` to stderr, "error" in red when colour is on.
   static func error(_ text: String) {
     let label = useColour ? "\u{1B}[31merror\u{1B}[0m" : "error"

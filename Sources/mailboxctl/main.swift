@@ -13,7 +13,7 @@ struct Subcommand: Sendable {
 let subcommands: [Subcommand] = [
   drainCommand, enqueueCommand, claimCommand, ackCommand, releaseCommand, renewCommand,
   statusCommand, listCommand, showCommand, maintainCommand,
-  quarantineCommand, watchCommand, demoCommand, demoProduceCommand,
+  quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
 let topLevelHelp: String = {

@@ -179,7 +179,8 @@ enum QuarantineReason: String, Sendable, CaseIterable {
   case oversized
   /// An envelope format newer than this build reads.
   case future
-  /// A `messageType` other than the consumer's.
+  /// A `messageType` other than the consumer's: written by earlier versions only (a message of
+  /// another type now stays pending; see ``MessageTypeTag``), still parsed.
   case wrongtype
   /// Claimed `maxDeliveryAttempts` times without an acknowledge, or as often as a name can
   /// count (``PendingName/maxAttempts``).

@@ -92,6 +92,10 @@ extension Spool {
     results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
   ) throws {
     while results.count < wanted, let name = pendingIndex.next() {
+      if isOtherType(name) {
+        kept.append(name)
+        continue
+      }
       // The index's names are canonical: a parsed name formats back to the same bytes.
       let entryName = name.fileName
       switch try take(name, entryName, diagnostics: &diagnostics) {
@@ -136,6 +140,8 @@ extension Spool {
           }
         case .failure(.vanished):
           continue
+        case .failure(.otherType):
+          putBack(claimed, as: entryName, diagnostics: &diagnostics)
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
           noteRecheck(at: now + Self.linkedEntryGrace)

@@ -34,9 +34,13 @@ extension Spool {
   /// With `notBeforeMicros` later than now the message goes to `delayed/` instead, keyed to join
   /// the line at that time; one that would outlive `messageLifetime` before it is due expires at
   /// once (nothing written, ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+  ///
+  /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
+  /// migration carries over deliveries made in another format).
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
-    notBeforeMicros: Int64? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
+    notBeforeMicros: Int64? = nil, attempts: Int = 0,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
@@ -83,7 +87,7 @@ extension Spool {
           }
           let name = PendingName(
             key: MessageKey(micros: due ?? micros, sequence: counters.sequence + 1), id: id,
-            attempts: 0)
+            attempts: attempts)
           let target =
             due.map { DelayedName(dueMicros: $0, message: name).fileName } ?? name.fileName
           let before = counters
@@ -291,12 +295,8 @@ extension Spool {
     } catch {
       return .invalid(.malformed)
     }
+    // A message of another type is valid: it is some consumer's, and eviction ignores types.
     guard UUID(uuidString: header.id) == name.id else { return .invalid(.malformed) }
-    if let expected = configuration.expectedMessageType, !header.messageType.isEmpty,
-      header.messageType != expected
-    {
-      return .invalid(.wrongtype)
-    }
     return .valid(stamp)
   }
 }

@@ -4,7 +4,9 @@ import Glibc
 extension Spool {
   /// Why a claimed file cannot be delivered.
   enum ReadFailure: Error {
-    case unsafe, linked, oversized, malformed, future, wrongType
+    case unsafe, linked, oversized, malformed, future
+    /// Another consumer's type: put back, never quarantined (see ``MessageTypeTag``).
+    case otherType
     /// The claimed file is gone (another process removed it): skipped, nothing to quarantine.
     case vanished
 
@@ -14,7 +16,7 @@ extension Spool {
       case .oversized: .oversized
       case .malformed: .malformed
       case .future: .future
-      case .wrongType: .wrongtype
+      case .otherType: .wrongtype
       }
     }
   }
@@ -23,7 +25,8 @@ extension Spool {
   /// controlling terminal (`O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`), checked on the descriptor
   /// (regular, one link, size at most ``AppGroupMailboxLimits/maxPayloadBytes``) before a byte is
   /// read, read to at most the limit plus one byte (a file that grows while it is read is cut
-  /// there and reported oversized), its envelope, id and type verified.
+  /// there and reported oversized), its envelope and id verified, and its type tag compared
+  /// with the consumer's (``ReadFailure/otherType`` when another consumer's).
   func read(_ claimed: ClaimedName) throws -> Result<RawClaim, ReadFailure> {
     try read(directories.claimed, claimed.fileName).map { header, payload in
       RawClaim(name: claimed, header: header, payload: payload)
@@ -34,10 +37,8 @@ extension Spool {
       else {
         return .failure(.malformed)
       }
-      if let expected = configuration.expectedMessageType, !raw.header.messageType.isEmpty,
-        raw.header.messageType != expected
-      {
-        return .failure(.wrongType)
+      if let tag = configuration.messageTypeTag, !tag.accepts(raw.header.messageType) {
+        return .failure(.otherType)
       }
       return .success(raw)
     }

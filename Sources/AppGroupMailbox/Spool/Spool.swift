@@ -8,9 +8,9 @@ struct SpoolConfiguration: Sendable {
   var overflowPolicy: AppGroupMailboxOverflowPolicy
   var durability: AppGroupMailboxDurability
   var permissions: AppGroupMailboxPermissions
-  /// The consumer's message type; a message with another non-empty type is quarantined. Nil
-  /// accepts every type (untyped tools).
-  var expectedMessageType: String?
+  /// The consumer's message type; a message of another type is left pending for its consumer
+  /// (see ``MessageTypeTag``). Nil accepts every type (untyped tools).
+  var messageTypeTag: MessageTypeTag?
   var clock: MailboxClock
   var diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
   /// Called (outside every lock) after a message became pending: an enqueue, a release or a
@@ -52,6 +52,9 @@ final class Spool: Sendable {
   /// The pending names the last claims skipped for now, so a wait does not count them as work
   /// before their recheck (see ``noteSkipped(_:complete:)``).
   let skippedNames = Locked<Set<String>>([])
+  /// Ids of pending messages this consumer read and put back because their type is another
+  /// consumer's (see ``MessageTypeTag``): claims pass them over without renaming them again.
+  let otherTypeIDs = Locked<Set<UUID>>([])
 
   init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
     self.directories = try SpoolDirectories(

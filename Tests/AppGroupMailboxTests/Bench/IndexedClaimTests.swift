@@ -94,8 +94,8 @@ import Testing
     }
     #expect(unfired.isEmpty)
     #expect(
-      thrown as? AppGroupMailboxError
-        == .ioFailure(.init(operation: "enqueue", systemCall: "renameat2", errno: EIO)))
+      (thrown as? AppGroupMailboxError)?.ioFailureCause
+        == .init(operation: "enqueue", systemCall: "renameat2", errno: EIO))
     // format 1, sequence 2 (warm-up and A), depth 2.
     #expect(Array(try Self.stateFields(container).prefix(3)) == [1, 2, 2])
     #expect(try mailbox.claimPending().map(\.message) == ["warm-up", "A"])

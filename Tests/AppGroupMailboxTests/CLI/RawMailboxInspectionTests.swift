@@ -83,13 +83,13 @@ import Testing
   @Test func `Requeue keeps the id and date, respects the bound and refuses duplicates`() throws {
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox(limits: .init(maxMessages: 1))
-    let id = try raw.enqueue(Data("\"q\"".utf8), messageType: "Other").id
+    let id = try raw.enqueue(Data("1".utf8), messageType: "Other").id
     let typed: AppGroupMailbox<String> = try container.mailbox(
-      limits: .init(maxMessages: 1), messageType: "Mine")
+      limits: .init(maxMessages: 1), messageType: "Other")
     #expect(try typed.claimPending().isEmpty)
     let quarantined = try #require(try raw.inspector.entries(in: [.quarantined]).first)
     #expect(quarantined.id == id)
-    #expect(quarantined.quarantineReason == "wrongtype")
+    #expect(quarantined.quarantineReason == "malformed")
     try raw.enqueue(Data("1".utf8))
     #expect(throws: AppGroupMailboxError.mailboxFull) {
       try raw.inspector.requeueQuarantined(quarantined.fileName)

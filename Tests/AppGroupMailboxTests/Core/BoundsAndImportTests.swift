@@ -168,17 +168,27 @@ import Testing
     #expect(container.counters()?.depth == 40)
   }
 
-  @Test func `An invalid claim limit throws and changes nothing`() throws {
+  @Test
+  func `A negative claim limit throws and a limit of 0 returns nothing; neither changes anything`()
+    throws
+  {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: FakeClock())
+    let raw = try AppGroupRawMailbox(containerURL: container.url, namespace: "jobs")
     try mailbox.enqueue("A")
     let before = container.names("pending")
-    for limit in [0, -1, Int.min] {
+    for limit in [-1, Int.min] {
       #expect(throws: AppGroupMailboxError.invalidLimit("claim limit")) {
         try mailbox.claimPending(limit: limit)
       }
+      #expect(throws: AppGroupMailboxError.invalidLimit("claim limit")) {
+        try raw.claimPending(limit: limit)
+      }
     }
+    #expect(try mailbox.claimPending(limit: 0).isEmpty)
+    #expect(try raw.claimPending(limit: 0).isEmpty)
     #expect(container.names("pending") == before)
+    #expect(container.names("claimed").isEmpty)
     #expect(try mailbox.claimPending(limit: 1).map(\.message) == ["A"])
   }
 }

@@ -8,7 +8,7 @@ import Testing
 let secretMarker = "SECRET-7f3a-DO-NOT-LOG"
 
 /// The message type a `AppGroupMailbox<String>` stores and expects.
-let stringType = String(reflecting: String.self)
+let stringType = String(describing: String.self)
 
 extension TemporaryContainer {
   /// The path of `name` in `area` of namespace `jobs`.

@@ -124,9 +124,6 @@ let noteType = String(reflecting: Note.self)
     case "future format":
       try container.plant("pending", name, valid("\(secretMarker) from the future", format: 2))
       return "future"
-    case "wrong messageType":
-      try container.plant("pending", name, valid("\(secretMarker) other", type: "Other.Type"))
-      return "wrongtype"
     case "throwing init(from:)":
       try container.plant("pending", name, valid("poison"))
       return "malformed"
@@ -146,7 +143,7 @@ let noteType = String(reflecting: Note.self)
   static let kinds = [
     "directory", "fifo", "socket", "device", "dangling symlink", "symlink to a sensitive file",
     "symlink to a valid message", "hard link", "zero-length", "NUL bytes", "truncated JSON",
-    "not JSON", "invalid UTF-8", "future format", "wrong messageType", "throwing init(from:)",
+    "not JSON", "invalid UTF-8", "future format", "throwing init(from:)",
     "id not matching the name", "oversized",
   ]
 

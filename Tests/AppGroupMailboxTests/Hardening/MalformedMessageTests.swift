@@ -163,7 +163,8 @@ import Testing
     #expect(recorder.all == [.malformedMessageQuarantined])
   }
 
-  @Test func `A message of another type is quarantined as wrongtype; an untyped one is accepted`()
+  @Test
+  func `A message of another type stays pending for its consumer; an untyped one is accepted`()
     throws
   {
     let container = try TemporaryContainer()
@@ -171,12 +172,16 @@ import Testing
     let other: AppGroupMailbox<String> = try container.mailbox(messageType: "Other")
     let untyped: AppGroupMailbox<String> = try container.mailbox(messageType: "")
     let mailbox: AppGroupMailbox<String> = try container.mailbox(diagnostics: recorder)
-    let wrong = try other.enqueue("other")
+    let theirs = try other.enqueue("other")
     try untyped.enqueue("untyped")
     try mailbox.enqueue("mine")
     #expect(try mailbox.claimPending().map(\.message) == ["untyped", "mine"])
-    #expect(container.quarantined().map(\.id) == [wrong])
-    #expect(container.quarantineReasons() == ["wrongtype"])
-    #expect(recorder.all == [.malformedMessageQuarantined])
+    #expect(container.quarantined().isEmpty)
+    #expect(container.pendingNames().map(\.id) == [theirs])
+    #expect(container.pendingNames().map(\.attempts) == [0])
+    #expect(recorder.all.isEmpty)
+    let delivered = try #require(try other.claimPending().first)
+    #expect(delivered.id == theirs)
+    #expect(delivered.deliveryCount == 1)
   }
 }

@@ -55,8 +55,8 @@ import Testing
     #expect(unfired.isEmpty)
     let error = try #require(thrown as? AppGroupMailboxError)
     #expect(
-      error
-        == .ioFailure(.init(operation: "enqueue", systemCall: fault.call, errno: fault.errno)))
+      error.ioFailureCause
+        == .init(operation: "enqueue", systemCall: fault.call, errno: fault.errno))
     #expect(error.localizedDescription.contains("enqueue: \(fault.call) failed"))
     #expect(!"\(error) \(error.localizedDescription)".contains(secretMarker))
     #expect(container.names("tmp") == [])
@@ -90,8 +90,8 @@ import Testing
     }
     #expect(unfired.isEmpty)
     #expect(
-      thrown as? AppGroupMailboxError
-        == .ioFailure(.init(operation: "claim", systemCall: rule.call, errno: code)))
+      (thrown as? AppGroupMailboxError)?.ioFailureCause
+        == .init(operation: "claim", systemCall: rule.call, errno: code))
     #expect(container.names("claimed") == [])
     #expect(container.names("pending").count == 1)
     let claims = try mailbox.claimPending()
@@ -123,8 +123,8 @@ import Testing
         }
       }
       #expect(
-        thrown as? AppGroupMailboxError
-          == .ioFailure(.init(operation: operation, systemCall: call, errno: code)))
+        (thrown as? AppGroupMailboxError)?.ioFailureCause
+          == .init(operation: operation, systemCall: call, errno: code))
       try body()
     }
     #expect(try mailbox.claimPending().map(\.message) == ["A"])
@@ -146,12 +146,11 @@ import Testing
     func names(_ area: String) throws -> [String] {
       try FileManager.default.contentsOfDirectory(atPath: spool.appendingPathComponent(area).path)
     }
-    #expect(
-      throws: AppGroupMailboxError.ioFailure(
-        .init(operation: "enqueue", systemCall: "write", errno: ENOSPC))
-    ) {
+    let failure = #expect(throws: AppGroupMailboxError.self) {
       try mailbox.enqueue(String(repeating: "x", count: 2 * 1_048_576))
     }
+    #expect(
+      failure?.ioFailureCause == .init(operation: "enqueue", systemCall: "write", errno: ENOSPC))
     #expect(try names("tmp") == [])
     #expect(try names("pending") == [])
     #expect(try depth(mailbox) == 0)

@@ -76,8 +76,8 @@ struct PythonInteropTests {
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox()
     let ids = (1...4).map { importID($0) }
-    try raw.enqueue(Data("\"other type\"".utf8), id: ids[3], messageType: "Theirs")
-    _ = try container.mailbox(String.self, messageType: "Mine").claimPending()  // wrongtype
+    try raw.enqueue(Data("1".utf8), id: ids[3], messageType: "Mine")
+    _ = try container.mailbox(String.self, messageType: "Mine").claimPending()  // malformed
     #expect(container.names("quarantine").count == 1)
     try raw.enqueue(Data("\"claimed\"".utf8), id: ids[1])
     let held = try raw.claimPending(limit: 1)

@@ -96,7 +96,8 @@ class Consumer:
             return failure
         if failure == "vanished":
             return None
-        if failure == "linked":
+        if failure in ("linked", "othertype"):
+            # Linked after the look, or another consumer's type: back to its place, untouched.
             self.locked(lambda _: rename_noreplace(self.area("claimed", claimed.file), path))
             return None
         if failure == "expired":
@@ -108,7 +109,7 @@ class Consumer:
         return "removed" if self.quarantine("claimed", claimed.file, name.id, failure) else None
 
     def _read(self, claimed):
-        """The Claim, or why it is not delivered (a reason, linked, vanished or expired)."""
+        """The Claim, or why it is not delivered (a reason, linked, othertype, vanished or expired)."""
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
         try:
             fd = os.open(self.area("claimed", claimed.file), flags)
@@ -144,7 +145,7 @@ class Consumer:
         if header["id"].lower() != claimed.name.id:
             return "malformed"
         if self.message_type is not None and header["messageType"] not in ("", self.message_type):
-            return "wrongtype"
+            return "othertype"
         if now_micros() - header["enqueuedAt"] >= self.lifetime:
             return "expired"
         if not is_json(payload):

@@ -1,0 +1,91 @@
+import Foundation
+import MailboxLocks
+
+/// Which stored `messageType` tags a typed consumer takes.
+///
+/// The default tag is `String(describing: Message.self)`: the type's name without its module
+/// (`Job`, `Array<Job>`; a nested type's innermost name, `Inner`). It is the same in every module
+/// that compiles the type, on every launch and for every access level, so an app and its
+/// extension that each compile the same source file agree, and a restarted process takes its own
+/// backlog. (Earlier versions stored `String(reflecting: Message.self)`, which names the module
+/// and, for a `private` or `fileprivate` type, a runtime address that changes on every launch.)
+///
+/// A consumer takes a message whose tag is empty (untyped) or equal to its own; a consumer with
+/// the default tag also takes a tag whose unqualified form (``unqualified(_:)``) equals its own,
+/// so messages written with the old qualified default still reach their type. A message with any
+/// other tag is left pending for a consumer of its type: the tag alone never deletes or
+/// quarantines a message.
+struct MessageTypeTag: Sendable, Equatable {
+  /// The consumer's tag, stored with each message it enqueues.
+  let tag: String
+  /// Whether `tag` is the default (no tag was given), which also accepts old qualified tags.
+  let isDefault: Bool
+
+  /// The default tag of `type`: `String(describing: type)`.
+  static func defaultTag(of type: Any.Type) -> String { String(describing: type) }
+
+  /// Whether a consumer with this tag takes a message stored with `stored`.
+  func accepts(_ stored: String) -> Bool {
+    stored.isEmpty || stored == tag || (isDefault && Self.unqualified(stored) == tag)
+  }
+
+  /// `qualified` with every qualified name cut to its last component and every parenthesised
+  /// context (such as `(unknown context at $55d0c0a1)`) dropped: `App.Job` becomes `Job`,
+  /// `App.(unknown context at $1).Job` becomes `Job`, `Swift.Array<App.Outer.Inner>` becomes
+  /// `Array<Inner>`, as `String(describing:)` prints them. - Complexity: O(n) in the bytes.
+  static func unqualified(_ qualified: String) -> String {
+    var output = ""
+    var component = ""
+    var depth = 0
+    for character in qualified {
+      if depth > 0 {
+        if character == "(" { depth += 1 } else if character == ")" { depth -= 1 }
+        continue
+      }
+      switch character {
+      case "(": depth = 1
+      case ".": component = ""
+      case "<", ">", ",", " ", "[", "]", ":", "?":
+        output += component
+        output.append(character)
+        component = ""
+      default: component.append(character)
+      }
+    }
+    return output + component
+  }
+}
+
+extension Spool {
+  /// Most ids ``otherTypeIDs`` remembers; past it the set starts again empty (each forgotten
+  /// message then costs two renames once more). 65,536 ids take about 2 MiB.
+  static let otherTypeMemory = 65_536
+
+  /// Whether a claim passes over `name` without touching it: a message this consumer already
+  /// put back as another consumer's type, not yet expired (an expired one is taken, and so
+  /// deleted, as any other). - Complexity: O(1).
+  func isOtherType(_ name: PendingName) -> Bool {
+    guard configuration.messageTypeTag != nil,
+      now - name.key.micros < limits.messageLifetime.microseconds
+    else { return false }
+    return otherTypeIDs.withLock { $0.contains(name.id) }
+  }
+
+  /// Puts a message claimed by ``claim(limit:diagnostics:decode:)`` but of another consumer's
+  /// type back under its pending name `entryName` (its original position and delivery count,
+  /// so passing over a message never makes it a dead letter) and remembers its id. Should the
+  /// rename fail, the claim stays in `claimed/` and is recovered when its lease runs out; a
+  /// conflict in `pending/` follows the one move policy (``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)``).
+  func putBack(
+    _ claimed: ClaimedName, as entryName: String, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) {
+    _ = try? lockedMove(
+      directories.claimed, claimed.fileName, to: directories.pending, entryName,
+      id: claimed.message.id, diagnostics: &diagnostics)
+    otherTypeIDs.withLock { ids in
+      if ids.count >= Self.otherTypeMemory { ids.removeAll() }
+      ids.insert(claimed.message.id)
+    }
+    configuration.onPending?()
+  }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+
+/// What ``AppGroupRawMailbox/migrateLegacySpool(messageType:)`` did.
+package struct LegacyMigrationReport: Sendable, Equatable {
+  /// Messages written into this mailbox.
+  package var imported = 0
+  /// Messages whose id this mailbox already held (an earlier, interrupted run wrote them).
+  package var alreadyPresent = 0
+  /// Old quarantined files and entries that were not readable messages, moved into
+  /// `quarantine/` (reason `foreign`).
+  package var quarantined = 0
+}
+
+/// Why a migration did not run.
+package enum LegacyMigrationError: Error, Equatable {
+  /// A process using the old format holds `.mailbox.lock`.
+  case lockHeld
+  /// `.mailbox.lock` is not a regular file with one link (a symlink, a directory...).
+  case unsafeLock
+}
+
+extension AppGroupRawMailbox {
+  /// Converts the old flat layout in this namespace directory (see ``LegacyEntry``) into this
+  /// format, in place, and returns what it did.
+  ///
+  /// Holds the old format's lock (`.mailbox.lock`, flock(2) `LOCK_EX | LOCK_NB`) throughout, so
+  /// no old-format process changes the files meanwhile; throws ``LegacyMigrationError/lockHeld``
+  /// at once when one holds it. Messages (pending and claimed files) are imported oldest first in
+  /// the old order (`enqueuedAt`, then pending name) with their id and `enqueuedAt` and the type
+  /// tag `messageType`: a pending file with delivery count 0, a claimed one with 1 (it was handed
+  /// out and not finished; the old holder's acknowledge then finds nothing). Each old file is
+  /// deleted only after its message was written and flushed; an import finds the id already
+  /// present after an interrupted run and writes nothing, so a run killed at any point and run
+  /// again neither loses nor duplicates a message, provided no consumer acknowledged an imported
+  /// message in between (the mailbox keeps no tombstones: its old file would be imported
+  /// again). Old quarantined files and entries that are not
+  /// readable messages go to `quarantine/` as they are (never followed or opened).
+  ///
+  /// - Throws: ``LegacyMigrationError``; ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
+  ///   or ``AppGroupMailboxError/mailboxFull`` (raise the limits and run again: what was imported
+  ///   stays, the rest stays in the old layout); ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) imports, each O(n) for its duplicate check by name.
+  package func migrateLegacySpool(messageType: String = "") throws -> LegacyMigrationReport {
+    let directory = spool.directories.namespace
+    guard try !legacyEntries(directory).isEmpty else { return LegacyMigrationReport() }
+    let lock = try legacyLock(directory)
+    defer { Syscall.close(lock) }
+    var report = LegacyMigrationReport()
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    var messages: [(LegacyEntry, LegacyMessage)] = []
+    for entry in try legacyEntries(directory) {
+      if entry.kind != .quarantined, let message = try legacyMessage(directory, entry.name) {
+        messages.append((entry, message))
+      } else if spool.quarantine(
+        from: directory, entry.name, id: nil, reason: .foreign, diagnostics: &diagnostics)
+      {
+        report.quarantined += 1
+      }
+    }
+    messages.sort {
+      ($0.1.enqueuedAt, $0.0.originalName) < ($1.1.enqueuedAt, $1.0.originalName)
+    }
+    for (entry, message) in messages {
+      let date = Date(timeIntervalSinceReferenceDate: message.enqueuedAt)
+      let outcome = try spool.enqueue(
+        payload: message.payload, id: message.id, messageType: messageType,
+        explicitMicros: date.timeIntervalSince1970.microseconds, unique: true,
+        attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &diagnostics)
+      if outcome == .duplicate { report.alreadyPresent += 1 } else { report.imported += 1 }
+      try mapIO("migrate") { try Syscall.unlink(directory, entry.name) }
+    }
+    try mapIO("migrate") { try spool.flushDirectory(directory) }
+    if report.imported > 0 { spool.configuration.onPending?() }
+    return report
+  }
+
+  /// The old-format entries of the namespace directory.
+  private func legacyEntries(_ directory: Int32) throws -> [LegacyEntry] {
+    try mapIO("migrate") { try Syscall.list(directory) }.compactMap { entry in
+      guard case .text(let name) = entry.exactName else { return nil }
+      return LegacyEntry(name: name)
+    }
+  }
+
+  /// Opens and locks `.mailbox.lock` (creating it, mode 0600, as the old format does).
+  private func legacyLock(_ directory: Int32) throws -> Int32 {
+    let fd: Int32
+    do {
+      fd = try Syscall.open(
+        directory, LegacyEntry.lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600)
+    } catch let error as SystemCallError where error.errno == ELOOP {
+      throw LegacyMigrationError.unsafeLock
+    } catch let error as SystemCallError {
+      throw error.mailboxError("migrate")
+    }
+    do {
+      let info = try Syscall.fstat(fd)
+      guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+        throw LegacyMigrationError.unsafeLock
+      }
+      try Syscall.lock(fd, LOCK_EX | LOCK_NB)
+    } catch let error as SystemCallError where error.errno == EWOULDBLOCK {
+      Syscall.close(fd)
+      throw LegacyMigrationError.lockHeld
+    } catch let error as SystemCallError {
+      Syscall.close(fd)
+      throw error.mailboxError("migrate")
+    } catch {
+      Syscall.close(fd)
+      throw error
+    }
+    return fd
+  }
+
+  /// Reads an old-format message file as a claim reads ours (no links followed, nothing that
+  /// is not a regular file with one link, at most the payload ceiling); nil when it is not a
+  /// readable message or its message is not what an enqueue stores (UTF-8 JSON text).
+  private func legacyMessage(_ directory: Int32, _ name: String) throws -> LegacyMessage? {
+    guard
+      let fd = try? Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    else { return nil }
+    defer { Syscall.close(fd) }
+    let info = try mapIO("migrate") { try Syscall.fstat(fd) }
+    let ceiling = AppGroupMailboxLimits.payloadCeiling
+    guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size <= ceiling else {
+      return nil
+    }
+    let bytes = try mapIO("migrate") {
+      try Syscall.readCapped(fd, expected: Int(info.st_size), limit: ceiling)
+    }
+    guard bytes.count <= ceiling, let message = LegacyMessage(decoding: bytes),
+      Self.isStorable(message.payload)
+    else { return nil }
+    return message
+  }
+}

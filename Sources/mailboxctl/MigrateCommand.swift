@@ -1,0 +1,63 @@
+@_spi(Testing) import AppGroupMailbox
+import Foundation
+
+/// `mailboxctl migrate`: converts a spool of the Apple package AppGroupMailbox (flat
+/// `pending-…`, `claimed-…`, `quarantine-…` files) into this format, in place.
+let migrateCommand = Subcommand(
+  spec: CommandSpec(
+    name: "migrate",
+    summary: "Convert a spool written by AppGroupMailbox on Apple platforms into this format.",
+    options: MailboxOptions.location + [
+      OptionSpec(
+        name: "--type", kind: .value("TYPE"),
+        help: "The type tag for the imported messages (default none: every consumer accepts them)."),
+      MailboxOptions.json,
+      OptionSpec(
+        name: "--crash-after-mutations", kind: .value("N"),
+        help: "Debug builds: end the process after N file-system changes (crash tests).",
+        hidden: true),
+    ] + MailboxOptions.limits,
+    details: """
+      The namespace directory of the Apple package holds every file flat: pending-ORDINAL-ID.json,
+      claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on
+      .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
+      a process of the old format holds it: stop those processes first. Messages are imported
+      oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
+      delivery count 0, a claimed one 1 (it was handed out and not finished). Each old file is
+      deleted after its message is written and flushed: a run interrupted at any point and run
+      again neither loses nor duplicates a message, and a run with nothing left to convert
+      changes nothing; run it again before starting consumers (acknowledged ids leave no
+      trace, so an imported message acknowledged before its old file was deleted would come
+      back). Old quarantined files and files that are not readable messages move to
+      quarantine/ (reason foreign). The limits apply as to enqueue: a message larger than
+      --max-payload-bytes with this format's header, or more messages than --max-messages,
+      stops the run (exit 65 or 75); raise the limit and run again.
+      Prints imported, already present and quarantined counts (JSON: {"imported",
+      "alreadyPresent", "quarantined"}).
+      """),
+  run: { arguments in
+    if let mutations = try arguments.integer("--crash-after-mutations", in: 0...1_000_000) {
+      CrashPoint.arm(afterMutations: mutations)
+    }
+    let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
+    let report: LegacyMigrationReport
+    do {
+      report = try mailbox.migrateLegacySpool(messageType: arguments.value("--type") ?? "")
+    } catch LegacyMigrationError.lockHeld {
+      throw CommandFailure(
+        .temporaryFailure,
+        "a process of the old format holds \(location.directory.path)/.mailbox.lock; "
+          + "stop it and run again")
+    } catch LegacyMigrationError.unsafeLock {
+      throw CommandFailure(
+        .dataError, "\(location.directory.path)/.mailbox.lock is not a regular file")
+    } catch {
+      throw CommandFailure(error, while: "")
+    }
+    let rows: [(String, Int)] = [
+      ("imported", report.imported), ("alreadyPresent", report.alreadyPresent),
+      ("quarantined", report.quarantined),
+    ]
+    try Output.counts(rows, json: arguments.flag("--json"), column: 16)
+    return .success
+  })

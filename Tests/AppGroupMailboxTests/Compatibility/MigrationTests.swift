@@ -1,0 +1,173 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// `mailboxctl migrate` converts a spool in the Apple package's flat layout
+/// (Fixtures/apple-spool-0.2.1, see Fixtures/README.md) into this format.
+@Suite struct MigrationTests {
+  static func id(_ number: Int) -> UUID {
+    UUID(uuidString: String(format: "30000000-0000-4000-8000-%012d", number))!
+  }
+
+  /// The fixture's messages in the old order (enqueuedAt, then pending name): C (imported with
+  /// an older date), A, B (claimed), D and E (equal dates: by name).
+  static let expected: [(id: UUID, seconds: Double, deliveryCount: Int, payload: String)] = [
+    (id(3), 788_918_399.25, 1, #"{"value":"C imported with an older date"}"#),
+    (id(1), 788_918_400.5, 1, #"{"value":"A"}"#),
+    (id(2), 788_918_401, 2, #"{"value":"B"}"#),
+    (id(4), 788_918_402, 1, #"{"value":"D \u00e9 \"q\" a\/b","n":[1,2.5,{"x":null}]}"#),
+    (id(5), 788_918_402, 1, #"{"value":"E"}"#),
+  ]
+
+  /// The namespace directory's old-format entries.
+  static func legacyNames(_ container: TemporaryContainer) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(
+      atPath: container.url.appendingPathComponent("AppGroupMailbox/jobs").path
+    ).filter { ["pending-", "claimed-", "quarantine-"].contains(where: $0.hasPrefix) }
+  }
+
+  /// Claims everything (with a lifetime long enough for the fixture's 2026 dates) and checks it
+  /// is exactly the expected messages, in order, with their dates and delivery counts.
+  static func expectConverted(_ container: TemporaryContainer) throws {
+    let mailbox = try container.rawMailbox(
+      limits: .init(messageLifetime: 100 * 365 * 86_400))
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.id) == expected.map(\.id))
+    #expect(
+      claims.map(\.enqueuedAt.timeIntervalSinceReferenceDate) == expected.map(\.seconds))
+    #expect(claims.map(\.deliveryCount) == expected.map(\.deliveryCount))
+    #expect(claims.map { String(decoding: $0.payload, as: UTF8.self) } == expected.map(\.payload))
+    #expect(claims.allSatisfy { $0.messageType.isEmpty })
+    #expect(try legacyNames(container).isEmpty)
+    #expect(container.quarantined().map(\.reason) == [.foreign, .foreign])
+  }
+
+  @Test func `A spool of the Apple package keeps its ids, dates, order and delivery counts`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let first = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(first.status == 0)
+    #expect(first.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"quarantined\":2}\n")
+    let again = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(again.status == 0)
+    #expect(again.stdout == "imported:        0\nalreadyPresent:  0\nquarantined:     0\n")
+    try Self.expectConverted(container)
+  }
+
+  @Test func `A migration crashed after every step and run again neither loses nor duplicates`()
+    throws
+  {
+    var step = 0
+    while true {
+      let container = try TemporaryContainer()
+      try FixtureTests.install("apple-spool-0.2.1", into: container)
+      let crashed = try Mailboxctl.run(
+        ["migrate"] + container.arguments() + ["--crash-after-mutations", String(step)])
+      if crashed.status == 0 { break }
+      #expect(crashed.status == 86, "step \(step): the crash point's exit status")
+      let rerun = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+      #expect(rerun.status == 0, "step \(step): \(rerun.stderr)")
+      try Self.expectConverted(container)
+      step += 1
+      guard step < 500 else {
+        Issue.record("the migration never finished")
+        return
+      }
+    }
+    #expect(step > 20)
+  }
+
+  @Test func `A migration killed with SIGKILL midway and run again delivers every message once`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let directory = container.url.appendingPathComponent("AppGroupMailbox/jobs")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let count = 400
+    var ids: [UUID] = []
+    for index in 0..<count {
+      let id = UUID()
+      ids.append(id)
+      let seconds = 788_918_400 + Double(index) / 8
+      let name = String(format: "pending-%020llu-%@.json", 1_767_225_600_000 + index, id.uuidString)
+      try Data(
+        "{\"id\":\"\(id.uuidString)\",\"enqueuedAt\":\(seconds),\"message\":\(index)}".utf8
+      ).write(to: directory.appendingPathComponent(name))
+    }
+    let limits = ["--max-messages", "1000"]
+    let running = try Processes.start(
+      Mailboxctl.url, ["migrate"] + container.arguments() + limits)
+    #expect(waitUntil { container.names("pending").count >= count / 4 })
+    running.signal(SIGKILL)
+    let killed = try running.finish()
+    #expect(killed.reason == .uncaughtSignal)
+    #expect(killed.status == SIGKILL)
+    let left = try Self.legacyNames(container).count
+    #expect(left > 0 && left < count)
+    let rerun = try Mailboxctl.run(["migrate"] + container.arguments() + limits + ["--json"])
+    #expect(rerun.status == 0)
+    let report = try #require(try jsonLines(rerun.stdout).first)
+    let imported = report["imported"] as? Int ?? 0
+    let alreadyPresent = report["alreadyPresent"] as? Int ?? 0
+    #expect(imported + alreadyPresent == left)
+    #expect(alreadyPresent <= 1)
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 1000, messageLifetime: 100 * 365 * 86_400))
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.id) == ids)
+    #expect(
+      claims.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<count).map(String.init))
+    #expect(try Self.legacyNames(container).isEmpty)
+  }
+
+  @Test func `Migrate refuses while a process of the old format holds its lock`() throws {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let before = try Self.legacyNames(container).sorted()
+    let lock = open(
+      container.url.appendingPathComponent("AppGroupMailbox/jobs/.mailbox.lock").path, O_RDWR)
+    #expect(lock >= 0)
+    defer { close(lock) }
+    #expect(flock(lock, LOCK_EX) == 0)
+    let refused = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(refused.status == 75)
+    #expect(refused.stderr.contains(".mailbox.lock; stop it and run again"))
+    #expect(try Self.legacyNames(container).sorted() == before)
+    #expect(container.names("pending").isEmpty)
+    #expect(flock(lock, LOCK_UN) == 0)
+    #expect(try Mailboxctl.run(["migrate"] + container.arguments()).status == 0)
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Nothing to migrate changes nothing and creates no lock`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    try raw.enqueue(Data("1".utf8))
+    let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(result.status == 0)
+    #expect(result.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"quarantined\":0}\n")
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: container.url.appendingPathComponent("AppGroupMailbox/jobs/.mailbox.lock").path))
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `The message member is found byte for byte whatever the member order`() {
+    let cases: [(String, String?)] = [
+      (#"{"id":"x","message":{"a":[1,"]}"]},"enqueuedAt":1}"#, #"{"a":[1,"]}"]}"#),
+      (#" { "message" : "a\"b" } "#, #""a\"b""#),
+      (#"{"messages":1,"message":-2.5e3}"#, "-2.5e3"),
+      (#"{"id":"x"}"#, nil),
+      (#"[1]"#, nil),
+    ]
+    for (json, value) in cases {
+      let bytes = Array(json.utf8)
+      let range = JSONMemberScanner.valueRange(of: "message", in: bytes)
+      #expect(range.map { String(decoding: bytes[$0], as: UTF8.self) } == value, "\(json)")
+    }
+  }
+}

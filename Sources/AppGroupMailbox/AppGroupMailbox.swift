@@ -46,7 +46,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - containerURL: The shared directory; created when missing.
-  ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots; case-sensitive.
+  ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, not starting with `-`; case-sensitive.
   ///   - limits: Bounds, checked here.
   ///   - overflowPolicy: What a full mailbox does with a new message.
   ///   - notificationName: A name consumers of several mailboxes can wait on together; posted

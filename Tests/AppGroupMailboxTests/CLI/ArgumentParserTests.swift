@@ -165,11 +165,4 @@ import Testing
       [0.4, 2, 0.125, 0.0004, 300, 1.5].map { Drainer.format(seconds: $0) }
         == ["0.4", "2", "0.125", "0", "300", "1.5"])
   }
-
-  @Test func `Namespaces follow the library's rule`() {
-    #expect(MailboxOptions.isValidNamespace("jobs-1.a_b"))
-    for bad in ["", ".", "..", "a/b", "é", String(repeating: "a", count: 65), "a b"] {
-      #expect(!MailboxOptions.isValidNamespace(bad), "\(bad)")
-    }
-  }
 }

@@ -143,9 +143,11 @@ import Testing
     policy: String
   ) throws {
     let container = try TemporaryContainer()
-    // Create the namespace first so the sampler can watch it from the start.
+    // Create the namespace first so the sampler can watch it from the start; its stored
+    // overflow policy is the one every worker follows.
     let observer: AppGroupMailbox<Int> = try container.mailbox(
-      Int.self, limits: .init(maxMessages: 100))
+      Int.self, limits: .init(maxMessages: 100),
+      overflowPolicy: policy == "reject" ? .rejectNewest : .discardOldest)
     let go = container.url.appendingPathComponent("go").path
     let workers = try (0..<8).map { _ in
       try Processes.start(

@@ -26,6 +26,9 @@ let enqueueCommand = Subcommand(
       OptionSpec(
         name: "--type", kind: .value("TYPE"),
         help: "The message type tag (default none: every consumer accepts it)."),
+      OptionSpec(
+        name: "--wait", kind: .value("SECONDS"),
+        help: "When full, wait up to SECONDS per message for room (default: fail at once)."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """
@@ -33,11 +36,14 @@ let enqueueCommand = Subcommand(
       line; notBefore is null unless the message waits in delayed/).
       Every message is checked first: input that is not JSON is rejected with its line number
       (exit 65) and nothing is written. A full mailbox stops with exit 75 after printing the
-      ids already enqueued.
+      ids already enqueued, naming the depth, the bound and (with --lines) the first line not
+      stored. With --wait, a message that finds the mailbox full waits for room (woken when a
+      message is acknowledged, expires, is discarded or quarantined) up to SECONDS, so with
+      --lines the whole input goes in as consumers make room.
       --delay and --not-before (one of them) hold the message back: it is not pending until
-      then, but counts toward --max-messages; when due it joins the line at its due time. With
-      --lines every message gets the same due time. A due time past --message-lifetime (from
-      the enqueue time) is rejected (exit 65): the message would expire first.
+      then, but counts toward the depth bound; when due it joins the line at its due time. With
+      --lines every message gets the same due time. A due time past the mailbox's message lifetime
+      (from the enqueue time) is rejected (exit 65): the message would expire first.
       """),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -55,6 +61,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     return date
   }
   let notBefore = try notBeforeDate(arguments)
+  let wait = try arguments.seconds("--wait") ?? 0
   let type = arguments.value("--type") ?? ""
   let input: Data
   if let data = arguments.value("--data") {
@@ -96,7 +103,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       throw CommandFailure(
         .dataError,
         "the message would expire (lifetime \(Drainer.format(seconds: lifetime)) s, "
-          + "--message-lifetime) before it is due; nothing was enqueued")
+          + "the mailbox's messageLifetime) before it is due; nothing was enqueued")
     }
   }
   for message in messages {
@@ -111,22 +118,27 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         throw CommandFailure(
           .dataError,
           "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
-            + "(--max-payload-bytes); nothing was enqueued")
+            + "(the mailbox's maxPayloadBytes); nothing was enqueued")
       default:
         throw CommandFailure(error, while: "")
       }
     }
   }
-  for message in messages {
+  for (index, message) in messages.enumerated() {
     let receipt: AppGroupRawMailbox.Receipt
     do {
       let payload = input.subdata(in: message.range)
-      if let notBefore {
-        receipt = try mailbox.enqueue(
-          payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
-      } else {
-        receipt = try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
+      receipt = try mailbox.waitingForRoom(upTo: wait) {
+        if let notBefore {
+          return try mailbox.enqueue(
+            payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
+        }
+        return try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
       }
+    } catch AppGroupMailboxError.mailboxFull {
+      throw fullFailure(
+        mailbox, waited: wait, line: arguments.flag("--lines") ? message.line : nil,
+        stored: index)
     } catch {
       throw CommandFailure(error, while: "")
     }
@@ -149,6 +161,22 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
   }
   return .success
+}
+
+/// "Mailbox full", with the depth and the bound, how long it waited, and for `--lines` the
+/// first line not stored.
+private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, line: Int?, stored: Int)
+  -> CommandFailure
+{
+  let depth = (try? mailbox.inspector.status().depth).map(String.init) ?? "unknown"
+  var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
+  if waited > 0 { text += " after waiting \(Drainer.format(seconds: waited)) s" }
+  if let line {
+    text += "; line \(line) and the lines after it were not enqueued (\(stored) enqueued)"
+  } else {
+    text += "; nothing was enqueued"
+  }
+  return CommandFailure(.temporaryFailure, text)
 }
 
 /// The due time of `--delay SECONDS` (from now) or `--not-before DATE`; nil when neither is

@@ -253,15 +253,14 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(messageLifetime: 50))
     let result = try Mailboxctl.run(
-      ["enqueue"] + container.arguments() + [
-        "--delay", "100", "--message-lifetime", "50", "--data", "1",
-      ])
+      ["enqueue"] + container.arguments() + ["--delay", "100", "--data", "1"])
     #expect(result.status == 65)
     #expect(
       result.stderr
         == "mailboxctl: error: enqueue: the message would expire (lifetime 50 s, "
-        + "--message-lifetime) before it is due; nothing was enqueued\n")
+        + "the mailbox's messageLifetime) before it is due; nothing was enqueued\n")
     #expect(container.names("delayed").isEmpty && container.names("tmp").isEmpty)
   }
 

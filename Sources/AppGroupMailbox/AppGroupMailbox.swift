@@ -29,8 +29,12 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// File modes; see ``AppGroupMailboxPermissions``.
   public typealias Permissions = AppGroupMailboxPermissions
 
-  /// The limits this mailbox enforces.
-  public var limits: Limits { spool.configuration.limits }
+  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
+  /// this opener's ``Limits/claimTimeout``.
+  public var limits: Limits {
+    spool.refreshSettings()
+    return spool.limits
+  }
   /// The name posted to after each enqueue, release and recovery (see the watcher API).
   public let notificationName: String?
   /// The type tag stored with every message and required of every message claimed (an empty

@@ -53,13 +53,6 @@ extension Spool {
     return size <= readLimit
   }
 
-  /// Whether the payload limit, re-read from the settings file, allows a message file of
-  /// `size` bytes (a limit raised by `mailboxctl config` after this spool was opened).
-  func refreshedPayloadLimit(allows size: Int) -> Bool {
-    refreshSettings()
-    return size <= settings.maxPayloadBytes
-  }
-
   /// The most bytes a reader reads of one message file.
   var readLimit: Int { settingsCache.withLock { $0.settings.largestPayloadBytes } }
 

@@ -138,7 +138,8 @@ extension Spool {
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }
-    guard file.count <= limits.maxPayloadBytes || refreshedPayloadLimit(allows: file.count) else {
+    refreshSettings()
+    guard file.count <= limits.maxPayloadBytes else {
       throw AppGroupMailboxError.payloadTooLarge(
         actualBytes: file.count, maximumBytes: limits.maxPayloadBytes)
     }

@@ -103,7 +103,8 @@ private func printSettings(
     object.add("namespace", location.namespace)
     object.add("maxMessages", settings.maxMessages)
     object.add("maxPayloadBytes", settings.maxPayloadBytes)
-    object.add("messageLifetime", seconds: settings.messageLifetime)
+    object.add(
+      "messageLifetime", rawJSON: Data(Drainer.format(seconds: settings.messageLifetime).utf8))
     object.add("maxQuarantinedFiles", settings.maxQuarantinedFiles)
     object.add("maxDeliveryAttempts", settings.maxDeliveryAttempts)
     object.add("overflow", overflow)
@@ -122,6 +123,6 @@ private func printSettings(
     ("sharing", sharing),
   ]
   try Output.data(
-    rows.map { $0.0 + ":" + String(repeating: " ", count: 19 - $0.0.count) + $0.1 + "\n" }
+    rows.map { $0.0 + ":" + String(repeating: " ", count: 18 - $0.0.count) + $0.1 + "\n" }
       .joined())
 }

@@ -49,7 +49,8 @@ let drainCommand = Subcommand(
       handler timeout releases it with a retry delay: it waits in delayed/ (not pending, so it
       neither spins nor blocks the messages behind it) and returns to its original position
       after min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
-      Use --max-delivery-attempts to quarantine a message that keeps failing.
+      The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
+      keeps failing.
       Without --follow, drain exits once nothing is pending; delayed messages keep waiting for
       a later run (the summary says how many, and when the next is due). With --follow it waits
       for wake-ups (inotify) and sleeps until the next due time.

@@ -35,18 +35,16 @@ func readmeExample() throws {
   }
 }
 
-func readmeAsyncExample(_ mailbox: AppGroupMailbox<WidgetAction>) async throws -> Int {
-  // Drain what is pending, then return; the handler may touch local state.
+func drainNow(_ mailbox: AppGroupMailbox<WidgetAction>) async throws -> Int {
   var handled = 0
   try await mailbox.drainPending { claim in
-    try handle(claim.message)
+    try handle(claim.message)  // acknowledged when this returns, released when it throws
     handled += 1
   }
   return handled
 }
 
-func readmeFollowExample(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any Error> {
-  // Keep draining as messages arrive, until the task is cancelled.
+func startConsumer(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any Error> {
   Task {
     var handled = 0
     try await mailbox.drain { claim in
@@ -66,9 +64,9 @@ func readmeFollowExample(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void,
       containerURL: directory, namespace: "widget-actions")
     try mailbox.enqueue(.selectItem(id: 42))
     try mailbox.enqueue(.refresh)
-    #expect(try await readmeAsyncExample(mailbox) == 2)
+    #expect(try await drainNow(mailbox) == 2)
     #expect(try mailbox.inspector.status().depth == 0)
-    let follow = readmeFollowExample(mailbox)
+    let follow = startConsumer(mailbox)
     try mailbox.enqueue(.refresh)
     #expect(await waitUntilAsync(deadline: 30) { (try? mailbox.inspector.status().depth) == 0 })
     follow.cancel()

@@ -36,8 +36,8 @@ public enum AppGroupContainer {
     let bytes = Array(identifier.utf8)
     guard (1...255).contains(bytes.count), bytes[0] != UInt8(ascii: ".") else { return false }
     return identifier.unicodeScalars.allSatisfy { scalar in
-        scalar.isASCII
-          && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
-      }
+      scalar.isASCII
+        && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+    }
   }
 }

@@ -57,7 +57,7 @@ let drainCommand = Subcommand(
       A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
       is a terminal.
       Exit status: 0 done (also after SIGTERM), 130 after SIGINT, 75 when a handler failed,
-      66 no such mailbox, 69 CMD not found, 71 CMD could not be started, 74 I/O error.
+      66 no such mailbox, 69 CMD not found or not executable, 71 CMD could not be started, 74 I/O error.
       """),
   run: { arguments in try Drainer(arguments).run() })
 
@@ -102,7 +102,7 @@ final class Drainer {
     json = arguments.flag("--json")
     if let command = arguments.values["--exec"] {
       guard let executable = HandlerRun.resolve(command[0]) else {
-        throw CommandFailure(.unavailable, "--exec: command not found: \(command[0])")
+        throw execLookupFailure(command[0])
       }
       exec = (executable, Array(command.dropFirst()))
     } else {
@@ -111,8 +111,13 @@ final class Drainer {
     let counter = QuarantineCounter()
     quarantined = counter
     retryPolicy = try Self.retryPolicy(arguments)
+    let deadLetters = DeadLetterReport(try MailboxOptions.location(arguments), command: "drain")
     (mailbox, location) = try MailboxOptions.open(
-      arguments, mustExist: true, diagnostic: { counter.record($0) })
+      arguments, mustExist: true,
+      diagnostic: {
+        counter.record($0)
+        deadLetters.record($0)
+      })
     signals = Signals.install()
   }
 
@@ -380,7 +385,9 @@ final class Drainer {
       var text =
         "drain: delivered \(delivered), released \(released), quarantined \(quarantined.count)"
         + " in \(String(format: "%.2f", seconds)) s"
-      if failedHandlers > 0 { text += "; \(failedHandlers) handler failures" }
+      if failedHandlers > 0 {
+        text += "; \(failedHandlers) handler failure" + (failedHandlers == 1 ? "" : "s")
+      }
       if delayed > 0, let due = status?.nextDueAt {
         text +=
           "; \(delayed) delayed" + (delayed == 1 ? " until " : ", the next until ")

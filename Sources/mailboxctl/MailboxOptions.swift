@@ -54,7 +54,8 @@ enum MailboxOptions {
   /// settings options for one more release (hidden; they apply only when the command creates
   /// the mailbox, with a note).
   static let limits: [OptionSpec] =
-    process + settings.map { option in
+    process
+    + settings.map { option in
       var hidden = option
       hidden.hidden = true
       return hidden

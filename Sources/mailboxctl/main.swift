@@ -11,7 +11,8 @@ struct Subcommand: Sendable {
 }
 
 let subcommands: [Subcommand] = [
-  createCommand, configCommand, drainCommand, enqueueCommand, statusCommand, listCommand, showCommand, maintainCommand,
+  createCommand, configCommand, drainCommand, enqueueCommand, statusCommand, listCommand,
+  showCommand, maintainCommand,
   quarantineCommand, watchCommand, demoCommand, demoProduceCommand,
 ]
 

@@ -75,7 +75,9 @@ extension Spool {
     }
     defer { Syscall.close(fd) }
     let info = try mapIO("read settings") { try Syscall.fstat(fd) }
-    guard info.st_mode & S_IFMT == S_IFREG else { throw AppGroupMailboxError.invalidLimit("settings") }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      throw AppGroupMailboxError.invalidLimit("settings")
+    }
     let bytes = try mapIO("read settings") {
       try Syscall.pread(fd, limit: SettingsText.maxBytes + 1)
     }

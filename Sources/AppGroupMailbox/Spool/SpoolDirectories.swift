@@ -133,8 +133,7 @@ final class SpoolDirectories: Sendable {
 
   /// Opens `state` (read-only when `readOnly`), creating it with `mode` when missing; an
   /// existing file keeps its mode.
-  private static func openState(_ namespace: Int32, readOnly: Bool, mode: mode_t) throws -> Int32
-  {
+  private static func openState(_ namespace: Int32, readOnly: Bool, mode: mode_t) throws -> Int32 {
     if readOnly { return try Syscall.open(namespace, "state", O_RDONLY | O_NOFOLLOW) }
     do {
       return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)

@@ -48,7 +48,10 @@ import Testing
   @Test func `Wrong command lines are usage errors with a precise message`() {
     let cases: [([String], String)] = [
       (["--nope"], "unknown option '--nope'"),
-      (["--limit"], "--limit needs a value (--limit N; write --limit=N for a value that begins with '-')"),
+      (
+        ["--limit"],
+        "--limit needs a value (--limit N; write --limit=N for a value that begins with '-')"
+      ),
       (["--json=1"], "--json takes no value"),
       (["--json", "--json"], "--json given more than once"),
       (["a", "b"], "unexpected argument 'b'"),

@@ -130,7 +130,7 @@ import Testing
         == "mailboxctl: drain: message \(ids[0].uuidString.lowercased()): handler exit status 1; "
         + "released, retry in 1 s\n" + first.stderr.split(separator: "\n")[1] + "\n")
     #expect(first.stderr.contains("mailboxctl: drain: delivered 2, released 1, quarantined 0 in "))
-    #expect(first.stderr.hasSuffix(" s; 1 handler failures; 1 delayed until \(dueText)\n"))
+    #expect(first.stderr.hasSuffix(" s; 1 handler failure; 1 delayed until \(dueText)\n"))
 
     let status = try Mailboxctl.run(["status"] + container.arguments() + ["--json"])
     #expect(status.status == 0)

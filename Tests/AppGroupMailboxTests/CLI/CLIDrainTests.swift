@@ -111,7 +111,7 @@ import Testing
     let due = try #require(delayed.first?.dueAt)
     #expect(
       result.stderr.hasSuffix(
-        " s; 1 handler failures; 1 delayed until \(ISO8601.format(due))\n"))
+        " s; 1 handler failure; 1 delayed until \(ISO8601.format(due))\n"))
     try waitUntilDue(container)
     let rerun = try Mailboxctl.run(
       ["drain"] + container.arguments() + [

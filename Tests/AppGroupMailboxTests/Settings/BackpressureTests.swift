@@ -47,7 +47,9 @@ import Testing
     #expect(container.names("tmp").isEmpty)
   }
 
-  @Test func `mailboxctl enqueue without --wait names the depth, the bound and the first line not stored`()
+  @Test
+  func
+    `mailboxctl enqueue without --wait names the depth, the bound and the first line not stored`()
     throws
   {
     let container = try TemporaryContainer()

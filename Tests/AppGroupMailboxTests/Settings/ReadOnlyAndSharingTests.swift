@@ -40,7 +40,8 @@ struct ReadOnlyAndSharingTests {
       of: #""oldestPendingAgeSeconds":[0-9.]+"#, with: "", options: .regularExpression)
   }
 
-  @Test func `On a read-only tmpfs every looking command works and prints what it did before (C24)`()
+  @Test
+  func `On a read-only tmpfs every looking command works and prints what it did before (C24)`()
     throws
   {
     let container = try TemporaryContainer()
@@ -81,8 +82,11 @@ struct ReadOnlyAndSharingTests {
       enqueue.stderr
         == "mailboxctl: error: enqueue: cannot open the mailbox at \(mount)/AppGroupMailbox/jobs: "
         + "openat failed: Read-only file system (errno 30)\n")
-    #expect(throws: AppGroupMailboxError.ioFailure(.init(
-      operation: "open mailbox", systemCall: "openat", errno: EROFS))) {
+    #expect(
+      throws: AppGroupMailboxError.ioFailure(
+        .init(
+          operation: "open mailbox", systemCall: "openat", errno: EROFS))
+    ) {
       _ = try AppGroupRawMailbox(containerURL: URL(fileURLWithPath: mount), namespace: "jobs")
     }
   }
@@ -158,10 +162,12 @@ struct ReadOnlyAndSharingTests {
     #expect(rootEnqueue.status == 0)
     let after = try modeList(container)
     #expect(after.filter { !$0.hasSuffix(".msg") } == modes.filter { !$0.hasSuffix(".msg") })
-    #expect(after.filter { $0.hasSuffix(".msg") }.map { $0.prefix(10) } == ["660 60400 ", "660 60400 "])
+    #expect(
+      after.filter { $0.hasSuffix(".msg") }.map { $0.prefix(10) } == ["660 60400 ", "660 60400 "])
     // B, in the same group, claims both.
     let drained = try run(as: Self.userB, ["drain"] + location)
     #expect(drained.status == 0, "\(drained.stderr)")
-    #expect(try jsonLines(drained.stdout).map { $0["message"] as? String } == ["from A", "from root"])
+    #expect(
+      try jsonLines(drained.stdout).map { $0["message"] as? String } == ["from A", "from root"])
   }
 }

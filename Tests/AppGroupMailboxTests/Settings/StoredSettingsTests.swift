@@ -22,7 +22,8 @@ import Testing
       try settingsText(container)
         == "{\"format\":1,\"maxMessages\":7,\"maxPayloadBytes\":200000,"
         + "\"largestPayloadBytes\":200000,\"messageLifetime\":86400,\"maxQuarantinedFiles\":20,"
-        + "\"maxDeliveryAttempts\":3,\"overflowPolicy\":\"discardOldest\",\"sharing\":\"private\"}\n")
+        + "\"maxDeliveryAttempts\":3,\"overflowPolicy\":\"discardOldest\",\"sharing\":\"private\"}\n"
+    )
     let info = try FileManager.default.attributesOfItem(
       atPath: container.url.path + "/AppGroupMailbox/jobs/settings")
     #expect((info[.posixPermissions] as? Int) == 0o600)
@@ -39,7 +40,9 @@ import Testing
       diagnostics: recorder)
     #expect(
       recorder.all == [
-        .storedSettingsApplied(differingFields: ["maxMessages", "maxPayloadBytes", "overflowPolicy"])
+        .storedSettingsApplied(differingFields: [
+          "maxMessages", "maxPayloadBytes", "overflowPolicy",
+        ])
       ])
     #expect(other.limits == .init(maxMessages: 2, maxPayloadBytes: 200_000, claimTimeout: 5))
     try other.enqueue(String(repeating: "x", count: 100_000))
@@ -83,7 +86,8 @@ import Testing
     try raw.enqueue(big)
     let consumer = try container.rawMailbox()
     try consumer.updateSettings { $0.maxPayloadBytes = 1_000 }
-    #expect(throws: AppGroupMailboxError.payloadTooLarge(actualBytes: 70_106, maximumBytes: 1_000)) {
+    #expect(throws: AppGroupMailboxError.payloadTooLarge(actualBytes: 70_106, maximumBytes: 1_000))
+    {
       try raw.enqueue(big)
     }
     let claims = try consumer.claimPending()

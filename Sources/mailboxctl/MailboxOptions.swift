@@ -98,25 +98,11 @@ enum MailboxOptions {
     }
   }
 
+  /// The limits an opener passes: the settings options given (the defaults for the rest) and
+  /// `--claim-timeout`.
   static func limits(_ arguments: ParsedArguments) throws(UsageError) -> AppGroupMailboxLimits {
-    var limits = AppGroupMailboxLimits()
-    if let value = try arguments.integer("--max-messages", in: 1...Int(Int32.max)) {
-      limits.maxMessages = value
-    }
-    if let value = try arguments.integer(
-      "--max-payload-bytes", in: 1...AppGroupMailboxLimits.payloadCeiling)
-    {
-      limits.maxPayloadBytes = value
-    }
-    if let value = try arguments.seconds("--message-lifetime") { limits.messageLifetime = value }
-    if let value = try arguments.seconds("--claim-timeout") { limits.claimTimeout = value }
-    if let value = try arguments.integer("--max-quarantined-files", in: 0...1_000_000) {
-      limits.maxQuarantinedFiles = value
-    }
-    if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
-      limits.maxDeliveryAttempts = value
-    }
-    return limits
+    try settings(arguments, over: AppGroupMailboxSettings())
+      .limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
   }
 
   static func overflow(_ arguments: ParsedArguments) throws(UsageError)

@@ -5,24 +5,11 @@ import MailboxLocks
 /// The settings a spool last read, and the identity of the file it read them from.
 struct SettingsCache: Sendable {
   var settings: AppGroupMailboxSettings
-  /// Inode, size and change time of the file read; nil when there was none.
-  var stamp: Stamp?
+  /// Inode, size and times of the file read (the stamp that identifies a pending file's
+  /// content, reused); nil when there was none.
+  var stamp: PendingStamp?
   /// Whether the settings came from the mailbox's file (false: the opener's, in memory).
   var stored: Bool { stamp != nil }
-
-  struct Stamp: Equatable, Sendable {
-    var inode: UInt
-    var size: Int
-    var changedSeconds: Int
-    var changedNanoseconds: Int
-
-    init(_ info: stat) {
-      inode = UInt(info.st_ino)
-      size = Int(info.st_size)
-      changedSeconds = Int(info.st_ctim.tv_sec)
-      changedNanoseconds = Int(info.st_ctim.tv_nsec)
-    }
-  }
 }
 
 extension SpoolConfiguration {
@@ -85,7 +72,7 @@ extension Spool {
       throw AppGroupMailboxError.invalidLimit("settings")
     }
     do {
-      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: .init(info))
+      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: PendingStamp(info))
     } catch .futureFormat(let format) {
       throw AppGroupMailboxError.invalidLimit("settings format \(format)")
     } catch {
@@ -104,7 +91,7 @@ extension Spool {
   /// A file that cannot be read keeps the settings known.
   func refreshSettings() {
     let info = try? Syscall.lstat(directories.namespace, Self.settingsName)
-    let current = info.map(SettingsCache.Stamp.init)
+    let current = info.map(PendingStamp.init)
     guard current != nil, current != settingsCache.withLock({ $0.stamp }) else { return }
     guard let fresh = try? Self.readSettings(directories.namespace) else { return }
     settingsCache.withLock { $0 = fresh }

@@ -185,12 +185,12 @@ import Testing
 
   @Test func `Input that is not JSON or too large exits 65 and writes nothing`() throws {
     let container = try TemporaryContainer()
-    let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
-    #expect(notJSON.status == 65)
-    #expect(notJSON.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
     #expect(
       try Mailboxctl.run(["create"] + container.arguments() + ["--max-payload-bytes", "100"])
         .status == 0)
+    let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
+    #expect(notJSON.status == 65)
+    #expect(notJSON.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
     let large = try Mailboxctl.run(
       ["enqueue"] + container.arguments(),
       stdin: Data(("\"" + String(repeating: "x", count: 200) + "\"").utf8))

@@ -47,8 +47,10 @@ import Testing
       .init(messageLifetime: 0.001), .init(claimTimeout: 0.001), .init(maxQuarantinedFiles: 0),
       .init(maxDeliveryAttempts: 1), .init(maxDeliveryAttempts: nil),
     ]
-    for limits in edges {
-      let mailbox: AppGroupMailbox<String> = try container.mailbox(limits: limits)
+    for (index, limits) in edges.enumerated() {
+      // A namespace each: an existing mailbox keeps its stored settings.
+      let mailbox: AppGroupMailbox<String> = try container.mailbox(
+        namespace: "edge\(index)", limits: limits)
       #expect(mailbox.limits == limits)
     }
   }

@@ -126,7 +126,7 @@ import Testing
     let raw = try container.rawMailbox(limits: .init(maxDeliveryAttempts: 1))
     let id = try raw.enqueue(Data("1".utf8)).id.uuidString.lowercased()
     let first = try Mailboxctl.run(
-      ["drain"] + container.arguments() + ["--retry-delay", "0.1", "--exec", "false"])
+      ["drain"] + container.arguments() + ["--retry-delay", "2", "--exec", "false"])
     #expect(first.status == 75)
     #expect(first.stderr.contains("; 1 handler failure; 1 delayed until "))
     let due = try #require(try raw.nextDueDate())

@@ -35,10 +35,9 @@ public enum AppGroupContainer {
   public static func isValid(_ identifier: String) -> Bool {
     let bytes = Array(identifier.utf8)
     guard (1...255).contains(bytes.count), bytes[0] != UInt8(ascii: ".") else { return false }
-    return NamespaceRule.isValid(String(decoding: bytes.prefix(1), as: UTF8.self))
-      && identifier.unicodeScalars.allSatisfy { scalar in
-        scalar.isASCII
-          && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
-      }
+    return identifier.unicodeScalars.allSatisfy { scalar in
+      scalar.isASCII
+        && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+    }
   }
 }

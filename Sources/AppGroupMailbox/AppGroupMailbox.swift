@@ -29,8 +29,12 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// File modes; see ``AppGroupMailboxPermissions``.
   public typealias Permissions = AppGroupMailboxPermissions
 
-  /// The limits this mailbox enforces.
-  public var limits: Limits { spool.configuration.limits }
+  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
+  /// this opener's ``Limits/claimTimeout``.
+  public var limits: Limits {
+    spool.refreshSettings()
+    return spool.limits
+  }
   /// The name posted to after each enqueue, release and recovery (see the watcher API).
   public let notificationName: String?
   /// The type tag stored with every message. Claims take messages with this tag or none; a
@@ -47,9 +51,12 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - containerURL: The shared directory; created when missing.
-  ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots; case-sensitive.
-  ///   - limits: Bounds, checked here.
-  ///   - overflowPolicy: What a full mailbox does with a new message.
+  ///   - namespace: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, not starting with `-`; case-sensitive.
+  ///   - limits: Bounds, checked here. They become a new mailbox's stored settings (all but
+  ///     `claimTimeout`, which stays this opener's); an existing mailbox keeps its stored
+  ///     settings, which then apply, reported once by
+  ///     ``Diagnostic/storedSettingsApplied(differingFields:)`` when they differ.
+  ///   - overflowPolicy: What a full mailbox does with a new message (stored like `limits`).
   ///   - notificationName: A name consumers of several mailboxes can wait on together; posted
   ///     after each enqueue, release and recovery (see ``AppGroupMailboxWatcher`` and
   ///     docs/WAKEUPS.md).
@@ -59,11 +66,15 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///     same name share a namespace.
   ///   - diagnostic: Receives content-free events, outside every lock, on the calling thread.
   ///   - durability: Linux addition; ``Durability/full`` (the default) flushes before returning.
-  ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared.
+  ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared:
+  ///     a new mailbox's sharing mode (stored like `limits`); nothing that exists changes mode.
   /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)`` (also
-  ///   `"notificationName"` when empty or longer than 255 bytes encoded), or
-  ///   ``MailboxError/containerUnavailable`` (cannot create or open, a symlink, or areas on
-  ///   different filesystems). Nothing is created before the arguments are checked.
+  ///   `"notificationName"` when empty or longer than 255 bytes encoded, and `"settings"` or
+  ///   `"settings format N"` for a settings file this version cannot read),
+  ///   ``MailboxError/containerUnavailable`` (a symlink, not a directory, or areas on different
+  ///   filesystems), or ``MailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the
+  ///   system call and errno that failed, for example `EROFS`, `EACCES` or `ENAMETOOLONG`.
+  ///   Nothing is created before the arguments are checked.
   public convenience init(
     containerURL: URL,
     namespace: String,

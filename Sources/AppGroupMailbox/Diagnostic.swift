@@ -42,4 +42,12 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// The kernel dropped inotify events (`IN_Q_OVERFLOW`, past
   /// `fs.inotify.max_queued_events`); waiting consumers were woken to rescan everything.
   case wakeUpQueueOverflowed
+  /// The mailbox already existed with stored settings (docs/FORMAT.md, "The settings file")
+  /// that differ from the limits, overflow policy or sharing mode this opener passed: the
+  /// stored ones apply. `differingFields` names the fields (`"maxMessages"`,
+  /// `"maxPayloadBytes"`, `"messageLifetime"`, `"maxQuarantinedFiles"`,
+  /// `"maxDeliveryAttempts"`, `"overflowPolicy"`, `"sharing"`). Reported once, by the
+  /// initialiser, on its thread; change stored settings with
+  /// ``AppGroupRawMailbox/updateSettings(_:)`` or `mailboxctl config`.
+  case storedSettingsApplied(differingFields: [String])
 }

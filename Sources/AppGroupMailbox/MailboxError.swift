@@ -4,7 +4,7 @@ import Glibc
 /// Why a mailbox operation failed (``AppGroupMailbox/MailboxError``). No case, and no
 /// description, contains message contents.
 public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, LocalizedError {
-  /// The namespace is not 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, or is all dots.
+  /// The namespace is not 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, is all dots, or starts with `-`.
   case invalidNamespace
   /// A limit or argument is out of range; the associated value names it (for example
   /// `"maxMessages"` or `"claim limit"`).

@@ -38,8 +38,12 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// The limits this mailbox enforces.
-  public var limits: Limits { spool.configuration.limits }
+  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
+  /// this opener's ``AppGroupMailboxLimits/claimTimeout``.
+  public var limits: Limits {
+    spool.refreshSettings()
+    return spool.limits
+  }
   /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
   public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
   /// The namespace name.

@@ -121,8 +121,12 @@ enum ArgumentParser {
         if let inline {
           value = inline
         } else {
-          guard index < arguments.count else {
-            throw UsageError(message: "\(name) needs a value (\(name) \(placeholder))")
+          // A value is never taken from the next option (C26): one that begins with '-' must
+          // be given as --name=value.
+          guard index < arguments.count, !isOption(arguments[index]) else {
+            throw UsageError(
+              message: "\(name) needs a value (\(name) \(placeholder); write "
+                + "\(name)=\(placeholder) for a value that begins with '-')")
           }
           value = arguments[index]
           index += 1
@@ -148,6 +152,12 @@ enum ArgumentParser {
       throw UsageError(message: "unexpected argument '\(extra)'")
     }
     return result
+  }
+
+  /// Whether `argument` looks like an option rather than a value: it begins with `-` and is
+  /// neither `-` alone (standard input or output) nor a number (`-1` gets a range error).
+  static func isOption(_ argument: String) -> Bool {
+    argument.hasPrefix("-") && argument != "-" && Double(argument) == nil
   }
 
   /// The `--help` text of `spec`, options in table order, wrapped help beside each.

@@ -67,12 +67,17 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
     if !arguments.flag("--keep") { try? FileManager.default.removeItem(atPath: directory) }
   }
   let total = producers * perProducer
-  let limit = String(total + 10)
-  let (mailbox, location) = try MailboxOptions.open(
-    try ArgumentParser.parse(
-      ["--container", directory, "--namespace", "demo", "--max-messages", limit],
-      spec: demoProduceCommand.spec),
-    mustExist: false)
+  let location = MailboxOptions.Location(
+    container: URL(fileURLWithPath: directory), namespace: "demo")
+  let mailbox: AppGroupRawMailbox
+  do {
+    // The producers open it with the settings stored here.
+    mailbox = try AppGroupRawMailbox(
+      containerURL: location.container, namespace: location.namespace,
+      limits: AppGroupMailboxLimits(maxMessages: total + 10))
+  } catch {
+    throw MailboxOptions.openFailure(error, location)
+  }
   let json = arguments.flag("--json")
   if !json {
     try Output.data("mailboxctl demo: a fresh mailbox at \(location.directory.path)\n")
@@ -84,7 +89,7 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     process.arguments = [
       "__demo-produce", "--container", directory, "--namespace", "demo", "--producer",
-      String(producer), "--count", String(perProducer), "--max-messages", limit,
+      String(producer), "--count", String(perProducer),
     ]
     do {
       try process.run()

@@ -49,14 +49,15 @@ let drainCommand = Subcommand(
       handler timeout releases it with a retry delay: it waits in delayed/ (not pending, so it
       neither spins nor blocks the messages behind it) and returns to its original position
       after min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
-      Use --max-delivery-attempts to quarantine a message that keeps failing.
+      The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
+      keeps failing.
       Without --follow, drain exits once nothing is pending; delayed messages keep waiting for
       a later run (the summary says how many, and when the next is due). With --follow it waits
       for wake-ups (inotify) and sleeps until the next due time.
       A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
       is a terminal.
       Exit status: 0 done (also after SIGTERM), 130 after SIGINT, 75 when a handler failed,
-      66 no such mailbox, 69 CMD not found, 71 CMD could not be started, 74 I/O error.
+      66 no such mailbox, 69 CMD not found or not executable, 71 CMD could not be started, 74 I/O error.
       """),
   run: { arguments in try Drainer(arguments).run() })
 
@@ -101,7 +102,7 @@ final class Drainer {
     json = arguments.flag("--json")
     if let command = arguments.values["--exec"] {
       guard let executable = HandlerRun.resolve(command[0]) else {
-        throw CommandFailure(.unavailable, "--exec: command not found: \(command[0])")
+        throw execLookupFailure(command[0])
       }
       exec = (executable, Array(command.dropFirst()))
     } else {
@@ -110,8 +111,13 @@ final class Drainer {
     let counter = QuarantineCounter()
     quarantined = counter
     retryPolicy = try Self.retryPolicy(arguments)
+    let deadLetters = DeadLetterReport(try MailboxOptions.location(arguments), command: "drain")
     (mailbox, location) = try MailboxOptions.open(
-      arguments, mustExist: true, diagnostic: { counter.record($0) })
+      arguments, mustExist: true,
+      diagnostic: {
+        counter.record($0)
+        deadLetters.record($0)
+      })
     signals = Signals.install()
   }
 
@@ -381,7 +387,9 @@ final class Drainer {
       var text =
         "drain: delivered \(delivered), released \(released), quarantined \(quarantined.count)"
         + " in \(String(format: "%.2f", seconds)) s"
-      if failedHandlers > 0 { text += "; \(failedHandlers) handler failures" }
+      if failedHandlers > 0 {
+        text += "; \(failedHandlers) handler failure" + (failedHandlers == 1 ? "" : "s")
+      }
       if delayed > 0, let due = status?.nextDueAt {
         text +=
           "; \(delayed) delayed" + (delayed == 1 ? " until " : ", the next until ")

@@ -28,6 +28,9 @@ let enqueueCommand = Subcommand(
       OptionSpec(
         name: "--type", kind: .value("TYPE"),
         help: "The message type tag (default none: every consumer accepts it)."),
+      OptionSpec(
+        name: "--wait", kind: .value("SECONDS"),
+        help: "When full, wait up to SECONDS per message for room (default: fail at once)."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """
@@ -37,16 +40,22 @@ let enqueueCommand = Subcommand(
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
       Every message is checked first: text that is not UTF-8 JSON, empty input, more than one
-      value without --lines, nesting deeper than 512, or a message over --max-payload-bytes
-      is rejected with the reason and its line number (exit 65) and nothing is written.
-      Exit status 0 means every message was stored. A full mailbox (75) or a failed write to
-      the mailbox or stdout (74) stops the command; with --lines it then says how many were
-      stored and the first line not stored: every line before it is stored, none from it on,
-      so `tail -n +LINE file | mailboxctl enqueue --lines` resumes without loss or repeats.
+      value without --lines, nesting deeper than 512, or a message over the mailbox's
+      maxPayloadBytes is rejected with the reason and its line number (exit 65) and nothing is
+      written.
+      Exit status 0 means every message was stored. A full mailbox (75, naming the depth and
+      the bound) or a failed write to the mailbox or stdout (74) stops the command; with
+      --lines it then says how many were stored and the first line not stored: every line
+      before it is stored, none from it on, so `tail -n +LINE file | mailboxctl enqueue
+      --lines` resumes without loss or repeats. With --wait, a message that finds the mailbox
+      full waits for room (woken when a message is acknowledged, expires, is discarded or
+      quarantined) up to SECONDS, so with --lines the whole input goes in as consumers make
+      room.
       --delay and --not-before (one of them) hold the message back: it is not pending until
-      then, but counts toward --max-messages; when due it joins the line at its due time. With
-      --lines every message gets the same due time. A due time past --message-lifetime (from
-      the enqueue time) is rejected (exit 65): the message would expire first. Dates for
+      then, but counts toward the depth bound; when due it joins the line at its due time. With
+      --lines every message gets the same due time. A due time past the mailbox's message
+      lifetime (from the enqueue time) is rejected (exit 65): the message would expire first.
+      Dates for
       --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
       2286-11-20T17:46:39.999999Z; others are refused (exit 64).
       """),
@@ -67,6 +76,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     return date
   }
   let notBefore = try notBeforeDate(arguments)
+  let wait = try arguments.seconds("--wait") ?? 0
   let type = arguments.value("--type") ?? ""
   let lines = arguments.flag("--lines")
   let input: EnqueueInput
@@ -86,7 +96,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       throw CommandFailure(
         .dataError,
         "the message would expire (lifetime \(Drainer.format(seconds: lifetime)) s, "
-          + "--message-lifetime) before it is due; nothing was enqueued")
+          + "the mailbox's messageLifetime) before it is due; nothing was enqueued")
     }
   }
   for message in input.messages {
@@ -99,11 +109,16 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     let receipt: AppGroupRawMailbox.Receipt
     do {
       let payload = input.payload(message)
-      if let notBefore {
-        receipt = try mailbox.enqueue(
-          payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
-      } else {
-        receipt = try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
+      do {
+        receipt = try mailbox.waitingForRoom(upTo: wait) {
+          if let notBefore {
+            return try mailbox.enqueue(
+              payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
+          }
+          return try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
+        }
+      } catch AppGroupMailboxError.mailboxFull {
+        throw fullFailure(mailbox, waited: wait, lines: lines)
       }
       if receipt.expiredBeforeDue {
         throw CommandFailure(
@@ -148,7 +163,7 @@ private func check(
     throw CommandFailure(
       .dataError,
       "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
-        + "(--max-payload-bytes); nothing was enqueued")
+        + "(the mailbox's maxPayloadBytes); nothing was enqueued")
   } catch {
     throw CommandFailure(error, while: "")
   }
@@ -184,6 +199,18 @@ private func progress(_ failure: CommandFailure, _ input: EnqueueInput, stored: 
   if stored > 0 { text += " (input lines 1 to \(input.messages[stored - 1].line))" }
   text += "; the first line not stored is line \(input.messages[stored].line): resume from it"
   return CommandFailure(failure.status, text)
+}
+
+/// "Mailbox full", with the depth and the bound and how long it waited; without `lines`, that
+/// nothing was enqueued (with `lines`, ``progress(_:_:stored:)`` says how far it got).
+private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: Bool)
+  -> CommandFailure
+{
+  let depth = (try? mailbox.inspector.status().depth).map(String.init) ?? "unknown"
+  var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
+  if waited > 0 { text += " after waiting \(Drainer.format(seconds: waited)) s" }
+  if !lines { text += "; nothing was enqueued" }
+  return CommandFailure(.temporaryFailure, text)
 }
 
 /// The due time of `--delay SECONDS` (from now) or `--not-before DATE`; nil when neither is

@@ -17,6 +17,8 @@ enum ExitStatus: Int32, Sendable {
   case software = 70
   /// EX_OSERR: a handler process could not be started.
   case osError = 71
+  /// EX_CANTCREAT: `create` found the mailbox already there.
+  case cannotCreate = 73
   /// EX_IOERR: reading or writing the mailbox or stdout failed.
   case ioError = 74
   /// EX_TEMPFAIL: the mailbox is full, or a handler failed and its message was released.

@@ -33,10 +33,10 @@ let listCommand = Subcommand(
     }
     if states.isEmpty { states = Set(AppGroupMailboxEntry.State.allCases) }
     let limit = try arguments.integer("--limit", in: 1...Int.max)
-    let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+    let (inspector, _) = try MailboxOptions.openForReading(arguments)
     var entries: [AppGroupMailboxEntry]
     do {
-      entries = try mailbox.inspector.entries(in: states)
+      entries = try inspector.entries(in: states)
     } catch {
       throw CommandFailure(error, while: "")
     }

@@ -2,8 +2,8 @@ import AppGroupMailbox
 import Foundation
 import Glibc
 
-/// The options every mailbox subcommand shares: where the mailbox is, and the limits to open it
-/// with (limits are not stored in the mailbox; each process applies its own).
+/// The options every mailbox subcommand shares: where the mailbox is, the settings a new
+/// mailbox stores (`create`, `config`), and the per-process choices (claim timeout, flushes).
 enum MailboxOptions {
   static let location: [OptionSpec] = [
     OptionSpec(name: "--container", kind: .value("DIR"), help: "The container directory."),
@@ -13,21 +13,21 @@ enum MailboxOptions {
         + "$XDG_DATA_HOME/app-groups/ID, else ~/.local/share/app-groups/ID)."),
     OptionSpec(
       name: "--namespace", kind: .value("NS"),
-      help: "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -); default 'default'."),
+      help: "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -, not starting with '-'); "
+        + "default 'default'."),
   ]
 
-  static let limits: [OptionSpec] = [
+  /// The settings a mailbox stores (`create`, and `config` without `--group-shared`).
+  static let settings: [OptionSpec] = [
     OptionSpec(
-      name: "--max-messages", kind: .value("N"), help: "Pending plus claimed bound (default 100)."),
+      name: "--max-messages", kind: .value("N"),
+      help: "Depth bound: pending + delayed + claimed (default 100)."),
     OptionSpec(
       name: "--max-payload-bytes", kind: .value("N"),
       help: "Largest message file in bytes (default 65536)."),
     OptionSpec(
       name: "--message-lifetime", kind: .value("SECONDS"),
       help: "Lifetime from enqueue (default 86400)."),
-    OptionSpec(
-      name: "--claim-timeout", kind: .value("SECONDS"),
-      help: "Lease of a claim before recovery (default 600)."),
     OptionSpec(
       name: "--max-quarantined-files", kind: .value("N"), help: "Quarantine bound (default 20)."),
     OptionSpec(
@@ -37,9 +37,29 @@ enum MailboxOptions {
       name: "--overflow", kind: .value("POLICY"),
       help: "reject-newest (default) or discard-oldest."),
     OptionSpec(
-      name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
-    OptionSpec(name: "--group-shared", kind: .flag, help: "Create with group modes (02770/0660)."),
+      name: "--group-shared", kind: .flag,
+      help: "Group-shared modes (02770/0660) instead of private (0700/0600)."),
   ]
+
+  /// Per-process choices: this process's claim lease and flushes.
+  static let process: [OptionSpec] = [
+    OptionSpec(
+      name: "--claim-timeout", kind: .value("SECONDS"),
+      help: "Lease of this command's claims before recovery (default 600)."),
+    OptionSpec(
+      name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
+  ]
+
+  /// What subcommands other than `create` and `config` accept: the process options, and the
+  /// settings options for one more release (hidden; they apply only when the command creates
+  /// the mailbox, with a note).
+  static let limits: [OptionSpec] =
+    process
+    + settings.map { option in
+      var hidden = option
+      hidden.hidden = true
+      return hidden
+    }
 
   static let json = OptionSpec(
     name: "--json", kind: .flag, help: "Print JSON (JSON Lines for lists).")
@@ -55,8 +75,11 @@ enum MailboxOptions {
 
   static func location(_ arguments: ParsedArguments) throws(CommandFailure) -> Location {
     let namespace = arguments.value("--namespace") ?? "default"
-    guard isValidNamespace(namespace) else {
-      throw CommandFailure(.usage, "invalid namespace '\(namespace)'")
+    guard AppGroupMailboxNamespace.isValid(namespace) else {
+      throw CommandFailure(
+        .usage,
+        "invalid namespace '\(namespace)': use 1 to 64 of A-Z a-z 0-9 . _ -, not starting "
+          + "with '-' and not all dots")
     }
     switch (arguments.value("--container"), arguments.value("--app-group")) {
     case (let directory?, nil):
@@ -75,36 +98,11 @@ enum MailboxOptions {
     }
   }
 
-  static func isValidNamespace(_ name: String) -> Bool {
-    let bytes = Array(name.utf8)
-    guard (1...64).contains(bytes.count), !bytes.allSatisfy({ $0 == UInt8(ascii: ".") }) else {
-      return false
-    }
-    return name.unicodeScalars.allSatisfy { scalar in
-      scalar.isASCII
-        && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
-    }
-  }
-
+  /// The limits an opener passes: the settings options given (the defaults for the rest) and
+  /// `--claim-timeout`.
   static func limits(_ arguments: ParsedArguments) throws(UsageError) -> AppGroupMailboxLimits {
-    var limits = AppGroupMailboxLimits()
-    if let value = try arguments.integer("--max-messages", in: 1...Int(Int32.max)) {
-      limits.maxMessages = value
-    }
-    if let value = try arguments.integer(
-      "--max-payload-bytes", in: 1...AppGroupMailboxLimits.payloadCeiling)
-    {
-      limits.maxPayloadBytes = value
-    }
-    if let value = try arguments.seconds("--message-lifetime") { limits.messageLifetime = value }
-    if let value = try arguments.seconds("--claim-timeout") { limits.claimTimeout = value }
-    if let value = try arguments.integer("--max-quarantined-files", in: 0...1_000_000) {
-      limits.maxQuarantinedFiles = value
-    }
-    if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
-      limits.maxDeliveryAttempts = value
-    }
-    return limits
+    try settings(arguments, over: AppGroupMailboxSettings())
+      .limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
   }
 
   static func overflow(_ arguments: ParsedArguments) throws(UsageError)
@@ -118,8 +116,67 @@ enum MailboxOptions {
     }
   }
 
-  /// Opens the mailbox the arguments name. With `mustExist`, a namespace directory that does not
-  /// exist is ``ExitStatus/noInput`` (66) and nothing is created.
+  /// The settings options given on the command line, over `base`.
+  static func settings(_ arguments: ParsedArguments, over base: AppGroupMailboxSettings)
+    throws(UsageError) -> AppGroupMailboxSettings
+  {
+    var settings = base
+    if let value = try arguments.integer("--max-messages", in: 1...Int(Int32.max)) {
+      settings.maxMessages = value
+    }
+    if let value = try arguments.integer(
+      "--max-payload-bytes", in: 1...AppGroupMailboxLimits.payloadCeiling)
+    {
+      settings.maxPayloadBytes = value
+    }
+    if let value = try arguments.seconds("--message-lifetime") { settings.messageLifetime = value }
+    if let value = try arguments.integer("--max-quarantined-files", in: 0...1_000_000) {
+      settings.maxQuarantinedFiles = value
+    }
+    if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
+      settings.maxDeliveryAttempts = value
+    }
+    if arguments.value("--overflow") != nil { settings.overflowPolicy = try overflow(arguments) }
+    if arguments.flag("--group-shared") { settings.permissions = .groupShared }
+    return settings
+  }
+
+  /// The settings options present in `arguments`, by name.
+  static func givenSettings(_ arguments: ParsedArguments) -> [String] {
+    settings.map(\.name).filter { arguments.flag($0) || arguments.value($0) != nil }
+  }
+
+  /// Whether the namespace directory exists (as a directory, not a link).
+  static func exists(_ location: Location) -> Bool {
+    var info = stat()
+    return lstat(location.directory.path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+  }
+
+  /// Opens the mailbox the arguments name for reading only: nothing is created, opened for
+  /// writing or given another mode (a read-only file system, a user who may only read). A
+  /// namespace directory that does not exist is ``ExitStatus/noInput`` (66).
+  static func openForReading(_ arguments: ParsedArguments) throws -> (
+    AppGroupMailboxInspector, Location
+  ) {
+    let location = try location(arguments)
+    _ = try limits(arguments)
+    guard exists(location) else {
+      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
+    }
+    noteIgnoredSettings(arguments, creating: false)
+    do {
+      let inspector = try AppGroupMailboxInspector(
+        containerURL: location.container, namespace: location.namespace)
+      return (inspector, location)
+    } catch {
+      throw openFailure(error, location)
+    }
+  }
+
+  /// Opens the mailbox the arguments name for reading and writing, creating it when missing
+  /// (with the settings options given, else the defaults). With `mustExist`, a namespace
+  /// directory that does not exist is ``ExitStatus/noInput`` (66) and nothing is created. An
+  /// existing mailbox keeps its stored settings and modes.
   static func open(
     _ arguments: ParsedArguments, mustExist: Bool,
     diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)? = nil
@@ -127,25 +184,62 @@ enum MailboxOptions {
     let location = try location(arguments)
     let limits = try limits(arguments)
     let overflow = try overflow(arguments)
-    if mustExist {
-      var info = stat()
-      guard lstat(location.directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-        throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
-      }
+    let existed = exists(location)
+    if mustExist, !existed {
+      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
+    }
+    noteIgnoredSettings(arguments, creating: !existed)
+    let forward: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in
+      if case .storedSettingsApplied = event { return }
+      diagnostic?(event)
     }
     do {
       let mailbox = try AppGroupRawMailbox(
         containerURL: location.container, namespace: location.namespace, limits: limits,
-        overflowPolicy: overflow, diagnostic: diagnostic,
+        overflowPolicy: overflow, diagnostic: forward,
         durability: arguments.flag("--relaxed") ? .relaxed : .full,
         permissions: arguments.flag("--group-shared") ? .groupShared : .private)
       return (mailbox, location)
-    } catch let error as AppGroupMailboxError {
-      if error == .containerUnavailable {
-        throw CommandFailure(
-          .unavailable, "cannot open the mailbox at \(location.directory.path)")
-      }
-      throw CommandFailure(error, while: "open")
+    } catch {
+      throw openFailure(error, location)
+    }
+  }
+
+  /// The note for settings options given to a subcommand other than `create` or `config`.
+  private static func noteIgnoredSettings(_ arguments: ParsedArguments, creating: Bool) {
+    let given = givenSettings(arguments)
+    guard !given.isEmpty else { return }
+    let names = given.joined(separator: ", ")
+    if creating {
+      Output.note(
+        "note: \(names) only set the settings of a mailbox this command creates; they will be "
+          + "removed here in the next release: use 'mailboxctl create'")
+    } else {
+      Output.note(
+        "note: \(names) ignored: the mailbox's stored settings apply; 'mailboxctl config' "
+          + "shows and changes them (these options will be removed here in the next release)")
+    }
+  }
+
+  /// The failure for an error opening the mailbox at `location`, naming its cause.
+  static func openFailure(_ error: any Error, _ location: Location) -> CommandFailure {
+    let path = location.directory.path
+    switch error as? AppGroupMailboxError {
+    case .containerUnavailable?:
+      return CommandFailure(
+        .unavailable,
+        "cannot open the mailbox at \(path): a directory is a symlink or not a directory, or "
+          + "its areas span filesystems")
+    case .ioFailure(let cause)?:
+      return CommandFailure(
+        cause.errno == ENOENT ? .noInput : .unavailable,
+        "cannot open the mailbox at \(path): \(cause.systemCall) failed: "
+          + "\(String(cString: strerror(cause.errno))) (errno \(cause.errno))")
+    case .invalidLimit(let name)? where name.hasPrefix("settings"):
+      return CommandFailure(
+        .unavailable, "cannot open the mailbox at \(path): its \(name) file is unreadable")
+    default:
+      return CommandFailure(error, while: "open")
     }
   }
 }

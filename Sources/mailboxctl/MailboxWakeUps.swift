@@ -26,9 +26,14 @@ final class MailboxWakeUps: Sendable {
 
   /// Starts watching `mailbox` and forwarding wake-ups to `wakeup`.
   /// - Throws: ``CommandFailure`` when the watcher cannot be started.
-  init(_ mailbox: AppGroupRawMailbox, wakeup: Wakeup) throws(CommandFailure) {
+  convenience init(_ mailbox: AppGroupRawMailbox, wakeup: Wakeup) throws(CommandFailure) {
+    try self.init(wakeup: wakeup) { try mailbox.wakeUps() }
+  }
+
+  /// Starts watching with the watcher `start` returns (for example a read-only inspector's).
+  init(wakeup: Wakeup, start: () throws -> AppGroupMailboxWatcher) throws(CommandFailure) {
     do {
-      watcher = try mailbox.wakeUps()
+      watcher = try start()
     } catch {
       throw CommandFailure(error, while: "watch")
     }

@@ -12,8 +12,9 @@ let maintainCommand = Subcommand(
       Also makes delayed messages that are due pending (a timer running this lets a systemd
       .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
       Prints what was done: claims recovered, messages expired, temporary files removed,
-      files quarantined and quarantined files discarded. The limits given (--claim-timeout,
-      --message-lifetime, --max-quarantined-files) decide what counts as abandoned or expired.
+      files quarantined and quarantined files discarded. The mailbox's stored settings
+      (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
+      abandoned when the lease in its name has run out.
       """),
   run: { arguments in
     let events = Locked<[AppGroupMailboxDiagnostic]>([])

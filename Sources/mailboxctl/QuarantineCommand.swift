@@ -16,8 +16,9 @@ let quarantineCommand = Subcommand(
     details: """
       ID is a message id (every quarantined file with that id) or a quarantine file name.
       requeue puts a readable message back in pending at the position of its enqueue date,
-      with its delivery count reset; a file that is not a readable message stays (exit 65;
-      purge it), an id already pending or claimed stays too. purge deletes files.
+      with its delivery count reset; a file that is not a readable message stays (exit 65), an
+      id already pending or claimed stays too. purge deletes files. list and show only read:
+      they work on a read-only file system and for a user who may only read the mailbox.
       Exit status: 66 when an ID matches nothing, 65 when a file is not a message, 75 when the
       mailbox is full.
       """),
@@ -40,8 +41,10 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
   default:
     throw UsageError(message: "unknown quarantine action '\(action)' (list, show, requeue, purge)")
   }
-  let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
-  let inspector = mailbox.inspector
+  let inspector =
+    action == "list" || action == "show"
+    ? try MailboxOptions.openForReading(arguments).0
+    : try MailboxOptions.open(arguments, mustExist: true).0.inspector
   let entries: [AppGroupMailboxEntry]
   do {
     entries = try inspector.entries(in: [.quarantined])
@@ -143,7 +146,11 @@ private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, j
       status = .noInput
     case .notAMessage:
       try report(name, nil, "notAMessage", json: json)
-      Output.note("quarantine: \(name) is not a readable message; purge it instead")
+      Output.note(
+        "quarantine: \(name) stays in quarantine: it is not a message this mailbox can deliver "
+          + "(not a regular file, malformed, a newer format, or larger than the payload limit); "
+          + "'quarantine show' tells which, 'mailboxctl config --max-payload-bytes' raises the "
+          + "limit")
       status = .dataError
     }
   }

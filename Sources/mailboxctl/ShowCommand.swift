@@ -13,15 +13,15 @@ let showCommand = Subcommand(
     ] + MailboxOptions.limits,
     details: """
       ID is a message id or a file name in pending/, claimed/ or quarantine/. The file is
-      opened without following links and read only up to --max-payload-bytes.
+      opened without following links and read only up to the mailbox's payload limit.
       Exit status 66 when no such message exists.
       """),
   run: { arguments in
     let selector = arguments.positionals[0]
-    let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+    let (inspector, _) = try MailboxOptions.openForReading(arguments)
     let envelope: AppGroupMailboxEnvelope?
     do {
-      envelope = try mailbox.inspector.envelope(
+      envelope = try inspector.envelope(
         selector, includeMessage: arguments.flag("--message"))
     } catch {
       throw CommandFailure(error, while: "")

@@ -17,10 +17,10 @@ let statusCommand = Subcommand(
       "oldestClaimAgeSeconds", "bytes"}; absent values are null.
       """),
   run: { arguments in
-    let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
+    let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let status: AppGroupMailboxStatus
     do {
-      status = try mailbox.inspector.status()
+      status = try inspector.status()
     } catch {
       throw CommandFailure(error, while: "")
     }

@@ -25,10 +25,10 @@ let watchCommand = Subcommand(
   run: { arguments in
     let count = try arguments.integer("--count", in: 1...Int.max)
     let timeout = try arguments.seconds("--timeout")
-    let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
+    let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let signals = Signals.install()
     // Armed before the note below: whatever is enqueued after it is seen.
-    let wakeUps = try MailboxWakeUps(mailbox, wakeup: signals.wakeup)
+    let wakeUps = try MailboxWakeUps(wakeup: signals.wakeup) { try inspector.wakeUps() }
     defer { wakeUps.close() }
     Output.note("watch: waiting for changes in \(location.directory.path)/pending")
     if wakeUps.isPolling { Output.note("watch: inotify is unavailable; checking every second") }
@@ -45,7 +45,7 @@ let watchCommand = Subcommand(
       seen += 1
       let status: AppGroupMailboxStatus
       do {
-        status = try mailbox.inspector.status()
+        status = try inspector.status()
       } catch {
         throw CommandFailure(error, while: "")
       }

@@ -11,14 +11,17 @@ struct Subcommand: Sendable {
 }
 
 let subcommands: [Subcommand] = [
-  drainCommand, enqueueCommand, claimCommand, ackCommand, releaseCommand, renewCommand,
-  statusCommand, listCommand, showCommand, maintainCommand,
+  createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
+  releaseCommand, renewCommand, statusCommand, listCommand, showCommand, maintainCommand,
   quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
+/// The version `mailboxctl --version` prints (semantic versioning).
+let mailboxctlVersion = "0.2.0"
+
 let topLevelHelp: String = {
   var lines = [
-    "usage: mailboxctl <subcommand> [options]", "",
+    "usage: mailboxctl <subcommand> [options]", "       mailboxctl --version", "",
     "Drain, fill, inspect and repair an AppGroupMailbox (a durable file-based mailbox).", "",
     "subcommands:",
   ]
@@ -30,8 +33,8 @@ let topLevelHelp: String = {
   lines += [
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
     "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox, message or claim (or",
-    "unreadable input), 69 unavailable, 71 cannot start a handler, 74 I/O error,",
-    "75 temporary failure (full, handler failed), 130 interrupted.",
+    "unreadable input), 69 unavailable, 71 cannot start a handler, 73 mailbox already exists,",
+    "74 I/O error, 75 temporary failure (full, handler failed), 130 interrupted.",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()
@@ -41,6 +44,10 @@ func runMain(_ arguments: [String]) -> ExitStatus {
   guard let name = arguments.first else {
     Output.raw(topLevelHelp)
     return .usage
+  }
+  if name == "--version" {
+    try? Output.data("mailboxctl \(mailboxctlVersion) (AppGroupMailbox on-disk format 1)\n")
+    return .success
   }
   if name == "--help" || name == "-h" || name == "help" {
     try? Output.data(topLevelHelp)

@@ -1,4 +1,5 @@
-/// The namespace rule: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots.
+/// The namespace rule: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, not starting with
+/// `-` (so a name is never taken for a command-line option).
 ///
 /// Names are case-sensitive, as Linux file names are: `Jobs` and `jobs` are two namespaces (the
 /// library and `mailboxctl` apply this same function). No accepted name can contain `/` or NUL or
@@ -10,6 +11,7 @@ enum NamespaceRule {
     let bytes = Array(name.utf8)
     guard (1...maxBytes).contains(bytes.count) else { return false }
     guard !bytes.allSatisfy({ $0 == UInt8(ascii: ".") }) else { return false }
+    guard bytes.first != UInt8(ascii: "-") else { return false }
     return bytes.allSatisfy { byte in
       switch byte {
       case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
@@ -23,7 +25,8 @@ enum NamespaceRule {
 }
 
 /// The namespace rule, public so tools (such as `mailboxctl`) check names exactly as the library
-/// does: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, case-sensitive (`Jobs` and `jobs`
+/// does: 1 to 64 bytes of `A-Z a-z 0-9 . _ -`, not all dots, not starting with `-`,
+/// case-sensitive (`Jobs` and `jobs`
 /// are two namespaces, as they are two directories on Linux).
 public enum AppGroupMailboxNamespace {
   /// The longest namespace in bytes: 64.

@@ -107,10 +107,10 @@ extension Spool {
     let flags =
       creating ? O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW : O_WRONLY | O_TRUNC | O_NOFOLLOW
     let fd = try Syscall.open(
-      directories.tmp, name, flags, mode: configuration.permissions.fileMode)
+      directories.tmp, name, flags, mode: permissions.fileMode)
     defer { Syscall.close(fd) }
     // Explicit mode whatever the umask (open(2) applies it to the mode given).
-    if creating { try Syscall.chmod(fd, configuration.permissions.fileMode) }
+    if creating { try Syscall.chmod(fd, permissions.fileMode) }
     try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
     if isDurable { try Syscall.fsync(fd) }
   }

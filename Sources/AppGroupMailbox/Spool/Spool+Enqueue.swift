@@ -55,7 +55,7 @@ extension Spool {
     let fd = try mapIO("enqueue") {
       try Syscall.open(
         directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-        mode: configuration.permissions.fileMode)
+        mode: permissions.fileMode)
     }
     var published = false
     var publishedName: String?
@@ -69,7 +69,7 @@ extension Spool {
     do {
       (outcome, discarded) = try mapIO("enqueue") {
         // Explicit mode whatever the umask (open(2) applies it to the mode given).
-        try Syscall.chmod(fd, configuration.permissions.fileMode)
+        try Syscall.chmod(fd, permissions.fileMode)
         try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
         if isDurable { try Syscall.fsync(fd) }
         return try withStateLock { counters -> (EnqueueOutcome, Bool) in
@@ -150,6 +150,7 @@ extension Spool {
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }
+    refreshSettings()
     guard file.count <= limits.maxPayloadBytes else {
       throw AppGroupMailboxError.payloadTooLarge(
         actualBytes: file.count, maximumBytes: limits.maxPayloadBytes)
@@ -193,7 +194,7 @@ extension Spool {
     guard counters.depth + room > limits.maxMessages else { return 0 }
     counters = try recount(stored: counters)
     guard counters.depth + room > limits.maxMessages else { return 0 }
-    guard configuration.overflowPolicy == .discardOldest else {
+    guard overflowPolicy == .discardOldest else {
       throw AppGroupMailboxError.mailboxFull
     }
     let (names, foreign) = try pendingListing()
@@ -278,7 +279,7 @@ extension Spool {
     }
     let stamp = PendingStamp(info)
     if known[entry.name] == stamp { return .valid(stamp) }
-    guard info.st_size <= limits.maxPayloadBytes else { return .invalid(.oversized) }
+    guard acceptsMessageSize(Int(info.st_size)) else { return .invalid(.oversized) }
     guard
       let fd = try? Syscall.open(
         directories.pending, entry.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)

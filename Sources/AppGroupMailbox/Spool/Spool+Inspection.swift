@@ -190,10 +190,11 @@ extension Spool {
     defer { Syscall.close(fd) }
     let info = try Syscall.fstat(fd)
     guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1,
-      info.st_size <= limits.maxPayloadBytes
+      acceptsMessageSize(Int(info.st_size))
     else { return nil }
-    let bytes = try Syscall.pread(fd, limit: limits.maxPayloadBytes + 1)
-    return bytes.count <= limits.maxPayloadBytes ? bytes : nil
+    let maximum = readLimit
+    let bytes = try Syscall.pread(fd, limit: maximum + 1)
+    return bytes.count <= maximum ? bytes : nil
   }
 
   /// See ``AppGroupMailboxInspector/requeueQuarantined(_:)``.
@@ -252,6 +253,7 @@ extension Spool {
   func purgeQuarantined(_ fileName: String) throws -> Bool {
     guard Self.isPlainName(fileName) else { return false }
     return try mapIO("purge") {
+      try requireWritable()
       do {
         try removeEntry(directories.quarantine, fileName)
       } catch let error as SystemCallError where error.isNotFound {

@@ -65,8 +65,8 @@ extension Spool {
     let info = try mapIO("claim") { try Syscall.fstat(fd) }
     guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.unsafe) }
     guard info.st_nlink == 1 else { return .failure(.linked) }
-    let maximum = limits.maxPayloadBytes
-    guard info.st_size <= maximum else { return .failure(.oversized) }
+    guard acceptsMessageSize(Int(info.st_size)) else { return .failure(.oversized) }
+    let maximum = readLimit
     let bytes = try mapIO("claim") {
       try Syscall.readCapped(fd, expected: Int(info.st_size), limit: maximum)
     }

@@ -56,13 +56,40 @@ final class Spool: Sendable {
   /// consumer's (see ``MessageTypeTag``): claims pass them over without renaming them again.
   let otherTypeIDs = Locked<Set<UUID>>([])
 
-  init(container: URL, namespace: String, configuration: SpoolConfiguration) throws {
+  /// The mailbox's stored settings as last read (see Spool+Settings.swift).
+  let settingsCache: Locked<SettingsCache>
+
+  /// Opens the namespace; see ``SpoolDirectories`` and ``loadSettings``. With `readOnly`
+  /// nothing is created or written.
+  init(
+    container: URL, namespace: String, configuration: SpoolConfiguration, readOnly: Bool = false
+  ) throws {
+    var found: SettingsCache?
+    var sharing = configuration.permissions
     self.directories = try SpoolDirectories(
-      container: container, namespace: namespace, permissions: configuration.permissions)
+      container: container, namespace: namespace, permissions: configuration.permissions,
+      readOnly: readOnly
+    ) { namespaceFD, created in
+      found = try Self.readSettings(namespaceFD)
+      sharing =
+        found?.settings.permissions
+        ?? (created ? configuration.permissions : Self.sharing(ofDirectory: namespaceFD))
+      return sharing
+    }
     self.configuration = configuration
+    var initial = configuration.storedSettings
+    initial.permissions = sharing
+    self.settingsCache = Locked(found ?? SettingsCache(settings: initial))
+    if found == nil, !readOnly { try createSettings() }
+    let differing = settings.differences(from: configuration.storedSettings)
+    if !differing.isEmpty { emit([.storedSettingsApplied(differingFields: differing)]) }
   }
 
-  var limits: AppGroupMailboxLimits { configuration.limits }
+  /// The bounds this spool enforces: the mailbox's stored settings with this opener's claim
+  /// timeout.
+  var limits: AppGroupMailboxLimits {
+    settingsCache.withLock { $0.settings }.limits(claimTimeout: configuration.limits.claimTimeout)
+  }
   var now: Int64 { configuration.clock.nowMicros() }
   var isDurable: Bool { configuration.durability == .full }
 
@@ -70,8 +97,10 @@ final class Spool: Sendable {
   /// `body` changed them. The first use in this instance rebuilds the counters from a listing.
   func withStateLock<T: Sendable>(_ body: (inout SpoolCounters) throws -> T) throws -> T {
     try lock.withLock { validated -> T in
+      try requireWritable()
       try Syscall.lock(directories.state, LOCK_EX)
       defer { try? Syscall.lock(directories.state, LOCK_UN) }
+      refreshSettings()
       let stored = SpoolCounters(
         line: try Syscall.pread(directories.state, limit: SpoolCounters.lineLength))
       var counters: SpoolCounters

@@ -22,49 +22,95 @@ final class SpoolDirectories: Sendable {
   /// The `state` file: the lock every producer takes, and the counters it guards.
   let state: Int32
   let path: String
+  /// Opened for looking only: nothing was created, `state` is read-only.
+  let readOnly: Bool
 
-  /// Opens the namespace directory, creating what is missing with `permissions`.
+  /// Opens the namespace directory, creating what is missing (unless `readOnly`).
   ///
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable`` when the container cannot be
-  ///   created or opened, a directory is a symlink or not a directory, or the areas span
-  ///   filesystems.
-  init(container: URL, namespace name: String, permissions: AppGroupMailboxPermissions) throws {
+  /// A new namespace directory gets `permissions`; once it is open, `sharing` (given the
+  /// namespace descriptor and whether this call created it) names the mode for everything
+  /// created below it, so a mailbox's areas follow its stored sharing mode, not the opener's.
+  /// Nothing that exists is ever given another mode. With `readOnly`, nothing is created or
+  /// opened for writing (`state` is opened read-only), so a read-only file system or a user
+  /// who may only read can open it.
+  ///
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable`` when a directory is a symlink or
+  ///   not a directory, `state` is not a regular file, or the areas span filesystems;
+  ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
+  ///   call and errno of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
+  init(
+    container: URL, namespace name: String, permissions: AppGroupMailboxPermissions,
+    readOnly: Bool = false,
+    sharing: (Int32, Bool) throws -> AppGroupMailboxPermissions = { _, _ in .private }
+  ) throws {
     var opened: [Int32] = []
-    func fail() -> AppGroupMailboxError {
+    func fail(_ error: (any Error)? = nil) -> any Error {
       for fd in opened { Syscall.close(fd) }
-      return .containerUnavailable
+      guard let error = error as? SystemCallError else {
+        return error ?? AppGroupMailboxError.containerUnavailable
+      }
+      switch error.errno {
+      case ELOOP, ENOTDIR, EEXIST: return AppGroupMailboxError.containerUnavailable
+      default: return error.mailboxError("open mailbox")
+      }
     }
     let containerPath = container.path
-    guard Self.createMissing(containerPath, mode: permissions.directoryMode) else { throw fail() }
-    guard let containerFD = try? Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
-    else { throw fail() }
+    if !readOnly, let error = Self.createMissing(containerPath, mode: permissions.directoryMode) {
+      throw fail(error)
+    }
+    let containerFD: Int32
+    do {
+      containerFD = try Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
+    } catch {
+      throw fail(error)
+    }
     opened.append(containerFD)
-    func openDirectory(_ parent: Int32, _ name: String) throws -> Int32 {
+    var mode = permissions
+    func openDirectory(_ parent: Int32, _ name: String) throws -> (Int32, Bool) {
       let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-      if let fd = try? Syscall.open(parent, name, flags) {
-        opened.append(fd)
-        return fd
-      }
       do {
-        try Syscall.makeDirectory(parent, name, mode: permissions.directoryMode)
+        let fd = try Syscall.open(parent, name, flags)
+        opened.append(fd)
+        return (fd, false)
+      } catch let error as SystemCallError where error.isNotFound && !readOnly {
+        // Created below.
+      } catch {
+        throw fail(error)
+      }
+      var created = true
+      do {
+        try Syscall.makeDirectory(parent, name, mode: mode.directoryMode)
       } catch let error as SystemCallError where error.errno == EEXIST {
         // Created by a racing process, or a non-directory: the open below decides.
+        created = false
       } catch {
-        throw fail()
+        throw fail(error)
       }
-      guard let fd = try? Syscall.open(parent, name, flags) else { throw fail() }
-      opened.append(fd)
-      try? Syscall.chmod(fd, permissions.directoryMode)
-      return fd
+      do {
+        let fd = try Syscall.open(parent, name, flags)
+        opened.append(fd)
+        // Explicit mode whatever the umask, only on what this call created.
+        if created { try? Syscall.chmod(fd, mode.directoryMode) }
+        return (fd, created)
+      } catch {
+        throw fail(error)
+      }
     }
-    let root = try openDirectory(containerFD, Self.root)
-    let namespaceFD = try openDirectory(root, name)
+    let (root, _) = try openDirectory(containerFD, Self.root)
+    let (namespaceFD, createdNamespace) = try openDirectory(root, name)
+    do {
+      mode = try sharing(namespaceFD, createdNamespace)
+    } catch {
+      throw fail(error)
+    }
     var areaFDs: [Int32] = []
-    for area in Self.areas { areaFDs.append(try openDirectory(namespaceFD, area)) }
-    guard
-      let stateFD = try? Syscall.open(
-        namespaceFD, "state", O_RDWR | O_CREAT | O_NOFOLLOW, mode: permissions.fileMode)
-    else { throw fail() }
+    for area in Self.areas { areaFDs.append(try openDirectory(namespaceFD, area).0) }
+    let stateFD: Int32
+    do {
+      stateFD = try Self.openState(namespaceFD, readOnly: readOnly, mode: mode.fileMode)
+    } catch {
+      throw fail(error)
+    }
     opened.append(stateFD)
     guard let stateInfo = try? Syscall.fstat(stateFD), stateInfo.st_mode & S_IFMT == S_IFREG,
       let device = try? Syscall.fstat(namespaceFD).st_dev
@@ -72,8 +118,6 @@ final class SpoolDirectories: Sendable {
     for fd in areaFDs + [stateFD] {
       guard (try? Syscall.fstat(fd).st_dev) == device else { throw fail() }
     }
-    // Explicit mode whatever the umask; fails harmlessly (EPERM) on another user's state file.
-    try? Syscall.chmod(stateFD, permissions.fileMode)
     Syscall.close(containerFD)
     Syscall.close(root)
     self.namespace = namespaceFD
@@ -84,21 +128,42 @@ final class SpoolDirectories: Sendable {
     self.delayed = areaFDs[4]
     self.state = stateFD
     self.path = containerPath + "/" + Self.root + "/" + name
+    self.readOnly = readOnly
+  }
+
+  /// Opens `state` (read-only when `readOnly`), creating it with `mode` when missing; an
+  /// existing file keeps its mode.
+  private static func openState(_ namespace: Int32, readOnly: Bool, mode: mode_t) throws -> Int32 {
+    if readOnly { return try Syscall.open(namespace, "state", O_RDONLY | O_NOFOLLOW) }
+    do {
+      return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)
+    } catch let error as SystemCallError where error.isNotFound {
+      do {
+        let fd = try Syscall.open(
+          namespace, "state", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+        // Explicit mode whatever the umask.
+        try? Syscall.chmod(fd, mode)
+        return fd
+      } catch let error as SystemCallError where error.errno == EEXIST {
+        return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)
+      }
+    }
   }
 
   /// Creates the directory `path` and any missing parents, each with exactly `mode` (whatever
-  /// the umask); existing directories are left as they are. Returns whether `path` exists now.
-  static func createMissing(_ path: String, mode: mode_t) -> Bool {
+  /// the umask); existing directories are left as they are. Returns nil when `path` exists
+  /// now, else the failed mkdir(2).
+  static func createMissing(_ path: String, mode: mode_t) -> SystemCallError? {
     var prefix = path.hasPrefix("/") ? "" : "."
     for component in path.split(separator: "/", omittingEmptySubsequences: true) {
       prefix += "/" + component
       if mkdir(prefix, mode) == 0 {
         _ = Glibc.chmod(prefix, mode)
       } else if errno != EEXIST {
-        return false
+        return SystemCallError(call: "mkdir", errno: errno)
       }
     }
-    return true
+    return nil
   }
 
   deinit {

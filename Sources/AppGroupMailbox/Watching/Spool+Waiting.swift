@@ -87,6 +87,19 @@ extension Spool {
     }
   }
 
+  /// Claims and hands out messages until nothing is pending, then returns; see
+  /// ``AppGroupMailbox/drainPending(batchSize:handler:)``.
+  func drainPending<C: DrainableClaim>(
+    batchSize: Int, claim: (Int) throws -> [C], handler: (C) async throws -> Void
+  ) async throws {
+    guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
+    while !Task.isCancelled {
+      let claims = try claim(batchSize)
+      if claims.isEmpty { return }
+      try await handOut(claims, to: handler)
+    }
+  }
+
   /// Hands `claims` to `handler` in order, acknowledging each after it returns; see
   /// ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``.
   private func handOut<C: DrainableClaim>(

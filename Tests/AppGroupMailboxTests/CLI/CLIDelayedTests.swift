@@ -130,7 +130,7 @@ import Testing
         == "mailboxctl: drain: message \(ids[0].uuidString.lowercased()): handler exit status 1; "
         + "released, retry in 1 s\n" + first.stderr.split(separator: "\n")[1] + "\n")
     #expect(first.stderr.contains("mailboxctl: drain: delivered 2, released 1, quarantined 0 in "))
-    #expect(first.stderr.hasSuffix(" s; 1 handler failures; 1 delayed until \(dueText)\n"))
+    #expect(first.stderr.hasSuffix(" s; 1 handler failure; 1 delayed until \(dueText)\n"))
 
     let status = try Mailboxctl.run(["status"] + container.arguments() + ["--json"])
     #expect(status.status == 0)
@@ -253,15 +253,14 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(messageLifetime: 50))
     let result = try Mailboxctl.run(
-      ["enqueue"] + container.arguments() + [
-        "--delay", "100", "--message-lifetime", "50", "--data", "1",
-      ])
+      ["enqueue"] + container.arguments() + ["--delay", "100", "--data", "1"])
     #expect(result.status == 65)
     #expect(
       result.stderr
         == "mailboxctl: error: enqueue: the message would expire (lifetime 50 s, "
-        + "--message-lifetime) before it is due; nothing was enqueued\n")
+        + "the mailbox's messageLifetime) before it is due; nothing was enqueued\n")
     #expect(container.names("delayed").isEmpty && container.names("tmp").isEmpty)
   }
 

@@ -111,7 +111,7 @@ import Testing
     let due = try #require(delayed.first?.dueAt)
     #expect(
       result.stderr.hasSuffix(
-        " s; 1 handler failures; 1 delayed until \(ISO8601.format(due))\n"))
+        " s; 1 handler failure; 1 delayed until \(ISO8601.format(due))\n"))
     try waitUntilDue(container)
     let rerun = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
@@ -124,11 +124,10 @@ import Testing
   @Test func `Max delivery attempts turns a handler that keeps failing into a dead letter`() throws
   {
     let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(maxDeliveryAttempts: 2))
     try enqueue(container, ["1"])
     let arguments =
-      ["drain"] + container.arguments() + [
-        "--max-delivery-attempts", "2", "--retry-delay", "0.1", "--exec", "false",
-      ]
+      ["drain"] + container.arguments() + ["--retry-delay", "0.1", "--exec", "false"]
     for run in 1...2 {
       let result = try Mailboxctl.run(arguments)
       #expect(result.status == 75, "run \(run)")

@@ -54,7 +54,8 @@ import Testing
       ),
       (
         ["status", "--container", container.url.path, "--namespace", "../x"],
-        "mailboxctl: error: status: invalid namespace '../x'\n"
+        "mailboxctl: error: status: invalid namespace '../x': use 1 to 64 of A-Z a-z 0-9 . _ -, "
+          + "not starting with '-' and not all dots\n"
           + "Run 'mailboxctl status --help' for usage.\n"
       ),
       (
@@ -184,22 +185,28 @@ import Testing
 
   @Test func `Input that is not JSON or too large exits 65 and writes nothing`() throws {
     let container = try TemporaryContainer()
+    #expect(
+      try Mailboxctl.run(["create"] + container.arguments() + ["--max-payload-bytes", "100"])
+        .status == 0)
     let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
     #expect(notJSON.status == 65)
     #expect(notJSON.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
     let large = try Mailboxctl.run(
-      ["enqueue"] + container.arguments() + ["--max-payload-bytes", "100"],
+      ["enqueue"] + container.arguments(),
       stdin: Data(("\"" + String(repeating: "x", count: 200) + "\"").utf8))
     #expect(large.status == 65)
     #expect(large.stderr.hasPrefix("mailboxctl: error: enqueue: the message file would be "))
     #expect(
       large.stderr.hasSuffix(
-        " bytes, over the limit of 100 (--max-payload-bytes); nothing was enqueued\n"))
+        " bytes, over the limit of 100 (the mailbox's maxPayloadBytes); nothing was enqueued\n"))
     #expect(container.names("pending").isEmpty)
   }
 
   @Test func `An id already present is not written again, and a full mailbox exits 75`() throws {
     let container = try TemporaryContainer()
+    #expect(
+      try Mailboxctl.run(["create"] + container.arguments() + ["--max-messages", "1"]).status
+        == 0)
     let id = "6a1d3c9e-0f3b-4d0e-8b7a-2c5e4f1a9b3d"
     let arguments = ["enqueue"] + container.arguments() + ["--id", id, "--data", "1", "--json"]
     #expect(
@@ -210,10 +217,13 @@ import Testing
     #expect(again.stdout == "{\"id\":\"\(id)\",\"duplicate\":true,\"notBefore\":null}\n")
     #expect(container.names("pending").count == 1)
     let full = try Mailboxctl.run(
-      ["enqueue"] + container.arguments() + ["--max-messages", "1", "--data", "2"])
+      ["enqueue"] + container.arguments() + ["--data", "2"])
     #expect(full.status == 75)
     #expect(full.stdout == "")
-    #expect(full.stderr == "mailboxctl: error: enqueue: The mailbox is full.\n")
+    #expect(
+      full.stderr
+        == "mailboxctl: error: enqueue: the mailbox is full (depth 1, maxMessages 1); "
+        + "nothing was enqueued\n")
     #expect(container.names("pending").count == 1)
   }
 
@@ -250,7 +260,8 @@ import Testing
     #expect(result.stdout == "")
     #expect(
       result.stderr == "mailboxctl: error: enqueue: cannot open the mailbox at "
-        + file.path + "/AppGroupMailbox/default\n")
+        + file.path + "/AppGroupMailbox/default: a directory is a symlink or not a directory, "
+        + "or its areas span filesystems\n")
   }
 
   @Test func `--app-group resolves the container as the library does`() throws {
@@ -332,7 +343,10 @@ import Testing
     #expect(notAMessage.stdout == "notAMessage \(malformed)\n")
     #expect(
       notAMessage.stderr
-        == "mailboxctl: quarantine: \(malformed) is not a readable message; purge it instead\n")
+        == "mailboxctl: quarantine: \(malformed) stays in quarantine: it is not a message this "
+        + "mailbox can deliver (not a regular file, malformed, a newer format, or larger than "
+        + "the payload limit); 'quarantine show' tells which, 'mailboxctl config "
+        + "--max-payload-bytes' raises the limit\n")
     let missing = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["purge", UUID().uuidString])
     #expect(missing.status == 66)

@@ -49,11 +49,12 @@ import Testing
     try #require(entries.count > 100)
     #expect(entries.contains { $0.unicodeScalars.contains { !$0.isASCII } })
     let container = try TemporaryContainer()
-    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 1_000_000))
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 1_000_000, maxPayloadBytes: 1_048_576))
     let db = container.url.appendingPathComponent("entries.sqlite").path
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + [
-        "--follow", "--jobs", "2", "--max-payload-bytes", "1048576", "--exec", Self.python, "-c",
+        "--follow", "--jobs", "2", "--exec", Self.python, "-c",
         Self.insert, db,
       ])
     let producers = try (0..<4).map { slice in

@@ -111,7 +111,7 @@ import Testing
     #expect(container.pendingNames(namespace: namespace).count == 1)
     #expect(
       try FileManager.default.contentsOfDirectory(atPath: mailbox.directoryURL.path).sorted() == [
-        "claimed", "delayed", "pending", "quarantine", "state", "tmp",
+        "claimed", "delayed", "pending", "quarantine", "settings", "state", "tmp",
       ])
   }
 

@@ -43,7 +43,9 @@ import Testing
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let diagnostics = DiagnosticRecorder()
-    let first: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    // Created with the bound and policy the second opener uses: they are stored.
+    let first: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest, clock: clock)
     let a = try first.enqueue("A")
     let aTime = micros(clock.now)
     clock.advance(-3_600)
@@ -82,7 +84,9 @@ import Testing
   {
     let container = try TemporaryContainer()
     let clock = FakeClock()
-    let first: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    // Created with the bound and policy the second opener uses: they are stored.
+    let first: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest, clock: clock)
     try first.enqueue("A")
     let aTime = micros(clock.now)
     clock.advance(-10)

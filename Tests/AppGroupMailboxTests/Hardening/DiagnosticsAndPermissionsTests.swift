@@ -38,8 +38,8 @@ import Testing
     try container.plant("pending", pendingName(micros: micros(clock) - 1, sequence: 1), [])
     let returned = finishes(within: 30) {
       _ = try? mailbox.claimPending(limit: 1)
-      try? mailbox.enqueue("one")
-      try? mailbox.enqueue("two")  // full: discards "from handler", reporting outside the lock
+      _ = try? mailbox.enqueue("one")
+      _ = try? mailbox.enqueue("two")  // full: discards "from handler", reporting outside the lock
     }
     #expect(returned, "the mailbox deadlocked on a re-entrant diagnostic handler")
     #expect(reentered.withLock { $0 } == ["from handler"])

@@ -47,8 +47,10 @@ import Testing
       .init(messageLifetime: 0.001), .init(claimTimeout: 0.001), .init(maxQuarantinedFiles: 0),
       .init(maxDeliveryAttempts: 1), .init(maxDeliveryAttempts: nil),
     ]
-    for limits in edges {
-      let mailbox: AppGroupMailbox<String> = try container.mailbox(limits: limits)
+    for (index, limits) in edges.enumerated() {
+      // A namespace each: an existing mailbox keeps its stored settings.
+      let mailbox: AppGroupMailbox<String> = try container.mailbox(
+        namespace: "edge\(index)", limits: limits)
       #expect(mailbox.limits == limits)
     }
   }
@@ -143,9 +145,11 @@ import Testing
     policy: String
   ) throws {
     let container = try TemporaryContainer()
-    // Create the namespace first so the sampler can watch it from the start.
+    // Create the namespace first so the sampler can watch it from the start; its stored
+    // overflow policy is the one every worker follows.
     let observer: AppGroupMailbox<Int> = try container.mailbox(
-      Int.self, limits: .init(maxMessages: 100))
+      Int.self, limits: .init(maxMessages: 100),
+      overflowPolicy: policy == "reject" ? .rejectNewest : .discardOldest)
     let go = container.url.appendingPathComponent("go").path
     let workers = try (0..<8).map { _ in
       try Processes.start(

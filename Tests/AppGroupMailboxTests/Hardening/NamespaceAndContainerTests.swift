@@ -10,7 +10,7 @@ import Testing
   static let invalidNamespaces = [
     "../escape", "a/b", ".", "..", "...", "", "a\u{0}b", String(repeating: "a", count: 65),
     String(repeating: "b", count: 300), "café", "名前", "jobs ", "tab\there", "/abs", "a\\b",
-    "ＡＢＣ",
+    "ＡＢＣ", "-", "--lines", "-x",
   ]
 
   @Test(arguments: invalidNamespaces)
@@ -37,7 +37,7 @@ import Testing
   }
 
   @Test(arguments: [
-    String(repeating: "a", count: 64), "a.b-c_D", ".hidden", "-", "_", "9", "..a", "a..",
+    String(repeating: "a", count: 64), "a.b-c_D", ".hidden", "x-", "_", "9", "..a", "a..",
   ])
   func `A valid namespace opens a directory of exactly that name inside the container`(
     namespace: String

@@ -131,7 +131,7 @@ extension SoakTests {
     func startWorker() throws -> RunningProcess {
       ledgerCount += 1
       let ledger = ledgers.appendingPathComponent("\(ledgerCount).log")
-      FileManager.default.createFile(atPath: ledger.path, contents: nil)
+      _ = FileManager.default.createFile(atPath: ledger.path, contents: nil)
       let remaining = max(0.5, end.timeIntervalSinceNow)
       return try Processes.start(
         Processes.product("MailboxTestWorker"),

@@ -1,0 +1,167 @@
+public import Foundation
+
+/// What a mailbox keeps about itself in its `settings` file (docs/FORMAT.md, "The settings
+/// file"): the bounds every opener follows, the overflow policy and the sharing mode. Written
+/// once, when the namespace is created; changed only by
+/// ``AppGroupRawMailbox/updateSettings(_:)`` (`mailboxctl config`).
+///
+/// Which choices belong to the mailbox and which to each opener:
+/// - The mailbox's: ``maxMessages``, ``maxPayloadBytes``, ``messageLifetime``,
+///   ``maxQuarantinedFiles``, ``maxDeliveryAttempts``, ``overflowPolicy`` and ``permissions``.
+///   A producer and a consumer of one mailbox therefore always agree on what may be stored,
+///   kept and delivered.
+/// - The opener's: ``AppGroupMailboxLimits/claimTimeout`` (the lease of this process's own
+///   claims; a claim's deadline is in its name, so others honour it), durability and polling
+///   intervals.
+public struct AppGroupMailboxSettings: Sendable, Equatable, Hashable {
+  /// The depth bound: messages pending plus delayed plus claimed; at least 1.
+  public var maxMessages: Int
+  /// The largest message file a producer may write, in bytes, 1 to 64 MiB.
+  public var maxPayloadBytes: Int
+  /// Seconds a message lives from its `enqueuedAt`; greater than 0.
+  public var messageLifetime: TimeInterval
+  /// The quarantine bound; 0 deletes instead of keeping.
+  public var maxQuarantinedFiles: Int
+  /// Deliveries before a dead letter; nil is unlimited.
+  public var maxDeliveryAttempts: Int?
+  /// What a full mailbox does with a new message.
+  public var overflowPolicy: AppGroupMailboxOverflowPolicy
+  /// The sharing mode (file modes) fixed when the mailbox was created; never changed after.
+  public var permissions: AppGroupMailboxPermissions
+  /// The largest ``maxPayloadBytes`` this mailbox ever had: consumers read files up to this
+  /// size, so lowering the payload limit never turns a message a producer was allowed to write
+  /// into an oversized one. Raised by every change that raises ``maxPayloadBytes``.
+  public internal(set) var largestPayloadBytes: Int
+
+  /// Settings from the limits, policy and sharing mode a mailbox is created with
+  /// (`limits.claimTimeout` is the opener's and is not stored).
+  public init(
+    limits: AppGroupMailboxLimits = .init(),
+    overflowPolicy: AppGroupMailboxOverflowPolicy = .rejectNewest,
+    permissions: AppGroupMailboxPermissions = .private
+  ) {
+    maxMessages = limits.maxMessages
+    maxPayloadBytes = limits.maxPayloadBytes
+    messageLifetime = limits.messageLifetime
+    maxQuarantinedFiles = limits.maxQuarantinedFiles
+    maxDeliveryAttempts = limits.maxDeliveryAttempts
+    self.overflowPolicy = overflowPolicy
+    self.permissions = permissions
+    largestPayloadBytes = limits.maxPayloadBytes
+  }
+
+  /// These bounds as limits, with `claimTimeout` (the opener's) filled in.
+  public func limits(claimTimeout: TimeInterval) -> AppGroupMailboxLimits {
+    AppGroupMailboxLimits(
+      maxMessages: maxMessages, maxPayloadBytes: maxPayloadBytes,
+      messageLifetime: messageLifetime, claimTimeout: claimTimeout,
+      maxQuarantinedFiles: maxQuarantinedFiles, maxDeliveryAttempts: maxDeliveryAttempts)
+  }
+
+  /// Checks every stored bound as ``AppGroupMailboxLimits/validate()`` does.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming the first offending field.
+  public func validate() throws {
+    try limits(claimTimeout: 600).validate()
+  }
+
+  /// The names of the stored fields in which `other` differs from these settings, in file
+  /// order (`"maxMessages"`, `"maxPayloadBytes"`, `"messageLifetime"`, `"maxQuarantinedFiles"`,
+  /// `"maxDeliveryAttempts"`, `"overflowPolicy"`, `"sharing"`).
+  public func differences(from other: AppGroupMailboxSettings) -> [String] {
+    var fields: [String] = []
+    if maxMessages != other.maxMessages { fields.append("maxMessages") }
+    if maxPayloadBytes != other.maxPayloadBytes { fields.append("maxPayloadBytes") }
+    if messageLifetime != other.messageLifetime { fields.append("messageLifetime") }
+    if maxQuarantinedFiles != other.maxQuarantinedFiles { fields.append("maxQuarantinedFiles") }
+    if maxDeliveryAttempts != other.maxDeliveryAttempts { fields.append("maxDeliveryAttempts") }
+    if overflowPolicy != other.overflowPolicy { fields.append("overflowPolicy") }
+    if permissions != other.permissions { fields.append("sharing") }
+    return fields
+  }
+}
+
+/// The `settings` file's text form (docs/FORMAT.md): one JSON object on one line.
+enum SettingsText {
+  static let format = 1
+  /// The largest settings file read, in bytes.
+  static let maxBytes = 4096
+
+  static func encode(_ settings: AppGroupMailboxSettings) -> Data {
+    let attempts = settings.maxDeliveryAttempts.map(String.init) ?? "null"
+    let lifetime =
+      settings.messageLifetime == settings.messageLifetime.rounded()
+        && abs(settings.messageLifetime) < 1e15
+      ? String(Int64(settings.messageLifetime)) : String(settings.messageLifetime)
+    let policy = settings.overflowPolicy == .rejectNewest ? "rejectNewest" : "discardOldest"
+    let sharing = settings.permissions == .private ? "private" : "groupShared"
+    let line =
+      "{\"format\":\(format),\"maxMessages\":\(settings.maxMessages),"
+      + "\"maxPayloadBytes\":\(settings.maxPayloadBytes),"
+      + "\"largestPayloadBytes\":\(settings.largestPayloadBytes),"
+      + "\"messageLifetime\":\(lifetime),"
+      + "\"maxQuarantinedFiles\":\(settings.maxQuarantinedFiles),"
+      + "\"maxDeliveryAttempts\":\(attempts),"
+      + "\"overflowPolicy\":\"\(policy)\",\"sharing\":\"\(sharing)\"}\n"
+    return Data(line.utf8)
+  }
+
+  /// What a settings file failed on.
+  enum Failure: Error, Equatable {
+    /// Not one JSON object with every member valid.
+    case unreadable
+    /// A `format` newer than this library reads.
+    case futureFormat(Int)
+  }
+
+  static func decode(_ bytes: [UInt8]) throws(Failure) -> AppGroupMailboxSettings {
+    guard
+      let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+      let format = integer(object["format"])
+    else { throw .unreadable }
+    guard format <= Self.format else { throw .futureFormat(format) }
+    guard format >= 1,
+      let maxMessages = integer(object["maxMessages"]),
+      let maxPayloadBytes = integer(object["maxPayloadBytes"]),
+      let lifetime = (object["messageLifetime"] as? NSNumber)?.doubleValue,
+      let quarantined = integer(object["maxQuarantinedFiles"]),
+      let policyText = object["overflowPolicy"] as? String,
+      let sharingText = object["sharing"] as? String
+    else { throw .unreadable }
+    let attempts: Int?
+    switch object["maxDeliveryAttempts"] {
+    case nil, is NSNull: attempts = nil
+    case let value:
+      guard let number = integer(value) else { throw .unreadable }
+      attempts = number
+    }
+    let policy: AppGroupMailboxOverflowPolicy
+    switch policyText {
+    case "rejectNewest": policy = .rejectNewest
+    case "discardOldest": policy = .discardOldest
+    default: throw .unreadable
+    }
+    let permissions: AppGroupMailboxPermissions
+    switch sharingText {
+    case "private": permissions = .private
+    case "groupShared": permissions = .groupShared
+    default: throw .unreadable
+    }
+    var settings = AppGroupMailboxSettings(
+      limits: AppGroupMailboxLimits(
+        maxMessages: maxMessages, maxPayloadBytes: maxPayloadBytes, messageLifetime: lifetime,
+        maxQuarantinedFiles: quarantined, maxDeliveryAttempts: attempts),
+      overflowPolicy: policy, permissions: permissions)
+    settings.largestPayloadBytes = max(
+      maxPayloadBytes,
+      min(integer(object["largestPayloadBytes"]) ?? 0, AppGroupMailboxLimits.payloadCeiling))
+    guard (try? settings.validate()) != nil else { throw .unreadable }
+    return settings
+  }
+
+  private static func integer(_ value: Any?) -> Int? {
+    guard let number = value as? NSNumber else { return nil }
+    let double = number.doubleValue
+    guard double.rounded() == double, abs(double) < 9e15 else { return nil }
+    return number.intValue
+  }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Glibc
+import MailboxLocks
+
+/// The settings a spool last read, and the identity of the file it read them from.
+struct SettingsCache: Sendable {
+  var settings: AppGroupMailboxSettings
+  /// Inode, size and times of the file read (the stamp that identifies a pending file's
+  /// content, reused); nil when there was none.
+  var stamp: PendingStamp?
+  /// Whether the settings came from the mailbox's file (false: the opener's, in memory).
+  var stored: Bool { stamp != nil }
+}
+
+extension SpoolConfiguration {
+  /// The settings a new mailbox opened with this configuration stores.
+  var storedSettings: AppGroupMailboxSettings {
+    AppGroupMailboxSettings(
+      limits: limits, overflowPolicy: overflowPolicy, permissions: permissions)
+  }
+}
+
+extension Spool {
+  static let settingsName = "settings"
+
+  /// The mailbox's stored settings as this spool knows them.
+  var settings: AppGroupMailboxSettings { settingsCache.withLock { $0.settings } }
+  /// The overflow policy the mailbox stores.
+  var overflowPolicy: AppGroupMailboxOverflowPolicy { settings.overflowPolicy }
+  /// The sharing mode the mailbox stores: the mode of every file and directory it creates.
+  var permissions: AppGroupMailboxPermissions { settings.permissions }
+
+  /// Whether a message file of `size` bytes may be read: up to the largest payload limit the
+  /// mailbox ever had (re-reading the settings file first when `size` is over the known one), so
+  /// a consumer never quarantines as oversized what a producer of this mailbox was allowed to
+  /// write (C27).
+  func acceptsMessageSize(_ size: Int) -> Bool {
+    if size <= readLimit { return true }
+    refreshSettings()
+    return size <= readLimit
+  }
+
+  /// The most bytes a reader reads of one message file.
+  var readLimit: Int { settingsCache.withLock { $0.settings.largestPayloadBytes } }
+
+  /// Fails unless the spool was opened for writing.
+  func requireWritable() throws {
+    if directories.readOnly { throw SystemCallError(call: "open (read-only)", errno: EBADF) }
+  }
+
+  /// The settings file in `namespace`, or nil when there is none.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"settings"`) when the file is not
+  ///   readable settings or has a newer format; ``AppGroupMailboxError/ioFailure(_:)``.
+  static func readSettings(_ namespace: Int32) throws -> SettingsCache? {
+    let fd: Int32
+    do {
+      fd = try Syscall.open(namespace, settingsName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    } catch let error as SystemCallError where error.isNotFound {
+      return nil
+    } catch let error as SystemCallError {
+      throw error.mailboxError("read settings")
+    }
+    defer { Syscall.close(fd) }
+    let info = try mapIO("read settings") { try Syscall.fstat(fd) }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      throw AppGroupMailboxError.invalidLimit("settings")
+    }
+    let bytes = try mapIO("read settings") {
+      try Syscall.pread(fd, limit: SettingsText.maxBytes + 1)
+    }
+    guard bytes.count <= SettingsText.maxBytes else {
+      throw AppGroupMailboxError.invalidLimit("settings")
+    }
+    do {
+      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: PendingStamp(info))
+    } catch .futureFormat(let format) {
+      throw AppGroupMailboxError.invalidLimit("settings format \(format)")
+    } catch {
+      throw AppGroupMailboxError.invalidLimit("settings")
+    }
+  }
+
+  /// The sharing mode a namespace directory without a settings file shows: group-shared when
+  /// it has the setgid bit (02770), else private.
+  static func sharing(ofDirectory fd: Int32) -> AppGroupMailboxPermissions {
+    guard let info = try? Syscall.fstat(fd) else { return .private }
+    return info.st_mode & S_ISGID != 0 ? .groupShared : .private
+  }
+
+  /// Re-reads the settings file when it changed since it was read (one fstatat(2) otherwise).
+  /// A file that cannot be read keeps the settings known.
+  func refreshSettings() {
+    let info = try? Syscall.lstat(directories.namespace, Self.settingsName)
+    let current = info.map(PendingStamp.init)
+    guard current != nil, current != settingsCache.withLock({ $0.stamp }) else { return }
+    guard let fresh = try? Self.readSettings(directories.namespace) else { return }
+    settingsCache.withLock { $0 = fresh }
+  }
+
+  /// Writes the settings this spool holds as the mailbox's file, unless another process did
+  /// first (then reads theirs). Used when a mailbox (or a spool made before settings files) has
+  /// none.
+  func createSettings() throws {
+    let mine = settings
+    do {
+      try writeSettings(mine, replacing: false)
+    } catch let error as SystemCallError where error.errno == EEXIST {
+      // A racing opener stored its settings first: those apply.
+    } catch let error as SystemCallError {
+      throw error.mailboxError("write settings")
+    }
+    if let stored = try Self.readSettings(directories.namespace) {
+      settingsCache.withLock { $0 = stored }
+    }
+  }
+
+  /// Changes the stored settings under the namespace lock (the lock the depth bound uses):
+  /// `change` gets the current stored settings; the result is validated, written to a
+  /// temporary file, flushed and renamed over `settings`, and the directory flushed.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (nothing written; also `"sharing"`
+  ///   when `change` altered the sharing mode, fixed at creation), or
+  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
+    -> AppGroupMailboxSettings
+  {
+    try mapIO("write settings") {
+      try withStateLock { _ in
+        var updated = settings
+        let sharing = updated.permissions
+        try change(&updated)
+        guard updated.permissions == sharing else {
+          throw AppGroupMailboxError.invalidLimit("sharing")
+        }
+        try updated.validate()
+        updated.largestPayloadBytes = max(updated.largestPayloadBytes, updated.maxPayloadBytes)
+        if updated != settings { try writeSettings(updated, replacing: true) }
+        refreshSettings()
+        return settings
+      }
+    }
+  }
+
+  /// Writes `settings` to `tmp/`, flushes it, and renames it to `settings` (without replacing
+  /// unless `replacing`), then flushes the namespace directory. Always flushed, whatever the
+  /// durability: settings are rare and must survive.
+  private func writeSettings(_ settings: AppGroupMailboxSettings, replacing: Bool) throws {
+    let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
+    let mode = settings.permissions.fileMode
+    let fd = try Syscall.open(
+      directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    var renamed = false
+    defer {
+      Syscall.close(fd)
+      if !renamed { try? Syscall.unlink(directories.tmp, temporary) }
+    }
+    try Syscall.chmod(fd, mode)
+    try SettingsText.encode(settings).withUnsafeBytes { try Syscall.writeAll(fd, $0) }
+    try Syscall.fsync(fd)
+    if replacing {
+      try Syscall.rename(directories.tmp, temporary, directories.namespace, Self.settingsName)
+    } else {
+      try Syscall.renameNoReplace(
+        directories.tmp, temporary, directories.namespace, Self.settingsName)
+    }
+    renamed = true
+    try Syscall.fsync(directories.namespace)
+  }
+}

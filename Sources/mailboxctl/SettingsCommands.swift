@@ -1,0 +1,128 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+
+/// `mailboxctl create`: creates a mailbox with the settings it will keep.
+let createCommand = Subcommand(
+  spec: CommandSpec(
+    name: "create",
+    summary: "Create a mailbox with its settings (bounds, overflow policy, sharing mode).",
+    options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
+    details: """
+      The settings are stored in the mailbox (its settings file, docs/FORMAT.md) and every
+      producer and consumer follows them; no other command needs them again. 'mailboxctl
+      config' shows and changes them. Prints the settings stored. Exit status 73 when the
+      mailbox already exists (nothing is changed).
+      """),
+  run: { arguments in
+    let location = try MailboxOptions.location(arguments)
+    let wanted = try MailboxOptions.settings(arguments, over: AppGroupMailboxSettings())
+    if MailboxOptions.exists(location) {
+      throw CommandFailure(
+        .cannotCreate,
+        "a mailbox already exists at \(location.directory.path); 'mailboxctl config' shows "
+          + "and changes its settings")
+    }
+    let mailbox: AppGroupRawMailbox
+    do {
+      mailbox = try AppGroupRawMailbox(
+        containerURL: location.container, namespace: location.namespace,
+        limits: wanted.limits(claimTimeout: 600), overflowPolicy: wanted.overflowPolicy,
+        permissions: wanted.permissions)
+    } catch {
+      throw MailboxOptions.openFailure(error, location)
+    }
+    let stored = mailbox.settings
+    if stored != wanted {
+      Output.note("create: another process created the mailbox first; its settings apply")
+    }
+    try printSettings(stored, location, json: arguments.flag("--json"))
+    return .success
+  })
+
+/// `mailboxctl config`: shows or changes a mailbox's stored settings.
+let configCommand = Subcommand(
+  spec: CommandSpec(
+    name: "config",
+    summary: "Show a mailbox's stored settings, or change them for every process.",
+    options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
+    details: """
+      Without options, prints the settings (read only: works on a read-only file system and
+      for a user who may only read). With options, changes those settings atomically under
+      the lock every enqueue takes for the depth bound; producers and consumers already
+      running follow the new values from their next operation. Lowering --max-payload-bytes
+      never makes a stored message unreadable (consumers read up to the largest limit the
+      mailbox ever had); lowering --max-messages below the depth removes nothing. The
+      sharing mode is fixed at creation (--group-shared is refused here).
+      """),
+  run: { arguments in
+    if arguments.flag("--group-shared") {
+      throw CommandFailure(
+        .usage, "the sharing mode is fixed when the mailbox is created (mailboxctl create)")
+    }
+    let changes = MailboxOptions.givenSettings(arguments)
+    let json = arguments.flag("--json")
+    if changes.isEmpty {
+      let (inspector, location) = try MailboxOptions.openForReading(arguments)
+      try printSettings(inspector.settings, location, json: json)
+      return .success
+    }
+    let location = try MailboxOptions.location(arguments)
+    guard MailboxOptions.exists(location) else {
+      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
+    }
+    let mailbox: AppGroupRawMailbox
+    do {
+      mailbox = try AppGroupRawMailbox(
+        containerURL: location.container, namespace: location.namespace)
+    } catch {
+      throw MailboxOptions.openFailure(error, location)
+    }
+    let updated: AppGroupMailboxSettings
+    do {
+      updated = try mailbox.updateSettings { settings in
+        settings = try MailboxOptions.settings(arguments, over: settings)
+      }
+    } catch let error as UsageError {
+      throw CommandFailure(.usage, error.message)
+    } catch {
+      throw CommandFailure(error, while: "config")
+    }
+    try printSettings(updated, location, json: json)
+    return .success
+  })
+
+/// Prints `settings` as `name: value` rows, or one JSON object.
+private func printSettings(
+  _ settings: AppGroupMailboxSettings, _ location: MailboxOptions.Location, json: Bool
+) throws(CommandFailure) {
+  let overflow = settings.overflowPolicy == .rejectNewest ? "reject-newest" : "discard-oldest"
+  let sharing = settings.permissions == .private ? "private" : "group-shared"
+  if json {
+    var object = JSONObject()
+    object.add("namespace", location.namespace)
+    object.add("maxMessages", settings.maxMessages)
+    object.add("maxPayloadBytes", settings.maxPayloadBytes)
+    object.add(
+      "messageLifetime", rawJSON: Data(Drainer.format(seconds: settings.messageLifetime).utf8))
+    object.add("maxQuarantinedFiles", settings.maxQuarantinedFiles)
+    object.add("maxDeliveryAttempts", settings.maxDeliveryAttempts)
+    object.add("overflow", overflow)
+    object.add("sharing", sharing)
+    try Output.data(object.text + "\n")
+    return
+  }
+  let rows = [
+    ("namespace", location.namespace),
+    ("max messages", String(settings.maxMessages)),
+    ("max payload bytes", String(settings.maxPayloadBytes)),
+    ("message lifetime", Drainer.format(seconds: settings.messageLifetime) + " s"),
+    ("max quarantined", String(settings.maxQuarantinedFiles)),
+    ("max deliveries", settings.maxDeliveryAttempts.map(String.init) ?? "unlimited"),
+    ("overflow", overflow),
+    ("sharing", sharing),
+  ]
+  try Output.data(
+    rows.map { $0.0 + ":" + String(repeating: " ", count: 18 - $0.0.count) + $0.1 + "\n" }
+      .joined())
+}

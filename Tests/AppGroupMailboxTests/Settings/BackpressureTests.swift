@@ -1,0 +1,101 @@
+import Foundation
+import Glibc
+import MailboxLocks
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Issue 14, point 3: producers wait for room instead of failing.
+@Suite struct BackpressureTests {
+  @Test func `A waiting enqueue is woken by an acknowledge and keeps the FIFO order`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.mailbox(String.self, limits: .init(maxMessages: 1))
+    try mailbox.enqueue("first")
+    let claim = try #require(try mailbox.claimPending().first)
+    let stored = Locked<UUID?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      let producer = try? container.mailbox(String.self)
+      stored.withLock { $0 = try? producer?.enqueue("second", waitingUpTo: 60) }
+      done.signal()
+    }
+    // Still waiting while the claim holds the only place.
+    #expect(done.wait(timeout: .now() + 0.3) == .timedOut)
+    try claim.acknowledge()
+    #expect(done.wait(timeout: .now() + 30) == .success)
+    let id = try #require(stored.withLock { $0 })
+    let next = try #require(try mailbox.claimPending().first)
+    #expect(next.id == id)
+    #expect(next.message == "second")
+  }
+
+  @Test func `A waiting enqueue gives up with mailboxFull after its timeout and writes nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxMessages: 1))
+    try raw.enqueue(Data("1".utf8))
+    let started = Date()
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try raw.enqueue(Data("2".utf8), waitingUpTo: 0.3)
+    }
+    #expect(Date().timeIntervalSince(started) >= 0.3)
+    #expect(throws: AppGroupMailboxError.invalidLimit("timeout")) {
+      try raw.enqueue(Data("2".utf8), waitingUpTo: -1)
+    }
+    #expect(container.names("pending").count == 1)
+    #expect(container.names("tmp").isEmpty)
+  }
+
+  @Test
+  func
+    `mailboxctl enqueue without --wait names the depth, the bound and the first line not stored`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(maxMessages: 2))
+    let result = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines"], stdin: Data("1\n2\n3\n4\n".utf8))
+    #expect(result.status == 75)
+    #expect(result.lines.count == 2)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: the mailbox is full (depth 2, maxMessages 2); line 3 and "
+        + "the lines after it were not enqueued (2 enqueued)\n")
+  }
+
+  @Test func `Four waiting producers put 2,000 lines through a bound of 100 exactly once`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["create"] + location).status == 0)
+    let out = container.url.appendingPathComponent("delivered").path
+    let drain = try Mailboxctl.start(
+      ["drain"] + location + [
+        "--follow", "--exec", "/bin/sh", "-c", "cat >> \"$0\"; echo >> \"$0\"; sleep 0.003", out,
+      ])
+    let producers = try (0..<4).map { producer in
+      let input = (0..<500).map { "{\"p\":\(producer),\"n\":\($0)}\n" }.joined()
+      return try Processes.start(
+        Mailboxctl.url, ["enqueue"] + location + ["--lines", "--wait", "120"],
+        stdin: Data(input.utf8))
+    }
+    for producer in producers {
+      let finished = try producer.finish(deadline: 600)
+      #expect(finished.status == 0, "\(finished.stderr)")
+      #expect(finished.lines.count == 500)
+    }
+    func delivered() -> [String] {
+      ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
+        .map(String.init)
+    }
+    #expect(waitUntil(deadline: 600) { delivered().count >= 2_000 })
+    drain.signal(SIGTERM)
+    let stopped = try drain.finish(deadline: 120)
+    #expect(stopped.status == 0)
+    let lines = delivered()
+    #expect(lines.count == 2_000)
+    let expected = (0..<4).flatMap { p in (0..<500).map { "{\"p\":\(p),\"n\":\($0)}" } }
+    #expect(Set(lines) == Set(expected))
+    #expect(container.names("quarantine").isEmpty)
+  }
+}

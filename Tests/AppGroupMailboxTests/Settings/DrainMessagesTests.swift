@@ -1,0 +1,51 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Issue 14, point 4: what drain says about handlers it cannot run and about dead letters.
+@Suite struct DrainMessagesTests {
+  @Test func `A non-executable --exec program is reported as permission denied`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let script = container.url.appendingPathComponent("handler").path
+    #expect(FileManager.default.createFile(atPath: script, contents: Data("#!/bin/sh\n".utf8)))
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", script])
+    #expect(result.status == 69)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: drain: --exec: permission denied: \(script) is not executable\n")
+    let missing = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--exec", script + "-absent"])
+    #expect(
+      missing.stderr == "mailboxctl: error: drain: --exec: command not found: \(script)-absent\n")
+  }
+
+  @Test
+  func `A dead letter prints one line with its id and reason, and the summary reads naturally`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxDeliveryAttempts: 1))
+    let id = try raw.enqueue(Data("1".utf8)).id.uuidString.lowercased()
+    let first = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--retry-delay", "2", "--exec", "false"])
+    #expect(first.status == 75)
+    #expect(first.stderr.contains("; 1 handler failure; 1 delayed until "))
+    let due = try #require(try raw.nextDueDate())
+    #expect(waitUntil(deadline: 30) { Date() > due })
+    let second = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "false"])
+    #expect(second.status == 0)
+    let file = try #require(container.names("quarantine").first)
+    let lines = second.stderr.split(separator: "\n").map(String.init)
+    #expect(lines.count == 2)
+    #expect(
+      lines.first
+        == "mailboxctl: drain: message \(id): dead letter after 1 delivery (the mailbox's "
+        + "maxDeliveryAttempts); moved to quarantine as \(file)")
+    #expect(
+      lines.last?.hasPrefix("mailboxctl: drain: delivered 0, released 0, quarantined 1 in ") == true
+    )
+  }
+}

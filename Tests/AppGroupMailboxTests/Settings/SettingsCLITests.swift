@@ -1,0 +1,101 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// Cases C26 and C27 and the `create`/`config` commands (issue 14).
+@Suite struct SettingsCLITests {
+  @Test func `A missing option value is a usage error, never the next option (C26)`() throws {
+    let container = try TemporaryContainer()
+    let result = try Mailboxctl.run(
+      ["enqueue", "--container", container.url.path, "--namespace", "--lines"],
+      stdin: Data("{\"x\":1}\n".utf8))
+    #expect(result.status == 64)
+    #expect(result.stdout == "")
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: --namespace needs a value (--namespace NS; write "
+        + "--namespace=NS for a value that begins with '-')\n"
+        + "Run 'mailboxctl enqueue --help' for usage.\n")
+    let dashed = try Mailboxctl.run(
+      ["enqueue", "--container", container.url.path, "--namespace=--lines", "--data", "1"])
+    #expect(dashed.status == 64)
+    #expect(
+      dashed.stderr
+        == "mailboxctl: error: enqueue: invalid namespace '--lines': use 1 to 64 of "
+        + "A-Z a-z 0-9 . _ -, not starting with '-' and not all dots\n"
+        + "Run 'mailboxctl enqueue --help' for usage.\n")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: container.url.path) == [])
+    #expect(throws: AppGroupMailboxError.invalidNamespace) {
+      _ = try container.rawMailbox(namespace: "--lines")
+    }
+  }
+
+  @Test func `A consumer never quarantines what its producer was allowed to write (C27)`() throws {
+    let container = try TemporaryContainer()
+    let message = "\"" + String(repeating: "m", count: 70_000) + "\""
+    let enqueue = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--max-payload-bytes", "200000"],
+      stdin: Data(message.utf8))
+    #expect(enqueue.status == 0)
+    let drain = try Mailboxctl.run(["drain"] + container.arguments())
+    #expect(drain.status == 0)
+    #expect(try jsonLines(drain.stdout).map { ($0["message"] as? String)?.count } == [70_000])
+    #expect(container.names("quarantine").isEmpty)
+    #expect(container.names("pending").isEmpty)
+    // A typed consumer opened with default limits reads it too.
+    _ = try Mailboxctl.run(["enqueue"] + container.arguments(), stdin: Data(message.utf8))
+    let typed = try container.mailbox(String.self)
+    #expect(try typed.claimPending().map(\.message.count) == [70_000])
+    #expect(container.names("quarantine").isEmpty)
+  }
+
+  @Test func `create stores settings once and config shows and changes them`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let created = try Mailboxctl.run(
+      ["create"] + location + ["--max-messages", "5", "--overflow", "discard-oldest"])
+    #expect(created.status == 0)
+    #expect(
+      created.stdout
+        == "namespace:         jobs\nmax messages:      5\nmax payload bytes: 65536\n"
+        + "message lifetime:  86400 s\nmax quarantined:   20\nmax deliveries:    unlimited\n"
+        + "overflow:          discard-oldest\nsharing:           private\n")
+    let again = try Mailboxctl.run(["create"] + location)
+    #expect(again.status == 73)
+    #expect(
+      again.stderr
+        == "mailboxctl: error: create: a mailbox already exists at \(container.url.path)"
+        + "/AppGroupMailbox/jobs; 'mailboxctl config' shows and changes its settings\n")
+    let changed = try Mailboxctl.run(
+      ["config"] + location + ["--max-messages", "7", "--max-delivery-attempts", "3", "--json"])
+    #expect(changed.status == 0)
+    #expect(
+      changed.stdout
+        == "{\"namespace\":\"jobs\",\"maxMessages\":7,\"maxPayloadBytes\":65536,"
+        + "\"messageLifetime\":86400,\"maxQuarantinedFiles\":20,\"maxDeliveryAttempts\":3,"
+        + "\"overflow\":\"discard-oldest\",\"sharing\":\"private\"}\n")
+    let shown = try Mailboxctl.run(["config"] + location + ["--json"])
+    #expect(shown.stdout == changed.stdout)
+    let sharing = try Mailboxctl.run(["config"] + location + ["--group-shared"])
+    #expect(sharing.status == 64)
+    // Old limit flags still work on other subcommands, with a note; the stored bound applies.
+    let old = try Mailboxctl.run(
+      ["enqueue"] + location + ["--max-messages", "100", "--data", "1"])
+    #expect(old.status == 0)
+    #expect(
+      old.stderr
+        == "mailboxctl: note: --max-messages ignored: the mailbox's stored settings apply; "
+        + "'mailboxctl config' shows and changes them (these options will be removed here in "
+        + "the next release)\n")
+    #expect(try container.rawMailbox().limits.maxMessages == 7)
+  }
+
+  @Test func `mailboxctl --version prints one line`() throws {
+    let result = try Mailboxctl.run(["--version"])
+    #expect(result.status == 0)
+    #expect(result.stdout == "mailboxctl 0.2.0 (AppGroupMailbox on-disk format 1)\n")
+  }
+}

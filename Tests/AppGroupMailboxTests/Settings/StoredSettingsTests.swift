@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Issue 14, point 1: a mailbox keeps its own settings, and every opener follows them.
+@Suite struct StoredSettingsTests {
+  func settingsText(_ container: TemporaryContainer) throws -> String {
+    try String(
+      contentsOfFile: container.url.path + "/AppGroupMailbox/jobs/settings", encoding: .utf8)
+  }
+
+  @Test func `Creating a mailbox writes its settings file once, with exactly these values`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.mailbox(
+      limits: .init(maxMessages: 7, maxPayloadBytes: 200_000, maxDeliveryAttempts: 3),
+      overflowPolicy: .discardOldest)
+    #expect(
+      try settingsText(container)
+        == "{\"format\":1,\"maxMessages\":7,\"maxPayloadBytes\":200000,"
+        + "\"largestPayloadBytes\":200000,\"messageLifetime\":86400,\"maxQuarantinedFiles\":20,"
+        + "\"maxDeliveryAttempts\":3,\"overflowPolicy\":\"discardOldest\",\"sharing\":\"private\"}\n"
+    )
+    let info = try FileManager.default.attributesOfItem(
+      atPath: container.url.path + "/AppGroupMailbox/jobs/settings")
+    #expect((info[.posixPermissions] as? Int) == 0o600)
+  }
+
+  @Test func `An opener with other limits follows the stored ones and is told once which differ`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let creator = try container.mailbox(limits: .init(maxMessages: 2, maxPayloadBytes: 200_000))
+    let recorder = DiagnosticRecorder()
+    let other = try container.mailbox(
+      limits: .init(maxMessages: 50, claimTimeout: 5), overflowPolicy: .discardOldest,
+      diagnostics: recorder)
+    #expect(
+      recorder.all == [
+        .storedSettingsApplied(differingFields: [
+          "maxMessages", "maxPayloadBytes", "overflowPolicy",
+        ])
+      ])
+    #expect(other.limits == .init(maxMessages: 2, maxPayloadBytes: 200_000, claimTimeout: 5))
+    try other.enqueue(String(repeating: "x", count: 100_000))
+    try other.enqueue("b")
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try other.enqueue("c") }
+    // The creator reads what the other opener was allowed to write (C27).
+    let claims = try creator.claimPending()
+    #expect(claims.map(\.message.count) == [100_000, 1])
+    #expect(recorder.all.count == 1)
+  }
+
+  @Test func `A changed setting applies at once to a mailbox already open in another process`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxMessages: 1))
+    try raw.enqueue(Data("1".utf8))
+    // A Swift producer process opening with maxMessages 100 follows the stored bound of 1.
+    let go = container.url.appendingPathComponent("go").path
+    #expect(FileManager.default.createFile(atPath: go, contents: nil))
+    let before = try Processes.start(
+      Processes.product("MailboxTestWorker"),
+      ["enqueue-burst", container.url.path, "jobs", "5", "100", "reject", go]
+    ).finish()
+    #expect(before.stdout == "ok 0 full 5\n")
+    let updated = try raw.updateSettings { $0.maxMessages = 4 }
+    #expect(updated.maxMessages == 4)
+    let after = try Processes.start(
+      Processes.product("MailboxTestWorker"),
+      ["enqueue-burst", container.url.path, "jobs", "5", "100", "reject", go]
+    ).finish()
+    #expect(after.stdout == "ok 3 full 2\n")
+    #expect(try raw.inspector.status().depth == 4)
+    #expect(raw.limits.maxMessages == 4)
+  }
+
+  @Test func `Lowering the payload limit never makes a stored message oversized`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxPayloadBytes: 200_000))
+    let big = Data(("\"" + String(repeating: "y", count: 70_000) + "\"").utf8)
+    try raw.enqueue(big)
+    let consumer = try container.rawMailbox()
+    try consumer.updateSettings { $0.maxPayloadBytes = 1_000 }
+    #expect(throws: AppGroupMailboxError.payloadTooLarge(actualBytes: 70_106, maximumBytes: 1_000))
+    {
+      try raw.enqueue(big)
+    }
+    let claims = try consumer.claimPending()
+    #expect(claims.map(\.payload) == [big])
+    #expect(container.names("quarantine").isEmpty)
+    #expect(consumer.settings.largestPayloadBytes == 200_000)
+  }
+
+  @Test func `The sharing mode cannot be changed and invalid values write nothing`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    let before = try settingsText(container)
+    #expect(throws: AppGroupMailboxError.invalidLimit("sharing")) {
+      try raw.updateSettings { $0.permissions = .groupShared }
+    }
+    #expect(throws: AppGroupMailboxError.invalidLimit("maxMessages")) {
+      try raw.updateSettings { $0.maxMessages = 0 }
+    }
+    #expect(try settingsText(container) == before)
+  }
+
+  @Test func `A spool without a settings file gets one from its first writing opener only`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(maxMessages: 3))
+    let file = container.url.path + "/AppGroupMailbox/jobs/settings"
+    try FileManager.default.removeItem(atPath: file)
+    let inspector = try AppGroupMailboxInspector(containerURL: container.url, namespace: "jobs")
+    #expect(inspector.settings == AppGroupMailboxSettings())
+    #expect(!FileManager.default.fileExists(atPath: file))
+    let writer = try container.rawMailbox(limits: .init(maxMessages: 9))
+    #expect(writer.settings.maxMessages == 9)
+    #expect(FileManager.default.fileExists(atPath: file))
+    #expect(inspector.settings.maxMessages == 9)
+  }
+
+  @Test func `A settings file of a newer format is refused, not guessed at`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    try Data("{\"format\":2,\"held\":true}\n".utf8).write(
+      to: container.url.appendingPathComponent("AppGroupMailbox/jobs/settings"))
+    #expect(throws: AppGroupMailboxError.invalidLimit("settings format 2")) {
+      _ = try container.rawMailbox()
+    }
+  }
+}

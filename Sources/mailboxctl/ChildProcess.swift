@@ -9,7 +9,7 @@ import MailboxLocks
 /// process that keeps an inherited descriptor open delays nothing (Foundation's `Process` on
 /// Linux learns of the exit from a socket the child inherits, so a descendant holding it delays
 /// the news). Signals sent by ``signalGroup(_:)`` reach the whole group (kill(2) with `-pgid`).
-/// The child starts with an empty signal mask and the default action for SIGPIPE, SIGINT,
+/// The child gets descriptors 0, 1 and 2 only (see ``inheritedDescriptorsClosed``), and starts with an empty signal mask and the default action for SIGPIPE, SIGINT,
 /// SIGTERM and SIGHUP (posix_spawnattr_setsigdefault(3)).
 final class ChildProcess: Sendable {
   let pid: pid_t
@@ -30,6 +30,7 @@ final class ChildProcess: Sendable {
     defer { posix_spawn_file_actions_destroy(&actions) }
     if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
     if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
+    Self.inheritedDescriptorsClosed
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -91,6 +92,26 @@ final class ChildProcess: Sendable {
     guard !hasExited else { return }
     kill(-pid, number)
   }
+
+  /// Marks every descriptor above 2 that mailboxctl inherited close-on-exec (listed from
+  /// /proc/self/fd), once: a descriptor a parent gave mailboxctl, such as the socket by which
+  /// Foundation's `Process` learns that mailboxctl exited, must not reach handlers (their
+  /// background processes would hold it and keep that parent waiting). mailboxctl's own
+  /// descriptors are opened close-on-exec.
+  private static let inheritedDescriptorsClosed: Void = {
+    let own = opendir("/proc/self/fd")
+    guard let own else { return }
+    defer { closedir(own) }
+    let skip = dirfd(own)
+    while let entry = readdir(own) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard let fd = Int32(name), fd > 2, fd != skip else { continue }
+      let flags = fcntl(fd, F_GETFD)
+      if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+  }()
 
   /// A pipe whose both ends are close-on-exec (only the coordinating thread starts programs, so
   /// none inherits them in between) and numbered 3 or above (so a dup2(2) onto

@@ -251,18 +251,11 @@ import Testing
   @Test func `A drain whose stdout fails exits 74 and releases the message`() throws {
     let container = try TemporaryContainer()
     let ids = try enqueue(container, ["1", "2"])
-    let process = Process()
-    process.executableURL = Mailboxctl.url
-    process.arguments = ["drain"] + container.arguments()
-    process.standardOutput = FileHandle(forWritingAtPath: "/dev/full")
-    let err = Pipe()
-    process.standardError = err
-    try process.run()
-    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 74)
+    let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+    let result = try Mailboxctl.run(["drain"] + container.arguments(), stdout: full)
+    #expect(result.status == 74)
     #expect(
-      stderr.hasSuffix(
+      result.stderr.hasSuffix(
         "mailboxctl: error: drain: writing stdout failed: No space left on device (errno 28)\n"))
     let pending = try container.rawMailbox().inspector.entries(in: [.pending])
     #expect(pending.map(\.id) == ids)

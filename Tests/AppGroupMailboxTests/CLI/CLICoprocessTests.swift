@@ -90,6 +90,43 @@ import Testing
     #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [ids[3]])
   }
 
+  @Test func `A Python function raising Retry, DeadLetter or another error is answered so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 4).map { $0.uuidString.lowercased() }
+    let handler = try PythonHandler.write(
+      """
+      def handle(m):
+          n = m.message["n"]
+          if n == 0:
+              raise mailbox_handler.Retry(3600)
+          if n == 1:
+              raise mailbox_handler.DeadLetter("cannot parse")
+          if n == 2:
+              raise ValueError("boom")
+      mailbox_handler.run(handle, threads=2)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "2", "--retry-jitter", "0"] + handler)
+    #expect(result.status == 75)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
+    #expect(result.stderr.contains("mailbox_handler: message \(ids[2]): ValueError: boom\n"))
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[1]): dead-lettered by the handler: cannot parse\n"))
+    // Retry(3600) waits an hour; the error, the retry policy's 1 s.
+    var due: [String: TimeInterval] = [:]
+    for entry in try container.remaining() where entry.state == .delayed {
+      due[entry.id?.uuidString.lowercased() ?? ""] = entry.dueAt?.timeIntervalSinceNow
+    }
+    #expect(Set(due.keys) == [ids[0], ids[2]])
+    #expect((3000...3600).contains(due[ids[0]] ?? 0))
+    #expect((0...5).contains(due[ids[2]] ?? -1))
+  }
+
   @Test func `A handler that speaks another protocol version is refused with exit 76`() throws {
     let container = try TemporaryContainer()
     try container.enqueueNumbered(count: 2)

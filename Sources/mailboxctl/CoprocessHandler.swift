@@ -17,8 +17,8 @@ final class CoprocessHandler {
   var greeted = false
   /// Why it is being stopped (garbage, a hang, a refused greeting), once it is.
   var failure: String?
-  /// Whether anything it said was applied (it did some work before it ended).
-  var answered = false
+  /// When its output was first seen ended while the process still ran.
+  var outputEndedAt: Date?
 
   /// Lines read from the handler's stdout, and whether its stdout has ended.
   final class Inbox: Sendable {

@@ -116,6 +116,20 @@ import Testing
     #expect(container.names("claimed").isEmpty)
   }
 
+  @Test func `A drain whose stdout fails exits 74 and releases the message`() throws {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 2)
+    let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+    let result = try Mailboxctl.run(["drain"] + container.arguments(), stdout: full)
+    #expect(result.status == 74)
+    #expect(
+      result.stderr.hasSuffix(
+        "mailboxctl: error: drain: writing stdout failed: No space left on device (errno 28)\n"))
+    let pending = try container.rawMailbox().inspector.entries(in: [.pending])
+    #expect(pending.map(\.id) == ids)
+    #expect(pending.map(\.deliveryCount) == [1, 0])
+  }
+
   @Test func `A reader that closed stdout (EPIPE) stops drain and the message is released`()
     throws
   {

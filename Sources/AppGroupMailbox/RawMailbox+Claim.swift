@@ -69,6 +69,15 @@ extension AppGroupRawMailbox {
       try finish { spool, name in try spool.release(name, delay: retryAfter) }
     }
 
+    /// Gives up on the message: moves it into `quarantine/` as a dead letter (as a claim does
+    /// with a message past ``AppGroupMailboxLimits/maxDeliveryAttempts``), where
+    /// `mailboxctl quarantine` can list, requeue or purge it. Reports
+    /// ``AppGroupMailboxDiagnostic/deadLetterQuarantined``.
+    /// - Throws: as ``acknowledge()``.
+    public func deadLetter() throws {
+      try finish { spool, name in try spool.deadLetter(name) }
+    }
+
     /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.
     /// - Throws: as ``acknowledge()``.
     public func renew() throws {

@@ -51,6 +51,27 @@ enum Targets {
       lines.append(
         ("drain 20,000 x 64 KiB peak RSS < 64 MiB", String(format: "%.1f MiB", peak), peak < 64))
     }
+    for durability in ["full", "relaxed"] {
+      func drain(_ name: String) -> Measurement? {
+        rows.first { $0.group == "drain" && $0.name == name && $0.durability == durability }
+      }
+      guard let exec = drain("drain --exec python (jobs 1)")?.library,
+        let long = drain("drain --coprocess python (jobs 16)"), let rate = long.library
+      else { continue }
+      let times = rate / max(exec, 0.001)
+      lines.append(
+        (
+          "drain --coprocess >= 50 x --exec (\(durability))", String(format: "%.0f x", times),
+          times >= 50
+        ))
+      if let share = long.ratio {
+        lines.append(
+          (
+            "drain --coprocess >= 0.5 of claim+ack (\(durability))",
+            String(format: "%.2f", share), share >= 0.5
+          ))
+      }
+    }
     for (name, figure, met) in lines {
       let verdict = met.map { $0 ? "met" : "NOT met" } ?? "pending"
       if json {

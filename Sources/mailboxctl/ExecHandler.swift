@@ -1,7 +1,6 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import Synchronization
 
 /// One `--exec` handler process and the claim it works on.
 ///
@@ -9,46 +8,32 @@ import Synchronization
 /// variables: `MAILBOX_ID` (UUID, lower case), `MAILBOX_ENQUEUED_AT` (ISO 8601, UTC, to the
 /// microsecond), `MAILBOX_DELIVERY_COUNT` (1 on the first delivery), `MAILBOX_MESSAGE_TYPE`
 /// (empty when untyped), `MAILBOX_NAMESPACE` and `MAILBOX_CONTAINER`. Its stdout and stderr are
-/// mailboxctl's own.
-final class HandlerRun: @unchecked Sendable {
+/// mailboxctl's own. It runs in its own process group (see ``ChildProcess``); its exit counts
+/// as soon as it exits, whatever it left running.
+final class HandlerRun {
   let claim: AppGroupRawMailbox.Claim
-  let process: Process
+  let process: ChildProcess
   let startedAt = Date()
   /// The coordinator thread's bookkeeping (only it touches these).
   var lastRenewal = Date()
-  var terminateSentAt: Date?
-  var killSent = false
   var timedOut = false
-  private let exited = ExitFlag()
 
-  /// Whether the process has exited (set from Foundation's termination handler).
-  var hasExited: Bool { exited.value.load(ordering: .acquiring) }
+  /// Whether the process has exited.
+  var hasExited: Bool { process.hasExited }
 
   /// True when the handler exited with status 0 (only meaningful once exited).
-  var succeeded: Bool {
-    process.terminationReason == .exit && process.terminationStatus == 0
-  }
+  var succeeded: Bool { process.succeeded }
 
   /// A short description of how it ended, for diagnostics.
-  var outcome: String {
-    if timedOut { return "timed out" }
-    switch process.terminationReason {
-    case .exit: return "exit status \(process.terminationStatus)"
-    case .uncaughtSignal: return "killed by signal \(process.terminationStatus)"
-    @unknown default: return "ended"
-    }
-  }
+  var outcome: String { timedOut ? "timed out" : process.outcome }
 
   /// Starts `executable` for `claim`; `wakeup` is posted when the process exits.
-  /// - Throws: what `Process.run()` throws when the program cannot be started.
+  /// - Throws: ``CommandFailure`` when the program cannot be started.
   init(
     executable: URL, arguments: [String], claim: AppGroupRawMailbox.Claim,
     location: MailboxOptions.Location, wakeup: Wakeup
-  ) throws {
+  ) throws(CommandFailure) {
     self.claim = claim
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["MAILBOX_ID"] = claim.id.uuidString.lowercased()
     environment["MAILBOX_ENQUEUED_AT"] = ISO8601.format(claim.enqueuedAt)
@@ -56,48 +41,33 @@ final class HandlerRun: @unchecked Sendable {
     environment["MAILBOX_MESSAGE_TYPE"] = claim.messageType
     environment["MAILBOX_NAMESPACE"] = location.namespace
     environment["MAILBOX_CONTAINER"] = location.container.path
-    process.environment = environment
-    let input = Pipe()
-    process.standardInput = input
-    self.process = process
-    process.terminationHandler = { [exited] _ in
-      exited.value.store(true, ordering: .releasing)
-      wakeup.signal()
+    let input = try ChildProcess.pipe()
+    do {
+      process = try ChildProcess(
+        executable: executable.path, arguments: arguments, environment: environment,
+        stdin: input.read, stdout: nil, exited: { wakeup.signal() })
+    } catch {
+      close(input.read)
+      close(input.write)
+      throw error
     }
-    try process.run()
+    close(input.read)
     let payload = claim.payload
-    let writer = input.fileHandleForWriting
+    let writer = input.write
     Thread.detachNewThread {
       // A handler that does not read its input gets EPIPE here, which is not an error.
-      payload.withUnsafeBytes { raw in
-        var offset = 0
-        while offset < raw.count {
-          let written = Glibc.write(
-            writer.fileDescriptor, raw.baseAddress! + offset, raw.count - offset)
-          if written < 0 {
-            if errno == EINTR { continue }
-            break
-          }
-          offset += written
-        }
-      }
-      try? writer.close()
+      _ = FileDescriptorWriter.writeAll(writer, payload)
+      close(writer)
     }
   }
 
-  /// Sends SIGTERM once, then SIGKILL once `grace` seconds later (call repeatedly).
+  /// Stops the handler's process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
-    guard !hasExited else { return }
-    if let sent = terminateSentAt {
-      if !killSent, now.timeIntervalSince(sent) >= grace {
-        kill(process.processIdentifier, SIGKILL)
-        killSent = true
-      }
-    } else {
-      kill(process.processIdentifier, SIGTERM)
-      terminateSentAt = now
-    }
+    process.stop(grace: grace, now: now)
   }
+
+  /// Whether it was stopped by drain (a timeout or a stop request).
+  var stopRequested: Bool { process.stopRequested }
 
   /// Finds `command` as execvp(3) would: a name with a `/` as given, else the first executable
   /// file of that name in `$PATH`. Nil when none is found.
@@ -119,7 +89,23 @@ final class HandlerRun: @unchecked Sendable {
   }
 }
 
-/// Set once by the termination handler's thread, read by the coordinator.
-final class ExitFlag: Sendable {
-  let value = Atomic<Bool>(false)
+/// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
+enum FileDescriptorWriter {
+  /// Writes every byte of `data` to `fd`; returns 0 on success, else the errno of the failed
+  /// write(2) (EPIPE when the reader is gone, EAGAIN on a full non-blocking pipe).
+  static func writeAll(_ fd: Int32, _ data: some DataProtocol) -> Int32 {
+    let bytes = Array(data)
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        return errno
+      }
+      offset += written
+    }
+    return 0
+  }
 }

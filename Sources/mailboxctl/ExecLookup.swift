@@ -3,7 +3,7 @@ import Glibc
 
 /// Why `--exec` cannot run `command`, as execvp(3) would report it: "permission denied" when a
 /// file of that name exists but is not executable (EACCES), else "command not found" (ENOENT).
-func execLookupFailure(_ command: String) -> CommandFailure {
+func execLookupFailure(_ command: String, option: String = "--exec") -> CommandFailure {
   var candidates: [String] = []
   if command.contains("/") {
     candidates = [command]
@@ -17,8 +17,8 @@ func execLookupFailure(_ command: String) -> CommandFailure {
     var info = stat()
     if stat(candidate, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
       return CommandFailure(
-        .unavailable, "--exec: permission denied: \(candidate) is not executable")
+        .unavailable, "\(option): permission denied: \(candidate) is not executable")
     }
   }
-  return CommandFailure(.unavailable, "--exec: command not found: \(command)")
+  return CommandFailure(.unavailable, "\(option): command not found: \(command)")
 }

@@ -11,7 +11,8 @@ enum ExitStatus: Int32, Sendable {
   /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
   /// claim token whose claim no longer exists, or standard input cannot be read.
   case noInput = 66
-  /// EX_UNAVAILABLE: the container cannot be opened, or the --exec program was not found.
+  /// EX_UNAVAILABLE: the container cannot be opened, the --exec or --coprocess program was not
+  /// found, or the --coprocess handler kept ending without an answer.
   case unavailable = 69
   /// EX_SOFTWARE: an internal error (a demo check that failed).
   case software = 70
@@ -23,6 +24,9 @@ enum ExitStatus: Int32, Sendable {
   case ioError = 74
   /// EX_TEMPFAIL: the mailbox is full, or a handler failed and its message was released.
   case temporaryFailure = 75
+  /// EX_PROTOCOL: a `--coprocess` handler refused the handler protocol (another version, or no
+  /// greeting).
+  case protocolError = 76
   /// Interrupted by SIGINT (128 + 2), as shells report it.
   case interrupted = 130
 }

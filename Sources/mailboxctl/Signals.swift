@@ -5,17 +5,21 @@ import MailboxLocks
 /// The write end of the self-pipe the signal handler writes the signal number to.
 nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
 
-/// SIGINT and SIGTERM as a stop request, and a wake-up that every wait in the command uses.
+/// SIGINT, SIGTERM and SIGHUP as a stop request, and a wake-up that every wait in the command
+/// uses. SIGHUP (a closed terminal or SSH session) is handled like SIGTERM.
 ///
 /// The handler is a real sigaction(2) handler (not SIG_IGN), so programs started by `--exec`
 /// get the default dispositions back on execve(2). It only write(2)s the signal number to a
 /// pipe (async-signal-safe); a thread reads it, records the stop and wakes waiters.
 final class Signals: Sendable {
-  /// The first stop signal received (SIGINT or SIGTERM), or 0; and how many were received.
+  /// The first stop signal received (SIGINT, SIGTERM or SIGHUP), or 0; and how many were received.
   private let state = Locked<(first: Int32, count: Int)>((0, 0))
   let wakeup = Wakeup()
 
-  /// Installs handlers for SIGINT and SIGTERM; call once.
+  /// The signals that ask a command to stop.
+  static let stopSignals = [SIGINT, SIGTERM, SIGHUP]
+
+  /// Installs handlers for ``stopSignals``; call once.
   static func install() -> Signals {
     let signals = Signals()
     var fds: [Int32] = [-1, -1]
@@ -30,13 +34,11 @@ final class Signals: Sendable {
     }
     sigemptyset(&action.sa_mask)
     action.sa_flags = SA_RESTART
-    sigaction(SIGINT, &action, nil)
-    sigaction(SIGTERM, &action, nil)
+    for number in stopSignals { sigaction(number, &action, nil) }
     // A parent may have started us with these blocked (the mask is inherited): unblock them.
     var unblock = sigset_t()
     sigemptyset(&unblock)
-    sigaddset(&unblock, SIGINT)
-    sigaddset(&unblock, SIGTERM)
+    for number in stopSignals { sigaddset(&unblock, number) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     let reader = fds[0]
     let thread = Thread {
@@ -75,8 +77,19 @@ final class Signals: Sendable {
   /// How many stop signals arrived (a second one asks to stop at once).
   var stopCount: Int { state.withLock { $0.count } }
 
-  /// The exit status for a command stopped by a signal: 0 after SIGTERM (so a systemd service is
-  /// not marked failed), 130 after SIGINT.
+  /// The first stop signal's name (`SIGINT`, `SIGTERM`, `SIGHUP`), or nil.
+  var stopSignalName: String? {
+    switch stopSignal {
+    case SIGINT?: "SIGINT"
+    case SIGTERM?: "SIGTERM"
+    case SIGHUP?: "SIGHUP"
+    case let other?: "signal \(other)"
+    case nil: nil
+    }
+  }
+
+  /// The exit status for a command stopped by a signal: 0 after SIGTERM or SIGHUP (so a systemd
+  /// service is not marked failed), 130 after SIGINT.
   var stoppedStatus: ExitStatus { stopSignal == SIGINT ? .interrupted : .success }
 }
 

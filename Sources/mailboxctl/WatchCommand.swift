@@ -19,8 +19,8 @@ let watchCommand = Subcommand(
       pending. watch only looks: it makes nothing pending itself, so a delayed message shows
       up when some other process's operation makes it pending.
       Each line: the time, and the pending, delayed and claimed counts after the wake-up (with
-      --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM
-      (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
+      --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM or
+      SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
       """),
   run: { arguments in
     let count = try arguments.integer("--count", in: 1...Int.max)

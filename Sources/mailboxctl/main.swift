@@ -34,7 +34,8 @@ let topLevelHelp: String = {
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
     "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox, message or claim (or",
     "unreadable input), 69 unavailable, 71 cannot start a handler, 73 mailbox already exists,",
-    "74 I/O error, 75 temporary failure (full, handler failed), 130 interrupted.",
+    "74 I/O error, 75 temporary failure (full, handler failed), 76 handler protocol refused,",
+    "130 interrupted.",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()

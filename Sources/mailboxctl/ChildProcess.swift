@@ -1,0 +1,156 @@
+import Foundation
+import Glibc
+import MailboxLocks
+
+/// A program started with posix_spawn(3) as the leader of its own process group, reaped by a
+/// thread blocked in waitpid(2) for exactly this process.
+///
+/// Its exit is noticed when the process itself exits, whatever it left behind: a background
+/// process that keeps an inherited descriptor open delays nothing (Foundation's `Process` on
+/// Linux learns of the exit from a socket the child inherits, so a descendant holding it delays
+/// the news). Signals sent by ``signalGroup(_:)`` reach the whole group (kill(2) with `-pgid`).
+/// The child gets descriptors 0, 1 and 2 only (see ``inheritedDescriptorsClosed``), and starts with an empty signal mask and the default action for SIGPIPE, SIGINT,
+/// SIGTERM and SIGHUP (posix_spawnattr_setsigdefault(3)).
+final class ChildProcess: Sendable {
+  let pid: pid_t
+  /// The wait status once reaped (see waitpid(2)), else nil.
+  private let status = Locked<Int32?>(nil)
+  /// When ``stop(grace:now:)`` first sent SIGTERM, and whether it sent SIGKILL.
+  private let stopping = Locked<(terminateSentAt: Date?, killSent: Bool)>((nil, false))
+
+  /// Starts `executable` with `arguments` (not counting argv[0], which is the executable's
+  /// path) and `environment`; `stdin` and `stdout`, when given, become the child's descriptors
+  /// 0 and 1 (the caller closes its copies); stderr is inherited. `exited` runs on the reaper
+  /// thread once the process has been reaped.
+  /// - Throws: ``CommandFailure`` (``ExitStatus/osError``) with posix_spawn's errno.
+  init(
+    executable: String, arguments: [String], environment: [String: String],
+    stdin: Int32?, stdout: Int32?, exited: @escaping @Sendable () -> Void
+  ) throws(CommandFailure) {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
+    if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
+    Self.inheritedDescriptorsClosed
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setpgroup(&attributes, 0)
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(
+      &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      for pointer in argv { free(pointer) }
+      for pointer in envp { free(pointer) }
+    }
+    var child: pid_t = 0
+    let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+      throw CommandFailure(
+        .osError,
+        "cannot start \(executable): \(String(cString: strerror(result))) (errno \(result))")
+    }
+    pid = child
+    let status = self.status
+    let spawned = child
+    Thread.detachNewThread {
+      var value: Int32 = 0
+      while waitpid(spawned, &value, 0) < 0 {
+        guard errno == EINTR else { break }
+      }
+      status.withLock { $0 = value }
+      exited()
+    }
+  }
+
+  /// Whether the process has exited and been reaped.
+  var hasExited: Bool { status.withLock { $0 } != nil }
+
+  /// True when it exited with status 0 (false while running).
+  var succeeded: Bool {
+    guard let value = status.withLock({ $0 }) else { return false }
+    return value & 0x7f == 0 && (value >> 8) & 0xff == 0
+  }
+
+  /// How it ended, for diagnostics: `exit status N` or `killed by signal N`.
+  var outcome: String {
+    guard let value = status.withLock({ $0 }) else { return "running" }
+    if value & 0x7f == 0 { return "exit status \((value >> 8) & 0xff)" }
+    return "killed by signal \(value & 0x7f)"
+  }
+
+  /// Sends `number` to the whole process group while the leader has not been reaped (after
+  /// that its id may be reused).
+  func signalGroup(_ number: Int32) {
+    guard !hasExited else { return }
+    kill(-pid, number)
+  }
+
+  /// Marks every descriptor above 2 that mailboxctl inherited close-on-exec (listed from
+  /// /proc/self/fd), once: a descriptor a parent gave mailboxctl, such as the socket by which
+  /// Foundation's `Process` learns that mailboxctl exited, must not reach handlers (their
+  /// background processes would hold it and keep that parent waiting). mailboxctl's own
+  /// descriptors are opened close-on-exec.
+  private static let inheritedDescriptorsClosed: Void = {
+    let own = opendir("/proc/self/fd")
+    guard let own else { return }
+    defer { closedir(own) }
+    let skip = dirfd(own)
+    while let entry = readdir(own) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard let fd = Int32(name), fd > 2, fd != skip else { continue }
+      let flags = fcntl(fd, F_GETFD)
+      if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+  }()
+
+  /// Stops the process group: SIGTERM once, then SIGKILL once `grace` seconds later (call
+  /// repeatedly until it has exited).
+  func stop(grace: TimeInterval, now: Date = Date()) {
+    guard !hasExited else { return }
+    let signal: Int32? = stopping.withLock { state in
+      guard let sent = state.terminateSentAt else {
+        state.terminateSentAt = now
+        return SIGTERM
+      }
+      guard !state.killSent, now.timeIntervalSince(sent) >= grace else { return nil }
+      state.killSent = true
+      return SIGKILL
+    }
+    if let signal { signalGroup(signal) }
+  }
+
+  /// Whether ``stop(grace:now:)`` was called.
+  var stopRequested: Bool { stopping.withLock { $0.terminateSentAt != nil } }
+
+  /// A pipe whose both ends are close-on-exec (only the coordinating thread starts programs, so
+  /// none inherits them in between) and numbered 3 or above (so a dup2(2) onto
+  /// descriptor 0 or 1 in the child always makes a fresh descriptor, even when mailboxctl was
+  /// started with stdin or stdout closed).
+  /// - Throws: ``CommandFailure`` (``ExitStatus/osError``) with pipe2's errno.
+  static func pipe() throws(CommandFailure) -> (read: Int32, write: Int32) {
+    var fds: [Int32] = [-1, -1]
+    guard Glibc.pipe(&fds) == 0 else {
+      let code = errno
+      throw CommandFailure(
+        .osError, "cannot create a pipe: \(String(cString: strerror(code))) (errno \(code))")
+    }
+    for index in 0..<2 {
+      let moved = fcntl(fds[index], F_DUPFD_CLOEXEC, 3)
+      close(fds[index])
+      fds[index] = moved
+    }
+    return (fds[0], fds[1])
+  }
+}

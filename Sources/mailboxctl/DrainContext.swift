@@ -1,0 +1,142 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+
+/// What every delivery mode of `drain` shares: the mailbox, the settings, the counts for the
+/// summary, and the one place where a claim is finished (acknowledged, released, dead-lettered).
+/// Used by the coordinating thread only.
+final class DrainContext {
+  let mailbox: AppGroupRawMailbox
+  let location: MailboxOptions.Location
+  let signals: Signals
+  let retryPolicy: AppGroupMailboxRetryPolicy
+  /// `--handler-timeout`: the longest a handler may take for one message.
+  let handlerTimeout: TimeInterval?
+  /// `--jobs`: messages in flight at once.
+  let jobs: Int
+  /// Seconds between SIGTERM and SIGKILL for a handler being stopped.
+  let killGrace: TimeInterval = 5
+
+  var delivered = 0
+  var released = 0
+  var failedHandlers = 0
+  /// The failure that ends the drain (claiming stops, what is in flight is finished).
+  var fatal: CommandFailure?
+
+  init(
+    mailbox: AppGroupRawMailbox, location: MailboxOptions.Location, signals: Signals,
+    retryPolicy: AppGroupMailboxRetryPolicy, handlerTimeout: TimeInterval?, jobs: Int
+  ) {
+    self.mailbox = mailbox
+    self.location = location
+    self.signals = signals
+    self.retryPolicy = retryPolicy
+    self.handlerTimeout = handlerTimeout
+    self.jobs = jobs
+  }
+
+  /// Whether claiming must stop: a stop signal or a fatal error.
+  var stopping: Bool { signals.stopSignal != nil || fatal != nil }
+
+  /// Seconds between lease renewals of a message in flight: a third of the lease.
+  var renewInterval: TimeInterval { mailbox.limits.claimTimeout / 3 }
+
+  /// Acknowledges `claim`: it has been delivered.
+  func acknowledge(_ claim: AppGroupRawMailbox.Claim) {
+    do {
+      try claim.acknowledge()
+      delivered += 1
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      Output.note(
+        "drain: message \(Self.name(claim)): the claim was recovered by another "
+          + "consumer before the acknowledge (lease too short?); it will be delivered again")
+    } catch {
+      fatal = CommandFailure(error, while: "")
+    }
+  }
+
+  /// Returns `claim` to the mailbox. `failure` (how the handler failed) counts a handler
+  /// failure, and without an explicit `delay` the retry policy's delay applies and is
+  /// reported; with neither, the message goes straight back (stopped by us, not at fault).
+  func release(
+    _ claim: AppGroupRawMailbox.Claim, failure: String? = nil, delay: TimeInterval? = nil
+  ) {
+    let seconds =
+      delay ?? (failure == nil ? 0 : retryPolicy.delay(afterDelivery: claim.deliveryCount))
+    if failure != nil { failedHandlers += 1 }
+    do {
+      try claim.release(retryAfter: seconds)
+      released += 1
+      if let failure {
+        Output.note(
+          "drain: message \(Self.name(claim)): handler \(failure); released, retry in "
+            + "\(Drainer.format(seconds: seconds)) s")
+      }
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      // Recovered by another consumer already: nothing of ours to release.
+      if let failure {
+        Output.note(
+          "drain: message \(Self.name(claim)): handler \(failure); its claim was already "
+            + "recovered")
+      }
+    } catch {
+      fatal = CommandFailure(error, while: "release")
+    }
+  }
+
+  /// Moves `claim` to quarantine as a dead letter, as the handler asked (`reason` is the
+  /// handler's own text, shown on one line, at most 200 characters).
+  func deadLetter(_ claim: AppGroupRawMailbox.Claim, reason: String) {
+    let shown = String(reason.map { $0.isNewline ? " " : $0 }.prefix(200))
+    do {
+      try claim.deadLetter()
+      Output.note("drain: message \(Self.name(claim)): dead-lettered by the handler: \(shown)")
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      Output.note("drain: message \(Self.name(claim)): its claim was already recovered")
+    } catch {
+      fatal = CommandFailure(error, while: "dead-letter")
+    }
+  }
+
+  /// Renews `claim`'s lease; a claim recovered by someone else is left to its fate (the
+  /// acknowledge or release that follows reports it).
+  func renew(_ claim: AppGroupRawMailbox.Claim) {
+    try? claim.renew()
+  }
+
+  /// A message's id as shown in diagnostics (lower-case UUID).
+  static func name(_ claim: AppGroupRawMailbox.Claim) -> String {
+    claim.id.uuidString.lowercased()
+  }
+
+  /// The message as one JSON line (without the line break): `{"id", "enqueuedAt",
+  /// "deliveryCount", "messageType", "message"}`, the message's bytes embedded as stored. The one
+  /// format of stdout, `--output` and the handler protocol.
+  static func line(_ claim: AppGroupRawMailbox.Claim) -> String {
+    var object = JSONObject()
+    object.add("id", name(claim))
+    object.add("enqueuedAt", date: claim.enqueuedAt)
+    object.add("deliveryCount", claim.deliveryCount)
+    object.add("messageType", claim.messageType)
+    object.add("message", rawJSON: claim.payload)
+    return object.text
+  }
+}
+
+/// How `drain` hands messages over: stdout, a file, one program per message, or a long-running
+/// handler. The coordinating thread calls every method.
+protocol DeliveryMode: AnyObject {
+  /// How many more claimed messages it takes now (0 while busy or restarting).
+  var capacity: Int { get }
+  /// Messages handed over but not finished yet.
+  var inFlight: Int { get }
+  /// Takes claimed messages (at most ``capacity``), oldest first.
+  func deliver(_ claims: [AppGroupRawMailbox.Claim])
+  /// Applies what finished, renews leases, enforces timeouts, restarts handlers.
+  func poll()
+  /// Gives up on what is in flight: stops handlers (SIGTERM, then SIGKILL after the grace; call
+  /// repeatedly) and releases their messages once they are stopped.
+  func abandon()
+  /// Ends the mode once nothing is in flight (a long-running handler gets end of file).
+  func close()
+}

@@ -1,0 +1,74 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+
+/// `--exec CMD [ARG...]`: one program per message (see ``HandlerRun``), up to `--jobs` at once.
+/// Exit status 0 acknowledges the message as soon as the program exits; anything else, or
+/// `--handler-timeout`, releases it with the retry policy's delay.
+final class ExecDelivery: DeliveryMode {
+  let context: DrainContext
+  let executable: URL
+  let arguments: [String]
+  private var running: [HandlerRun] = []
+
+  init(context: DrainContext, executable: URL, arguments: [String]) {
+    self.context = context
+    self.executable = executable
+    self.arguments = arguments
+  }
+
+  var capacity: Int { context.jobs - running.count }
+  var inFlight: Int { running.count }
+
+  func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
+    for (index, claim) in claims.enumerated() {
+      do {
+        running.append(
+          try HandlerRun(
+            executable: executable, arguments: arguments, claim: claim,
+            location: context.location, wakeup: context.signals.wakeup))
+      } catch {
+        for unstarted in claims[index...] { context.release(unstarted) }
+        context.fatal = CommandFailure(error.status, "--exec: \(error.message)")
+        return
+      }
+    }
+  }
+
+  /// Acknowledges or releases every handler that has exited, then renews leases of long
+  /// handlers and enforces `--handler-timeout` (SIGTERM to the handler's process group, then
+  /// SIGKILL after the grace).
+  func poll() {
+    running.removeAll { run in
+      guard run.hasExited else { return false }
+      if run.succeeded && !run.timedOut {
+        context.acknowledge(run.claim)
+      } else if run.stopRequested && !run.timedOut {
+        // Stopped by a stop signal: it did not fail, its message goes straight back.
+        context.release(run.claim)
+      } else {
+        context.release(run.claim, failure: run.outcome)
+      }
+      return true
+    }
+    let now = Date()
+    for run in running where !run.hasExited {
+      if let timeout = context.handlerTimeout, now.timeIntervalSince(run.startedAt) >= timeout {
+        run.timedOut = true
+        run.stop(grace: context.killGrace, now: now)
+      } else if run.stopRequested {
+        run.stop(grace: context.killGrace, now: now)
+      }
+      if now.timeIntervalSince(run.lastRenewal) >= context.renewInterval {
+        context.renew(run.claim)
+        run.lastRenewal = now
+      }
+    }
+  }
+
+  func abandon() {
+    for run in running { run.stop(grace: context.killGrace) }
+  }
+
+  func close() {}
+}

@@ -1,0 +1,145 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+
+/// The drain loop: one coordinating thread claims only what its delivery mode can take now,
+/// lets the mode supervise what is in flight, and stops cleanly on signals, `--limit`,
+/// `--timeout`, or (without `--follow`) an empty mailbox.
+final class Drainer {
+  let context: DrainContext
+  let mode: any DeliveryMode
+  let limit: Int?
+  let timeout: Double?
+  let shutdownTimeout: Double
+  let follow: Bool
+  let report: DrainReport
+  /// The longest idle wait of `--follow` between looks at the mailbox when nothing wakes it
+  /// (a bound against wall-clock steps, not a poll: wake-ups, due times and leases end it).
+  private let idleRecheck: TimeInterval = 60
+  private var started = 0
+
+  init(
+    context: DrainContext, mode: any DeliveryMode, limit: Int?, timeout: Double?,
+    shutdownTimeout: Double, follow: Bool, report: DrainReport
+  ) {
+    self.context = context
+    self.mode = mode
+    self.limit = limit
+    self.timeout = timeout
+    self.shutdownTimeout = shutdownTimeout
+    self.follow = follow
+    self.report = report
+  }
+
+  func run() throws -> ExitStatus {
+    let signals = context.signals
+    let deadline = timeout.map { report.startTime.addingTimeInterval($0) }
+    let wakeUps = follow ? try MailboxWakeUps(context.mailbox, wakeup: signals.wakeup) : nil
+    defer { wakeUps?.close() }
+    while true {
+      mode.poll()
+      do {
+        _ = try wakeUps?.take()
+      } catch {
+        context.fatal = error
+      }
+      let timeUp = deadline.map { Date() >= $0 } ?? false
+      let limitReached = limit.map { started >= $0 } ?? false
+      if context.stopping || timeUp || limitReached { break }
+      var empty = false
+      var blocked = false
+      while !context.stopping {
+        let wanted = min(mode.capacity, remaining)
+        blocked = mode.capacity == 0
+        if wanted == 0 { break }
+        let claims = claim(wanted)
+        if claims.isEmpty {
+          empty = true
+          break
+        }
+        started += claims.count
+        mode.deliver(claims)
+      }
+      report.showProgress(running: mode.inFlight)
+      if mode.inFlight == 0 && !blocked {
+        if !empty && !context.stopping { continue }
+        guard wakeUps != nil, !context.stopping else { break }
+        signals.wakeup.waitCoalescing(seconds: idleTimeout(deadline: deadline))
+        continue
+      }
+      // Something is in flight, or the mode cannot take messages yet (a handler starting).
+      signals.wakeup.waitCoalescing(seconds: blocked && mode.inFlight == 0 ? 0.05 : 0.25)
+    }
+    finishInFlight()
+    mode.close()
+    report.finish()
+    if let fatal = context.fatal { throw fatal }
+    if signals.stopSignal != nil { return signals.stoppedStatus }
+    return context.failedHandlers > 0 ? .temporaryFailure : .success
+  }
+
+  /// Seconds with up to three decimals, without trailing zeros (`0.4`, `2`, `0.125`).
+  static func format(seconds: TimeInterval) -> String {
+    var text = String(format: "%.3f", seconds)
+    while text.hasSuffix("0") { text.removeLast() }
+    if text.hasSuffix(".") { text.removeLast() }
+    return text
+  }
+
+  /// How many more messages `--limit` allows.
+  private var remaining: Int { limit.map { max(0, $0 - started) } ?? Int.max }
+
+  /// Claims up to `count` pending messages (due delayed messages are made pending first);
+  /// empty when there is none (or on a fatal error, recorded in the context).
+  private func claim(_ count: Int) -> [AppGroupRawMailbox.Claim] {
+    do {
+      return try context.mailbox.claimPending(limit: count)
+    } catch {
+      context.fatal = CommandFailure(error, while: "")
+      return []
+    }
+  }
+
+  /// How long `--follow` may wait with nothing pending and nothing running: until a wake-up
+  /// (the `Wakeup` ends the wait early), the next due time of a delayed message (the claim that
+  /// follows makes it pending), the earliest lease of another consumer's claim (the claim that
+  /// follows recovers it if abandoned; 1 s when it ran out but is still there), the next look
+  /// at an entry a claim skipped for now (a young hard link), `--timeout`, or ``idleRecheck``,
+  /// whichever comes first.
+  private func idleTimeout(deadline: Date?) -> TimeInterval {
+    let mailbox = context.mailbox
+    var wait = idleRecheck
+    if let deadline { wait = min(wait, deadline.timeIntervalSinceNow) }
+    if let due = try? mailbox.nextDueDate() { wait = min(wait, due.timeIntervalSinceNow + 0.001) }
+    if let recheck = mailbox.nextRecheckDate() { wait = min(wait, recheck.timeIntervalSinceNow) }
+    let leases = (try? mailbox.inspector.entries(in: [.claimed]))?.compactMap(\.leaseExpiresAt)
+    if let lease = leases?.min() {
+      let left = lease.timeIntervalSinceNow
+      wait = min(wait, left <= 0 ? 1 : left + 0.001)
+    }
+    return max(0.001, wait)
+  }
+
+  /// Lets what is in flight finish: without a stop request, as long as it takes (bounded by
+  /// `--handler-timeout`); after a stop signal, for `--shutdown-timeout` seconds (or at once
+  /// after a second signal or a fatal error), then the mode abandons it (its messages are
+  /// released).
+  private func finishInFlight() {
+    var stopRequestedAt: Date?
+    while mode.inFlight > 0 {
+      mode.poll()
+      if context.stopping {
+        let since = stopRequestedAt ?? Date()
+        stopRequestedAt = since
+        if context.signals.stopCount > 1 || context.fatal != nil
+          || Date().timeIntervalSince(since) >= shutdownTimeout
+        {
+          mode.abandon()
+        }
+      }
+      if mode.inFlight == 0 { break }
+      context.signals.wakeup.waitCoalescing(seconds: 0.1)
+      report.showProgress(running: mode.inFlight)
+    }
+  }
+}

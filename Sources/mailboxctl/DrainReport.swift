@@ -1,0 +1,86 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+import MailboxLocks
+
+/// What `drain` tells the user on stderr: a progress line while it runs (only when stderr is a
+/// terminal) and the summary at the end (JSON with `--json`).
+final class DrainReport {
+  let context: DrainContext
+  let json: Bool
+  let quarantined: QuarantineCounter
+  let startTime = Date()
+  private var lastProgress = Date.distantPast
+
+  init(context: DrainContext, json: Bool, quarantined: QuarantineCounter) {
+    self.context = context
+    self.json = json
+    self.quarantined = quarantined
+  }
+
+  /// Rewrites the progress line, at most four times a second.
+  func showProgress(running: Int) {
+    guard Output.stderrIsTerminal, Date().timeIntervalSince(lastProgress) >= 0.25 else { return }
+    lastProgress = Date()
+    let seconds = max(0.001, Date().timeIntervalSince(startTime))
+    let status = try? context.mailbox.inspector.status()
+    let pending = status.map { String($0.pending) } ?? "?"
+    let delayed = status.map { $0.delayed > 0 ? ", \($0.delayed) delayed" : "" } ?? ""
+    let rate = String(format: "%.1f", Double(context.delivered) / seconds)
+    Output.raw(
+      "\r\u{1B}[Kdelivered \(context.delivered) (\(rate)/s), \(running) running, "
+        + "\(pending) pending\(delayed)")
+  }
+
+  /// Clears the progress line and prints the summary.
+  func finish() {
+    if Output.stderrIsTerminal, lastProgress != .distantPast { Output.raw("\r\u{1B}[K") }
+    let seconds = Date().timeIntervalSince(startTime)
+    let stopped = context.signals.stopSignalName
+    // Messages left waiting in delayed/ (failed ones, and delayed enqueues), for a later run.
+    let status = try? context.mailbox.inspector.status()
+    let delayed = status?.delayed ?? 0
+    if json {
+      var object = JSONObject()
+      object.add("delivered", context.delivered)
+      object.add("released", context.released)
+      object.add("quarantined", quarantined.count)
+      object.add("failedHandlers", context.failedHandlers)
+      object.add("delayed", status?.delayed)
+      object.add("nextDueAt", date: status?.nextDueAt)
+      object.add("seconds", seconds: seconds)
+      object.add("stoppedBy", stopped)
+      Output.raw(object.text + "\n")
+    } else {
+      var text =
+        "drain: delivered \(context.delivered), released \(context.released), quarantined "
+        + "\(quarantined.count) in \(String(format: "%.2f", seconds)) s"
+      if context.failedHandlers > 0 {
+        text +=
+          "; \(context.failedHandlers) handler failure" + (context.failedHandlers == 1 ? "" : "s")
+      }
+      if delayed > 0, let due = status?.nextDueAt {
+        text +=
+          "; \(delayed) delayed" + (delayed == 1 ? " until " : ", the next until ")
+          + ISO8601.format(due)
+      }
+      if let stopped { text += "; stopped by \(stopped)" }
+      Output.note(text)
+    }
+  }
+}
+
+/// Counts quarantine diagnostics (from any thread).
+final class QuarantineCounter: Sendable {
+  private let value = Locked<Int>(0)
+
+  func record(_ event: AppGroupMailboxDiagnostic) {
+    switch event {
+    case .malformedMessageQuarantined, .unsafeFileQuarantined, .deadLetterQuarantined:
+      value.withLock { $0 += 1 }
+    default: break
+    }
+  }
+
+  var count: Int { value.withLock { $0 } }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// The long-running handler protocol of `drain --coprocess`, version 1 (docs/HANDLER-PROTOCOL.md):
+/// JSON Lines both ways. drain greets with the versions it speaks; the handler answers with the
+/// one it chose; then each request is a message line and each answer names a message and what
+/// to do with it, in any order.
+enum HandlerProtocol {
+  /// The protocol's name in both greetings.
+  static let name = "mailboxctl-handler"
+  /// The versions this mailboxctl speaks.
+  static let versions = [1]
+  /// The answers this mailboxctl understands.
+  static let capabilities = ["ack", "release", "retry", "deadletter"]
+  /// The longest answer line accepted, in bytes.
+  static let maximumLine = 1 << 20
+
+  /// drain's greeting (one line, without the line break).
+  static func greeting(jobs: Int) -> String {
+    let list = { (items: [String]) in "[" + items.joined(separator: ",") + "]" }
+    return "{\"protocol\":\"\(name)\",\"versions\":\(list(versions.map(String.init))),"
+      + "\"capabilities\":\(list(capabilities.map(JSONText.string))),\"jobs\":\(jobs)}"
+  }
+
+  /// What the handler asks drain to do with one message.
+  enum Answer: Equatable {
+    /// Delivered: acknowledge (delete) it.
+    case ack
+    /// Failed: release it with drain's retry policy (`--retry-delay`...).
+    case release
+    /// Release it, claimable again after `after` seconds (0: at once).
+    case retry(after: Double)
+    /// Give up: move it to quarantine as a dead letter.
+    case deadLetter(reason: String)
+  }
+
+  /// Parses the handler's greeting: the version it chose and its capabilities.
+  /// - Returns: the failure as text when the line is no greeting or the version is not one of
+  ///   ``versions``.
+  static func parseGreeting(_ line: Data) -> Result<(version: Int, capabilities: [String]), Fault> {
+    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+      object["protocol"] as? String == name
+    else {
+      return .failure(Fault("its first line is not a \(name) greeting"))
+    }
+    guard let version = object["version"] as? Int else {
+      return .failure(Fault("its greeting has no integer \"version\""))
+    }
+    guard versions.contains(version) else {
+      return .failure(
+        Fault(
+          "it speaks protocol version \(version); this mailboxctl speaks "
+            + versions.map(String.init).joined(separator: ", ")))
+    }
+    return .success((version, object["capabilities"] as? [String] ?? []))
+  }
+
+  /// Parses one answer line: `{"id": "<uuid>", "action": "ack" | "release" | "retry" |
+  /// "deadletter", "after": seconds (retry), "reason": text (deadletter)}`.
+  static func parseAnswer(_ line: Data) -> Result<(id: String, answer: Answer), Fault> {
+    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
+      return .failure(Fault("a line that is not a JSON object"))
+    }
+    guard let id = (object["id"] as? String)?.lowercased() else {
+      return .failure(Fault("an answer without a string \"id\""))
+    }
+    switch object["action"] as? String {
+    case "ack": return .success((id, .ack))
+    case "release": return .success((id, .release))
+    case "retry":
+      guard let after = (object["after"] as? NSNumber)?.doubleValue, after.isFinite, after >= 0,
+        after <= 1e9
+      else {
+        return .failure(Fault("a retry without \"after\" seconds from 0 to 1e9"))
+      }
+      return .success((id, .retry(after: after)))
+    case "deadletter":
+      return .success((id, .deadLetter(reason: object["reason"] as? String ?? "")))
+    default:
+      return .failure(Fault("an answer whose \"action\" is none of \(capabilities)"))
+    }
+  }
+
+  /// Why a handler's line was refused.
+  struct Fault: Error, Equatable {
+    var text: String
+    init(_ text: String) { self.text = text }
+  }
+}

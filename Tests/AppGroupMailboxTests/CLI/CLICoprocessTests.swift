@@ -1,0 +1,263 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// End-to-end tests of `drain --coprocess`: the handler protocol, answers in any order,
+/// handlers that crash, print garbage, hang, speak another version or keep dying.
+@Suite struct CLICoprocessTests {
+  /// Runs drain (with a short retry delay) until nothing is left, waiting for released
+  /// messages to fall due between runs (at most 30 runs); returns every run's stderr.
+  func drainUntilEmpty(_ container: TemporaryContainer, _ handler: [String]) throws -> String {
+    var stderr = ""
+    for _ in 0..<30 {
+      let result = try Mailboxctl.run(
+        ["drain"] + container.arguments() + ["--retry-delay", "0.05"] + handler)
+      stderr += result.stderr
+      if try container.remaining().isEmpty { break }
+      if let due = try container.rawMailbox().nextDueDate() {
+        #expect(waitUntil(deadline: 30) { Date() > due })
+      }
+    }
+    return stderr
+  }
+
+  @Test func `A Python function handler gets every field and acknowledges in FIFO order`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let first = try mailbox.enqueue(Data("{\"text\":\"héllo\"}".utf8), messageType: "greeting").id
+    let second = try mailbox.enqueue(Data("[1, 2]".utf8)).id
+    let log = container.url.appendingPathComponent("log")
+    let handler = try PythonHandler.write(
+      """
+      out = open(\(JSONText.string(log.path)), "a")
+      def handle(m):
+          out.write(json.dumps([m.id, m.delivery_count, m.message_type, m.message,
+                                len(m.enqueued_at)]) + "\\n")
+          out.flush()
+      mailbox_handler.run(handle)
+
+      """, in: container)
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + handler)
+    #expect(result.status == 0)
+    #expect(result.stdout == "")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
+    let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+    #expect(
+      lines == [
+        "[\"\(first.uuidString.lowercased())\", 1, \"greeting\", {\"text\": \"h\\u00e9llo\"}, 27]",
+        "[\"\(second.uuidString.lowercased())\", 1, \"\", [1, 2], 27]",
+      ])
+    #expect(try container.remaining().isEmpty)
+  }
+
+  @Test func `Answers in any order: ack, release, retry after N seconds, and dead letter`() throws {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 4).map { $0.uuidString.lowercased() }
+    // Holds all four, then answers from the last to the first.
+    let handler = try PythonHandler.write(
+      """
+      session = mailbox_handler.Session()
+      held = []
+      for message in session:
+          held.append(message)
+          if len(held) == 4:
+              a, b, c, d = held
+              session.dead_letter(d.id, "poison")
+              session.retry(c.id, 3600)
+              session.release(b.id)
+              session.ack(a.id)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "4", "--retry-jitter", "0"] + handler)
+    #expect(result.status == 75)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[3]): dead-lettered by the handler: poison\n"))
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[1]): handler released it; released, retry in 1 s\n"))
+    let left = try container.remaining()
+    #expect(left.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])
+    #expect(left.map(\.state) == [.delayed, .delayed])
+    let quarantined = try container.rawMailbox().inspector.entries(in: [.quarantined])
+    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [ids[3]])
+  }
+
+  @Test func `A Python function raising Retry, DeadLetter or another error is answered so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 4).map { $0.uuidString.lowercased() }
+    let handler = try PythonHandler.write(
+      """
+      def handle(m):
+          n = m.message["n"]
+          if n == 0:
+              raise mailbox_handler.Retry(3600)
+          if n == 1:
+              raise mailbox_handler.DeadLetter("cannot parse")
+          if n == 2:
+              raise ValueError("boom")
+      mailbox_handler.run(handle, threads=2)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "2", "--retry-jitter", "0"] + handler)
+    #expect(result.status == 75)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
+    #expect(result.stderr.contains("mailbox_handler: message \(ids[2]): ValueError: boom\n"))
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[1]): dead-lettered by the handler: cannot parse\n"))
+    // Retry(3600) waits an hour; the error, the retry policy's 1 s.
+    var due: [String: TimeInterval] = [:]
+    for entry in try container.remaining() where entry.state == .delayed {
+      due[entry.id?.uuidString.lowercased() ?? ""] = entry.dueAt?.timeIntervalSinceNow
+    }
+    #expect(Set(due.keys) == [ids[0], ids[2]])
+    #expect((3000...3600).contains(due[ids[0]] ?? 0))
+    #expect((0...5).contains(due[ids[2]] ?? -1))
+  }
+
+  @Test func `A handler that speaks another protocol version is refused with exit 76`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 2)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + [
+        "--coprocess", "sh", "-c",
+        "read greeting; echo '{\"protocol\":\"mailboxctl-handler\",\"version\":2}'; cat",
+      ])
+    #expect(result.status == 76)
+    #expect(
+      result.stderr.hasSuffix(
+        "mailboxctl: error: drain: --coprocess: the handler was refused: it speaks protocol "
+          + "version 2; this mailboxctl speaks 1\n"))
+    #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
+  }
+
+  @Test func `A handler that keeps dying stops drain with exit 69 and touches nothing`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 2)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--coprocess", "sh", "-c", "exit 1"])
+    #expect(result.status == 69)
+    #expect(
+      result.stderr.hasSuffix(
+        "mailboxctl: error: drain: --coprocess: the handler ended 5 times in a row without an "
+          + "answer (last: exit status 1); giving up\n"))
+    #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
+    #expect(try container.remaining().map(\.state) == [.pending, .pending])
+  }
+
+  @Test func `A handler crashing on every third message is survived: nothing lost`() throws {
+    let container = try TemporaryContainer()
+    let ids = Set(try container.enqueueNumbered(count: 30).map { $0.uuidString.lowercased() })
+    let log = container.url.appendingPathComponent("log")
+    let handler = try PythonHandler.write(
+      PythonHandler.logging(to: log, crashEvery: 3), in: container)
+    let stderr = try drainUntilEmpty(container, handler)
+    #expect(!stderr.contains("giving up"))
+    #expect(try container.remaining().isEmpty)
+    let records = try PythonHandler.records(log)
+    #expect(Set(records.map(\.id)) == ids)
+    #expect(records.count == 30)  // a crashed handling never logged, so no duplicates here
+    #expect(Set(records.map(\.pid)).count >= 10)  // a new handler after each crash
+  }
+
+  @Test func `A handler printing garbage is survived: it is restarted and nothing is lost`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = Set(try container.enqueueNumbered(count: 20).map { $0.uuidString.lowercased() })
+    let log = container.url.appendingPathComponent("log")
+    let handler = try PythonHandler.write(
+      """
+      session = mailbox_handler.Session()
+      log = open(\(JSONText.string(log.path)), "a")
+      for n, message in enumerate(session, 1):
+          if n % 4 == 0:
+              session._out.write(b"this is not an answer\\n")
+              session._out.flush()
+              continue
+          log.write(f"{os.getpid()} {message.id}\\n")
+          log.flush()
+          session.ack(message.id)
+
+      """, in: container)
+    let stderr = try drainUntilEmpty(container, handler)
+    #expect(
+      stderr.contains(
+        "wrote a line that is not a JSON object; 1 unanswered message released\n"))
+    #expect(try container.remaining().isEmpty)
+    let records = try PythonHandler.records(log)
+    #expect(Set(records.map(\.id)) == ids)
+    #expect(records.count == 20)
+  }
+
+  @Test func `A message left unanswered past --handler-timeout is released, the others delivered`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 3).map { $0.uuidString.lowercased() }
+    let handler = try PythonHandler.write(
+      """
+      import time
+      def handle(m):
+          if m.message["n"] == 0 and m.delivery_count == 1:
+              time.sleep(600)
+      mailbox_handler.run(handle)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--handler-timeout", "1", "--retry-jitter", "0"]
+        + handler)
+    #expect(result.status == 75)
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[0]): handler left message \(ids[0]) unanswered for "
+          + "1 s; released, retry in 1 s\n"))
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 1, quarantined 0")
+    let left = try container.remaining()
+    #expect(left.map { $0.id?.uuidString.lowercased() } == [ids[0]])
+    #expect(left.map(\.state) == [.delayed])
+  }
+
+  @Test func `SIGTERM lets the handler answer what it holds; --limit stops claiming`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 5)
+    let started = container.url.appendingPathComponent("started")
+    let handler = try PythonHandler.write(
+      """
+      import time
+      def handle(m):
+          open(\(JSONText.string(started.path)), "w").close()
+          time.sleep(1)
+      mailbox_handler.run(handle)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow"] + handler)
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: started.path) })
+    drain.signal(SIGTERM)
+    let result = try drain.finish()
+    #expect(result.status == 0)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(try container.remaining().count == 4)
+    let limited = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--limit", "2"] + handler)
+    #expect(limited.status == 0)
+    #expect(
+      drainSummary(limited.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
+    #expect(try container.remaining().count == 2)
+  }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""An example `mailboxctl drain --coprocess` handler: appends each message's "text" field to a
+file (default handled.txt), retries messages without one a minute later, and dead-letters
+messages that are not JSON objects.
+
+    mailboxctl drain --container DIR --coprocess python3 python/examples/handler_example.py out.txt
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import mailbox_handler  # noqa: E402
+
+path = sys.argv[1] if len(sys.argv) > 1 else "handled.txt"
+out = open(path, "a", encoding="utf-8")
+
+
+def handle(message):
+    if not isinstance(message.message, dict):
+        raise mailbox_handler.DeadLetter("not a JSON object")
+    if "text" not in message.message:
+        raise mailbox_handler.Retry(60)
+    out.write(f"{message.id} {message.message['text']}\n")
+    out.flush()
+    os.fsync(out.fileno())  # handled for good before the answer acknowledges it
+
+
+sys.exit(mailbox_handler.run(handle))

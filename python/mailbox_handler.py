@@ -1,0 +1,165 @@
+"""A handler for `mailboxctl drain --coprocess`, in plain Python (standard library only).
+
+The protocol (docs/HANDLER-PROTOCOL.md) in one paragraph: drain starts the handler once, greets
+it on stdin with the protocol versions it speaks, and the handler answers with the version it
+chose. Then each line on stdin is one message, and for each the handler writes one answer line
+on stdout, in any order: ack, release, retry after N seconds, or deadletter.
+
+The simplest handler is a function; returning acknowledges the message:
+
+    import mailbox_handler
+
+    def handle(message):
+        print("got", message.message)   # print() goes to stderr: stdout is the protocol's
+
+    mailbox_handler.run(handle)
+
+Raise ``Retry(seconds)`` to have the message delivered again later, ``DeadLetter(reason)`` to
+quarantine it; any other exception releases it with drain's retry policy. ``run(handle,
+threads=N)`` handles up to N messages at once (start drain with ``--jobs N``). For full control
+(several messages in flight, answers from other threads or callbacks), use ``Session``:
+
+    session = mailbox_handler.Session()
+    for message in session:
+        session.ack(message.id)          # or release / retry / dead_letter, from any thread
+"""
+
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+PROTOCOL = "mailboxctl-handler"
+VERSION = 1
+CAPABILITIES = ["ack", "release", "retry", "deadletter"]
+
+__all__ = [
+    "DeadLetter", "Message", "ProtocolError", "Retry", "Session", "run",
+]
+
+
+class ProtocolError(Exception):
+    """drain spoke something this library does not understand (another protocol version)."""
+
+
+class Retry(Exception):
+    """Raised by a handler function: deliver the message again after ``after`` seconds."""
+
+    def __init__(self, after=0.0):
+        super().__init__(f"retry after {after} s")
+        self.after = float(after)
+
+
+class DeadLetter(Exception):
+    """Raised by a handler function: give up on the message (it goes to quarantine)."""
+
+    def __init__(self, reason=""):
+        super().__init__(reason)
+        self.reason = str(reason)
+
+
+class Message:
+    """One message: ``id`` (UUID text), ``delivery_count`` (1 on the first delivery),
+    ``enqueued_at`` (ISO 8601 text, UTC), ``message_type`` ("" when untyped) and ``message``
+    (the JSON value, parsed)."""
+
+    __slots__ = ("id", "delivery_count", "enqueued_at", "message_type", "message")
+
+    def __init__(self, fields):
+        self.id = fields["id"]
+        self.delivery_count = fields.get("deliveryCount", 1)
+        self.enqueued_at = fields.get("enqueuedAt", "")
+        self.message_type = fields.get("messageType", "")
+        self.message = fields.get("message")
+
+    def __repr__(self):
+        return f"Message(id={self.id!r}, delivery_count={self.delivery_count})"
+
+
+class Session:
+    """The handler's end of the protocol. Creating it does the handshake (it reads drain's
+    greeting from stdin and answers on stdout) and sends later ``print()`` output to stderr.
+    Iterate to receive messages (iteration ends when drain closes stdin); answer each exactly
+    once with ``ack``, ``release``, ``retry`` or ``dead_letter``, from any thread."""
+
+    def __init__(self, stdin=None, stdout=None):
+        self._in = stdin if stdin is not None else sys.stdin.buffer
+        self._out = stdout if stdout is not None else sys.stdout.buffer
+        if stdout is None:
+            sys.stdout = sys.stderr  # print() must not corrupt the protocol
+        self._lock = threading.Lock()
+        line = self._in.readline()
+        try:
+            greeting = json.loads(line)
+        except ValueError:
+            greeting = None
+        if not isinstance(greeting, dict) or greeting.get("protocol") != PROTOCOL:
+            raise ProtocolError("stdin does not start with a mailboxctl-handler greeting")
+        if VERSION not in greeting.get("versions", []):
+            raise ProtocolError(
+                f"drain speaks versions {greeting.get('versions')}; this library speaks {VERSION}")
+        self.jobs = greeting.get("jobs", 1)
+        self.capabilities = greeting.get("capabilities", [])
+        self._send({"protocol": PROTOCOL, "version": VERSION, "capabilities": CAPABILITIES})
+
+    def __iter__(self):
+        while True:
+            line = self._in.readline()
+            if not line:
+                return
+            if line.strip():
+                yield Message(json.loads(line))
+
+    def ack(self, message_id):
+        """The message was handled: drain acknowledges (deletes) it."""
+        self._send({"id": message_id, "action": "ack"})
+
+    def release(self, message_id):
+        """The message failed: drain releases it with its retry policy."""
+        self._send({"id": message_id, "action": "release"})
+
+    def retry(self, message_id, after):
+        """Deliver the message again after ``after`` seconds (0: at once)."""
+        self._send({"id": message_id, "action": "retry", "after": max(0.0, float(after))})
+
+    def dead_letter(self, message_id, reason=""):
+        """Give up on the message: drain moves it to quarantine."""
+        self._send({"id": message_id, "action": "deadletter", "reason": str(reason)})
+
+    def _send(self, obj):
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            self._out.write(data)
+            self._out.flush()
+
+
+def _answer(session, handle, message):
+    try:
+        handle(message)
+    except Retry as retry:
+        session.retry(message.id, retry.after)
+    except DeadLetter as dead:
+        session.dead_letter(message.id, dead.reason)
+    except Exception as error:  # noqa: BLE001 - any failure releases the message
+        print(f"mailbox_handler: message {message.id}: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        session.release(message.id)
+    else:
+        session.ack(message.id)
+
+
+def run(handle, threads=1):
+    """Serves messages until drain closes stdin: ``handle(message)`` returning acknowledges the
+    message, ``Retry``/``DeadLetter`` do what they say, any other exception releases it.
+    With ``threads`` above 1, up to that many messages are handled at once (answers go out in
+    the order they finish). Returns 0 (an exit status); raises ``ProtocolError`` on a greeting
+    it does not understand."""
+    session = Session()
+    if threads <= 1:
+        for message in session:
+            _answer(session, handle, message)
+        return 0
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for message in session:
+            pool.submit(_answer, session, handle, message)
+    return 0

@@ -19,6 +19,7 @@ let commands: [WorkerCommand] =
   + watchCommands
   + tortureCommands
   + soakCommands
+  + spoolFuzzCommands
   + cliCommands
   + tagCommands
   + interopCommands

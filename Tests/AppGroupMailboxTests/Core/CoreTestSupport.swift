@@ -71,7 +71,9 @@ final class InteractiveWorker: @unchecked Sendable {
 
   init(_ arguments: [String]) throws {
     process.executableURL = Processes.product("MailboxTestWorker")
-    process.arguments = arguments
+    // Copied here (the array and each string), so what Foundation.Process keeps past the end of
+    // the test process was allocated by this helper, which scripts/lsan.supp names.
+    process.arguments = arguments.map { String(decoding: Array($0.utf8), as: UTF8.self) }
     process.standardInput = input
     process.standardOutput = output
     process.standardError = FileHandle.standardError

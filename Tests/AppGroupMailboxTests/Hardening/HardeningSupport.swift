@@ -76,22 +76,17 @@ var isRoot: Bool { getuid() == 0 }
 /// Whether the CI flag is set: set-ups that need root or a tmpfs must then fail, not skip.
 var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
-/// Mounts a tmpfs of `size` (mount(8) syntax, e.g. "1m") on `directory`; nil when that is
-/// refused outside CI (the caller skips), a failed expectation in CI.
-func mountTmpfs(_ directory: String, size: String) throws -> Bool {
-  guard isRoot else {
-    #expect(!isCI, "CI must run this test as root (it mounts a tmpfs)")
-    print("skipping: mounting a tmpfs needs root")
-    return false
-  }
+/// The condition of tests that mount a tmpfs: outside CI they need root (else a visible skip
+/// with this reason); under CI they always run, and fail when the mount fails.
+let mountsTmpfs = ConditionTrait.enabled(
+  if: isRoot || isCI, "mounting a tmpfs needs root (under CI=true it must work)")
+
+/// Mounts a tmpfs of `size` (mount(8) syntax, e.g. "1m") on `directory`; throws (a failed
+/// requirement) when that is refused. Tests that call it carry ``mountsTmpfs``.
+func mountTmpfs(_ directory: String, size: String) throws {
   let result = try Processes.run(
     "/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
-  guard result.status == 0 else {
-    #expect(!isCI, "mount -t tmpfs failed in CI: \(result.stderr)")
-    print("skipping: mount -t tmpfs failed: \(result.stderr)")
-    return false
-  }
-  return true
+  try #require(result.status == 0, "mount -t tmpfs failed: \(result.stderr)")
 }
 
 /// Unmounts what ``mountTmpfs(_:size:)`` mounted.

@@ -76,7 +76,11 @@ let noteType = String(reflecting: Note.self)
       }
       return "unsafe"
     case "device":
-      guard isRoot else { return nil }
+      guard isRoot else {
+        #expect(!isCI, "CI must run this test as root (it makes a device node)")
+        print("HostileEntryTests: no device node planted: mknod(2) needs root")
+        return nil
+      }
       guard mknod(path, S_IFCHR | 0o600, dev_t((1 << 8) | 3)) == 0 else {
         throw PlantError(what: "mknod", errno: errno)
       }

@@ -131,13 +131,14 @@ import Testing
     #expect(container.names("tmp") == [])
   }
 
-  @Test func `On a full 1 MiB tmpfs a 2 MiB enqueue fails cleanly and a 10 KiB one succeeds (C06)`()
+  @Test(mountsTmpfs)
+  func `On a full 1 MiB tmpfs a 2 MiB enqueue fails cleanly and a 10 KiB one succeeds (C06)`()
     throws
   {
     let container = try TemporaryContainer()
     let mount = container.url.appendingPathComponent("small").path
     try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
-    guard try mountTmpfs(mount, size: "1m") else { return }
+    try mountTmpfs(mount, size: "1m")
     defer { unmount(mount) }
     let mailbox = try AppGroupMailbox<String>(
       containerURL: URL(fileURLWithPath: mount), namespace: "jobs",

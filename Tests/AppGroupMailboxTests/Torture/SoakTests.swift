@@ -65,38 +65,15 @@ import Testing
     let remaining = try mailbox.claimPending()
     let left = remaining.map(\.message)
 
-    var tried = Set<String>()
-    var enqueued = Set<String>()
-    var acknowledged: [String] = []
-    var reimported = Set<String>()
-    var acknowledging: [String: Int] = [:]
-    var settled: [String: Int] = [:]
-    for file in try FileManager.default.contentsOfDirectory(atPath: ledgers.path) {
-      let text = try String(contentsOf: ledgers.appendingPathComponent(file), encoding: .utf8)
-      for line in text.split(separator: "\n") {
-        let parts = line.split(separator: " ")
-        guard parts.count == 2 else { continue }  // A line cut by SIGKILL.
-        let payload = String(parts[1])
-        switch parts[0] {
-        case "T": tried.insert(payload)
-        case "E": enqueued.insert(payload)
-        case "A": acknowledged.append(payload)
-        case "R": reimported.insert(payload)
-        case "a": acknowledging[payload, default: 0] += 1
-        case "N": settled[payload, default: 0] += 1
-        default: break
-        }
-      }
-    }
+    let ledger = try SoakLedger(directory: ledgers)
+    let (tried, enqueued, acknowledged, reimported) = (
+      ledger.tried, ledger.enqueued, ledger.acknowledged, ledger.reimported
+    )
     let acknowledgedSet = Set(acknowledged)
     #expect(!enqueued.isEmpty && kills > 0)
     // At least once: every returned enqueue was acknowledged or is still there. An acknowledge
-    // that a SIGKILL interrupted (an `a` line with no outcome) may have removed its message
-    // without the ledger saying so.
-    let interrupted = Set(
-      acknowledging.filter { payload, count in
-        count > settled[payload, default: 0] + acknowledged.filter { $0 == payload }.count
-      }.keys)
+    // that a SIGKILL interrupted may have removed its message without the ledger saying so.
+    let interrupted = ledger.interrupted
     let lost = enqueued.subtracting(acknowledgedSet).subtracting(left).subtracting(interrupted)
     #expect(lost.isEmpty, "lost: \(lost.sorted().prefix(5))")
     // Nothing acknowledged comes back (unless re-imported after it was gone, which adds it
@@ -145,21 +122,9 @@ extension SoakTests {
     var samples = 0
     var violations: [String] = []
     while Date() < end {
-      // Sample the invariants from the names: the depth bound and one file per id.
-      var ids: [UUID] = []
-      for area in areas {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: area)) ?? [] {
-          if let id = PendingName(parsing: name)?.id ?? ClaimedName(parsing: name)?.message.id
-            ?? DelayedName(parsing: name)?.message.id
-          {
-            ids.append(id)
-          }
-        }
-      }
-      // The areas are listed one after another while messages move between them, so a message
-      // can show up twice here; count each id once (a duplicate file is checked at rest below).
+      // Sample the depth bound from the names.
       samples += 1
-      let depth = Set(ids).count
+      let depth = DepthSample.depth(of: areas)
       if depth > Self.maxMessages { violations.append("depth \(depth)") }
       if random.next() % 8 == 0 {
         let victim = Int(random.next() % UInt64(workers.count))

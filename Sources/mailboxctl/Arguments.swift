@@ -66,11 +66,14 @@ struct ParsedArguments: Equatable, Sendable {
     return number
   }
 
-  /// The value of `name` as seconds (a decimal number greater than 0), or nil when absent.
+  /// The value of `name` as seconds (a decimal number greater than 0 and at most 10^9, about 31
+  /// years), or nil when absent.
   func seconds(_ name: String) throws(UsageError) -> Double? {
     guard let text = value(name) else { return nil }
     guard let number = Double(text), number > 0, number.isFinite, number <= 1e9 else {
-      throw UsageError(message: "\(name) needs a number of seconds greater than 0, not '\(text)'")
+      throw UsageError(
+        message: "\(name) needs a number of seconds greater than 0 and at most 1000000000, "
+          + "not '\(text)'")
     }
     return number
   }

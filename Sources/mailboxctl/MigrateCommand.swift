@@ -29,9 +29,12 @@ let migrateCommand = Subcommand(
       changes nothing; run it again before starting consumers (acknowledged ids leave no
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages move to
-      quarantine/ (reason foreign). The limits apply as to enqueue: a message larger than
-      --max-payload-bytes with this format's header, or more messages than --max-messages,
-      stops the run (exit 65 or 75); raise the limit and run again.
+      quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue (the limit
+      options set them only when migrate creates the mailbox; or run mailboxctl create first):
+      a message larger than maxPayloadBytes with this format's header, or more messages than
+      maxMessages, stops the run (exit 65 or 75); raise it with mailboxctl config and run again.
+      Messages keep their enqueue dates, so one older than the mailbox's messageLifetime
+      (default one day) expires at the next claim: give the mailbox a longer lifetime first.
       Prints imported, already present and quarantined counts (JSON: {"imported",
       "alreadyPresent", "quarantined"}).
       """),

@@ -71,7 +71,9 @@ import Testing
     }
     let seconds = try ArgumentParser.parse(["--limit", "-1"], spec: spec)
     #expect(
-      throws: UsageError(message: "--limit needs a number of seconds greater than 0, not '-1'")
+      throws: UsageError(
+        message: "--limit needs a number of seconds greater than 0 and at most 1000000000, not '-1'"
+      )
     ) { try seconds.seconds("--limit") }
   }
 
@@ -148,8 +150,14 @@ import Testing
   }
 
   @Test(arguments: [
-    (["--retry-delay", "0"], "--retry-delay needs a number of seconds greater than 0, not '0'"),
-    (["--retry-delay", "x"], "--retry-delay needs a number of seconds greater than 0, not 'x'"),
+    (
+      ["--retry-delay", "0"],
+      "--retry-delay needs a number of seconds greater than 0 and at most 1000000000, not '0'"
+    ),
+    (
+      ["--retry-delay", "x"],
+      "--retry-delay needs a number of seconds greater than 0 and at most 1000000000, not 'x'"
+    ),
     (
       ["--retry-delay", "2", "--retry-max-delay", "1"],
       "--retry-max-delay (1) is less than --retry-delay (2)"

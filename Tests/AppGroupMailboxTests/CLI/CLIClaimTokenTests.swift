@@ -121,8 +121,8 @@ import Testing
     #expect(bad.status == 64)
     #expect(
       bad.stderr
-        == "mailboxctl: error: release: --retry-after needs a number of seconds greater than 0, "
-        + "not '0'\nRun 'mailboxctl release --help' for usage.\n")
+        == "mailboxctl: error: release: --retry-after needs a number of seconds greater than 0 "
+        + "and at most 1000000000, not '0'\nRun 'mailboxctl release --help' for usage.\n")
     #expect(container.names("claimed").count == 1)
     #expect(try run("release", container, [second.token]).status == 0)
     #expect(try claim(container, ["--limit", "5"]).map(\.message) == [2, 3])

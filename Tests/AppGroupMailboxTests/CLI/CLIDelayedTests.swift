@@ -231,8 +231,14 @@ import Testing
       ["--delay", "1", "--not-before", "2030-01-01T00:00:00Z"],
       "give --delay or --not-before, not both"
     ),
-    (["--delay", "-1"], "--delay needs a number of seconds greater than 0, not '-1'"),
-    (["--delay", "soon"], "--delay needs a number of seconds greater than 0, not 'soon'"),
+    (
+      ["--delay", "-1"],
+      "--delay needs a number of seconds greater than 0 and at most 1000000000, not '-1'"
+    ),
+    (
+      ["--delay", "soon"],
+      "--delay needs a number of seconds greater than 0 and at most 1000000000, not 'soon'"
+    ),
     (["--not-before", "tomorrow"], "--not-before needs an ISO 8601 date, not 'tomorrow'"),
   ])
   func `Invalid delay options are usage errors and write nothing`(

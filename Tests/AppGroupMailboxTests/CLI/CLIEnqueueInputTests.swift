@@ -197,14 +197,16 @@ import Testing
 
   @Test func `A full mailbox during --lines says where to resume and exits 75`() throws {
     let container = try TemporaryContainer()
+    #expect(
+      try Mailboxctl.run(["create"] + container.arguments() + ["--max-messages", "2"]).status == 0)
     let result = try Mailboxctl.run(
-      ["enqueue"] + container.arguments() + ["--lines", "--max-messages", "2"],
-      stdin: Data("1\n\n2\n3\n4\n".utf8))
+      ["enqueue"] + container.arguments() + ["--lines"], stdin: Data("1\n\n2\n3\n4\n".utf8))
     #expect(result.status == 75)
     #expect(result.stdout.split(separator: "\n").count == 2)
     #expect(
       result.stderr
-        == "mailboxctl: error: enqueue: The mailbox is full; 2 of 4 messages stored (input "
-        + "lines 1 to 3); the first line not stored is line 4: resume from it\n")
+        == "mailboxctl: error: enqueue: the mailbox is full (depth 2, maxMessages 2); 2 of 4 "
+        + "messages stored (input lines 1 to 3); the first line not stored is line 4: resume "
+        + "from it\n")
   }
 }

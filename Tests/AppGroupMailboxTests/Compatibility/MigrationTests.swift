@@ -21,6 +21,10 @@ import Testing
     (id(5), 788_918_402, 1, #"{"value":"E"}"#),
   ]
 
+  /// The fixture's messages are dated 2026: the mailbox that migrate creates keeps them for a
+  /// decade (an option that applies when the command creates the mailbox).
+  static let longLived = ["--message-lifetime", "315360000"]
+
   /// The namespace directory's old-format entries.
   static func legacyNames(_ container: TemporaryContainer) throws -> [String] {
     try FileManager.default.contentsOfDirectory(
@@ -49,10 +53,11 @@ import Testing
   {
     let container = try TemporaryContainer()
     try FixtureTests.install("apple-spool-0.2.1", into: container)
-    let first = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    let first = try Mailboxctl.run(
+      ["migrate"] + container.arguments() + Self.longLived + ["--json"])
     #expect(first.status == 0)
     #expect(first.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"quarantined\":2}\n")
-    let again = try Mailboxctl.run(["migrate"] + container.arguments())
+    let again = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
     #expect(again.status == 0)
     #expect(again.stdout == "imported:        0\nalreadyPresent:  0\nquarantined:     0\n")
     try Self.expectConverted(container)
@@ -66,10 +71,13 @@ import Testing
       let container = try TemporaryContainer()
       try FixtureTests.install("apple-spool-0.2.1", into: container)
       let crashed = try Mailboxctl.run(
-        ["migrate"] + container.arguments() + ["--crash-after-mutations", String(step)])
+        ["migrate"] + container.arguments() + Self.longLived + [
+          "--crash-after-mutations", String(step),
+        ])
       if crashed.status == 0 { break }
       #expect(crashed.status == 86, "step \(step): the crash point's exit status")
-      let rerun = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+      let rerun = try Mailboxctl.run(
+        ["migrate"] + container.arguments() + Self.longLived + ["--json"])
       #expect(rerun.status == 0, "step \(step): \(rerun.stderr)")
       try Self.expectConverted(container)
       step += 1
@@ -100,7 +108,7 @@ import Testing
     }
     let limits = ["--max-messages", "1000"]
     let running = try Processes.start(
-      Mailboxctl.url, ["migrate"] + container.arguments() + limits)
+      Mailboxctl.url, ["migrate"] + container.arguments() + Self.longLived + limits)
     #expect(waitUntil { container.names("pending").count >= count / 4 })
     running.signal(SIGKILL)
     let killed = try running.finish()
@@ -108,7 +116,8 @@ import Testing
     #expect(killed.status == SIGKILL)
     let left = try Self.legacyNames(container).count
     #expect(left > 0 && left < count)
-    let rerun = try Mailboxctl.run(["migrate"] + container.arguments() + limits + ["--json"])
+    let rerun = try Mailboxctl.run(
+      ["migrate"] + container.arguments() + Self.longLived + limits + ["--json"])
     #expect(rerun.status == 0)
     let report = try #require(try jsonLines(rerun.stdout).first)
     let imported = report["imported"] as? Int ?? 0
@@ -133,13 +142,13 @@ import Testing
     #expect(lock >= 0)
     defer { close(lock) }
     #expect(flock(lock, LOCK_EX) == 0)
-    let refused = try Mailboxctl.run(["migrate"] + container.arguments())
+    let refused = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
     #expect(refused.status == 75)
     #expect(refused.stderr.contains(".mailbox.lock; stop it and run again"))
     #expect(try Self.legacyNames(container).sorted() == before)
     #expect(container.names("pending").isEmpty)
     #expect(flock(lock, LOCK_UN) == 0)
-    #expect(try Mailboxctl.run(["migrate"] + container.arguments()).status == 0)
+    #expect(try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived).status == 0)
     try Self.expectConverted(container)
   }
 
@@ -147,7 +156,8 @@ import Testing
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox()
     try raw.enqueue(Data("1".utf8))
-    let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    let result = try Mailboxctl.run(
+      ["migrate"] + container.arguments() + Self.longLived + ["--json"])
     #expect(result.status == 0)
     #expect(result.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"quarantined\":0}\n")
     #expect(

@@ -169,16 +169,12 @@ struct PythonConcurrencyTests {
   }
 }
 
-/// Distinct message ids in `pending/`, `claimed/` and `delayed/` (a message moving between two
-/// listings is counted once).
+/// The messages present, sampled under the namespace lock (as producers take it), listing
+/// `claimed/` before `pending/`: the only move made without the lock is a claim (pending to
+/// claimed), which can then only hide a message from the sample, never count one twice.
 private func messagesPresent(_ container: TemporaryContainer) -> Int {
-  var ids = Set<Substring>()
-  for area in ["pending", "claimed", "delayed"] {
-    for name in container.names(area) {
-      let stem = area == "delayed" ? name.dropFirst(17) : Substring(name)
-      guard stem.utf8.count >= 74 else { continue }
-      ids.insert(stem.dropFirst(38).prefix(36))
-    }
-  }
-  return ids.count
+  let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")
+  return DepthSample.depth(
+    of: ["claimed", "delayed", "pending"].map { namespace.appendingPathComponent($0).path },
+    lock: namespace.appendingPathComponent("state").path)
 }

@@ -60,8 +60,9 @@ import Testing
     #expect(result.lines.count == 2)
     #expect(
       result.stderr
-        == "mailboxctl: error: enqueue: the mailbox is full (depth 2, maxMessages 2); line 3 and "
-        + "the lines after it were not enqueued (2 enqueued)\n")
+        == "mailboxctl: error: enqueue: the mailbox is full (depth 2, maxMessages 2); 2 of 4 "
+        + "messages stored (input lines 1 to 2); the first line not stored is line 3: resume "
+        + "from it\n")
   }
 
   @Test func `Four waiting producers put 2,000 lines through a bound of 100 exactly once`() throws {

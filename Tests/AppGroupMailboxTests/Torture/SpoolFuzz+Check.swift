@@ -43,7 +43,11 @@ extension SpoolFuzz {
     quarantined.formUnion(ledger.purgedIDs.compactMap(Self.payload(for:)))
     report.quarantinedMessages = quarantined.intersection(ledger.enqueued).count
     let requeued = Set(ledger.requeuedIDs.compactMap(Self.payload(for:)))
-    let readded = ledger.reimported.union(requeued)
+    // A copy under a second valid name is a second message to every reader (docs/FORMAT.md,
+    // "Moves"): its payload may be delivered once per name.
+    let renamedCopies = Set(
+      planter.renamedCopyIDs.compactMap { Self.payload(for: $0.uuidString.lowercased()) })
+    let readded = ledger.reimported.union(requeued).union(renamedCopies)
 
     // At least once, or quarantined with a reason.
     let acknowledged = Set(ledger.acknowledged)

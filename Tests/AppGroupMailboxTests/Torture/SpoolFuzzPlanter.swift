@@ -41,6 +41,9 @@ struct SpoolFuzzPlanter {
   /// Ids of messages copied, linked or duplicated: a copy the library never admitted can outlive
   /// the original, so the depth samples leave these ids out.
   var copiedIDs = Set<UUID>()
+  /// Ids of messages copied under a second valid name (another `enqueuedAt` and `sequence`):
+  /// names are a message's identity (docs/FORMAT.md, "Moves"), so each name may be delivered once.
+  var renamedCopyIDs = Set<UUID>()
 
   static let areas = ["pending", "claimed", "delayed", "quarantine", "tmp"]
   /// Computed, not a stored global: LeakSanitizer cannot see a global Data's buffer.
@@ -134,6 +137,7 @@ struct SpoolFuzzPlanter {
       var target = message
       if kind == .duplicateID || (kind == .hardLink && pick(2) == 0) {
         target.key = MessageKey(micros: now, sequence: random.next() % 1_000_000_000)
+        if kind == .duplicateID { renamedCopyIDs.insert(message.id) }
       }
       let to =
         kind == .hardLink

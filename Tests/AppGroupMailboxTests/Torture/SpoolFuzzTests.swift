@@ -9,13 +9,10 @@ import Testing
 /// classes to use, default all) and `FUZZ_SKIP` (classes to leave out; default
 /// ``SpoolFuzzTests/knownFailing``; set it empty to plant every class).
 @Suite struct SpoolFuzzTests {
-  /// Classes that still find faults another branch fixes; left out unless `FUZZ_SKIP` is set.
-  /// Today: C15 (conflicting copies and links stop every claim; same-id copies are delivered
-  /// twice) and C17 (explicit or planted dates become the implicit clock), fixed by branch i11a;
-  /// empty this list when that lands.
-  static let knownFailing: [PlantClass] = [
-    .crossAreaCopy, .hardLink, .duplicateID, .state, .farTime,
-  ]
+  /// Classes that still find faults not fixed yet; left out unless `FUZZ_SKIP` is set. Empty:
+  /// C15 (conflicting copies and links) and C17 (planted dates becoming the implicit clock),
+  /// which the fuzzer found first, are fixed.
+  static let knownFailing: [PlantClass] = []
 
   static let fixtures = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

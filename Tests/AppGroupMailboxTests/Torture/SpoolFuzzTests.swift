@@ -9,10 +9,18 @@ import Testing
 /// classes to use, default all) and `FUZZ_SKIP` (classes to leave out; default
 /// ``SpoolFuzzTests/knownFailing``; set it empty to plant every class).
 @Suite struct SpoolFuzzTests {
-  /// Classes that still find faults not fixed yet; left out unless `FUZZ_SKIP` is set. Empty:
-  /// C15 (conflicting copies and links) and C17 (planted dates becoming the implicit clock),
-  /// which the fuzzer found first, are fixed.
-  static let knownFailing: [PlantClass] = []
+  /// Classes that still find faults not fixed yet; left out unless `FUZZ_SKIP` is set.
+  /// - `cross-area-copy`: a copy of a claimed message under a second claimed name (another
+  ///   token), or in `pending/` after the original was claimed again, is a second file under a
+  ///   valid name when it is moved, so the message is delivered once per copy; only copies that
+  ///   meet their original at a move are dropped (C15's rule). Needs an id check at recovery
+  ///   and promotion.
+  /// - `far-time`: claims planted with a lease ending in 2286 count toward the depth bound until
+  ///   then, so a mailbox full of them refuses every enqueue (a lease longer than any
+  ///   `claimTimeout` could give should count as forged).
+  /// Fixed and planted again: `hard-link`, `duplicate-id` (a copy under a second name is a
+  /// second message, docs/FORMAT.md "Moves"), `state` (C17).
+  static let knownFailing: [PlantClass] = [.crossAreaCopy, .farTime]
 
   static let fixtures = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import mailbox_handler  # noqa: E402
@@ -33,27 +32,61 @@ from nats_bridge.common import log  # noqa: E402
 MESSAGE_KEY = b',"message":'
 
 
-class RawSession(mailbox_handler.Session):
-    """A handler session that also hands out each message's bytes as drain sent them."""
-
-    def lines(self):
-        """Yields (fields, message bytes) per message line; ends at end of file."""
-        for line in iter(self._in.readline, b""):
-            if not line.strip():
-                continue
-            fields = json.loads(line)
-            yield fields, payload(line)
+MAX_LINE = 1 << 27  # drain's longest message line: a 64 MiB message, escaped
 
 
-def payload(line):
-    """The bytes of the "message" value of one drain line: drain writes it last, embedded as
-    stored (docs/HANDLER-PROTOCOL.md). No earlier value can hold an unescaped quote, so the
-    first ``,"message":`` is the key."""
-    start = line.index(MESSAGE_KEY) + len(MESSAGE_KEY)
+class AsyncSession(mailbox_handler.Session):
+    """The library's session (its handshake and answers) with drain's lines read by asyncio
+    and the answers of one event-loop turn written together, in one write."""
+
+    def __init__(self):
+        self._loop = None
+        self._pending = []
+        # Unbuffered: the greeting is read byte by byte, so nothing after it is read ahead of
+        # asyncio's reader.
+        stdin = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
+        super().__init__(stdin=stdin, stdout=sys.stdout.buffer)
+        sys.stdout = sys.stderr  # print() must not corrupt the protocol
+
+    async def messages(self):
+        """Yields (fields, message bytes) per message line until end of file."""
+        self._loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        await self._loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), self._in)
+        while line := await reader.readline():
+            if line.strip():
+                yield split(line)
+
+    def _send(self, obj):
+        if self._loop is None:
+            return super()._send(obj)
+        self._pending.append(json.dumps(obj, separators=(",", ":")) + "\n")
+        if len(self._pending) == 1:
+            self._loop.call_soon(self.flush)
+
+    def flush(self):
+        """Writes the answers not written yet."""
+        if not self._pending:
+            return
+        data = "".join(self._pending).encode()
+        self._pending = []
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # drain is gone: it releases or re-claims what it held
+
+
+def split(line):
+    """One drain line as (its fields but "message", the message's bytes). drain writes
+    "message" last, its bytes embedded as stored (docs/HANDLER-PROTOCOL.md); no earlier value
+    can hold an unescaped quote, so the first ``,"message":`` is that key."""
+    key = line.index(MESSAGE_KEY)
     end = len(line.rstrip(b"\r\n"))
     if line[end - 1:end] != b"}":
         raise ValueError("a message line that does not end with }")
-    return line[start:end - 1]
+    return json.loads(line[:key] + b"}"), line[key + len(MESSAGE_KEY):end - 1]
 
 
 def parse_arguments():
@@ -80,34 +113,45 @@ class Forwarder:
         self.nc = None
         self.js = None
         self.connected = asyncio.Event()
-        self.tasks = set()
+        self.outstanding = set()
 
-    def answer(self, send, *values):
-        try:
-            send(*values)
-        except (BrokenPipeError, ValueError, OSError):
-            pass  # drain is gone: it releases or re-claims what it held
+    def failed(self, message_id, error):
+        log.say(f"publish failed, retrying in {self.arguments.retry_after:g} s: "
+                f"{type(error).__name__}: {error}", kind=type(error).__name__)
+        self.session.retry(message_id, self.arguments.retry_after)
 
     async def forward(self, fields, data):
+        """Publishes one message; its answer is written when the acknowledgement comes."""
         message_id = fields["id"]
+        if self.js is None:
+            return self.failed(message_id, ConnectionError("not connected to NATS"))
         headers = {common.MSG_ID: message_id}
         if fields.get("enqueuedAt"):
             headers[common.ENQUEUED_AT] = fields["enqueuedAt"]
         if fields.get("messageType"):
             headers[common.TYPE] = fields["messageType"]
+        timeout = self.arguments.publish_timeout
         try:
-            if self.js is None:
-                await asyncio.wait_for(self.connected.wait(), self.arguments.publish_timeout)
+            # No wait_stall: drain's --jobs bounds what is in flight, and a wait_for around
+            # the client's semaphore would yield (and send) once per message.
             future = await self.js.publish_async(
-                self.arguments.subject, data, stream=self.arguments.stream, headers=headers,
-                wait_stall=self.arguments.publish_timeout)
-            await asyncio.wait_for(future, self.arguments.publish_timeout)
+                self.arguments.subject, data, stream=self.arguments.stream, headers=headers)
         except Exception as error:  # noqa: BLE001 - every failure means "not stored yet"
-            log.say(f"publish failed, retrying in {self.arguments.retry_after:g} s: "
-                    f"{type(error).__name__}: {error}", kind=type(error).__name__)
-            self.answer(self.session.retry, message_id, self.arguments.retry_after)
-        else:
-            self.answer(self.session.ack, message_id)
+            return self.failed(message_id, error)
+        timer = asyncio.get_running_loop().call_later(timeout, future.cancel)
+        self.outstanding.add(future)
+
+        def done(future):
+            timer.cancel()
+            self.outstanding.discard(future)
+            if future.cancelled():
+                self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
+            elif future.exception() is not None:
+                self.failed(message_id, future.exception())
+            else:
+                self.session.ack(message_id)
+
+        future.add_done_callback(done)
 
     async def connect(self):
         delay = 0.1
@@ -123,25 +167,20 @@ class Forwarder:
                 delay = min(delay * 2, 5.0)
 
     async def run(self):
-        loop = asyncio.get_running_loop()
-        queue = asyncio.Queue()
-
-        def read():
-            try:
-                for item in self.session.lines():
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
-            except Exception as error:  # noqa: BLE001 - a broken line ends the handler
-                log.say(f"reading drain's input: {type(error).__name__}: {error}")
-            loop.call_soon_threadsafe(queue.put_nowait, None)
-
         connecting = asyncio.create_task(self.connect())
-        threading.Thread(target=read, daemon=True).start()
-        while (item := await queue.get()) is not None:
-            task = asyncio.create_task(self.forward(*item))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        if self.tasks:
-            await asyncio.wait(set(self.tasks))
+        try:  # the first messages wait a little for the first connection, not the retry delay
+            await asyncio.wait_for(asyncio.shield(self.connected.wait()),
+                                   self.arguments.publish_timeout)
+        except asyncio.TimeoutError:
+            pass
+        try:
+            async for fields, data in self.session.messages():
+                await self.forward(fields, data)
+        except Exception as error:  # noqa: BLE001 - a broken line ends the handler
+            log.say(f"reading drain's input: {type(error).__name__}: {error}")
+        if self.outstanding:
+            await asyncio.wait(set(self.outstanding))
+        self.session.flush()
         connecting.cancel()
         if self.nc is not None:
             await self.nc.close()
@@ -149,7 +188,7 @@ class Forwarder:
 
 def main():
     arguments = parse_arguments()
-    session = RawSession()
+    session = AsyncSession()
     asyncio.run(Forwarder(arguments, session).run())
     return 0
 

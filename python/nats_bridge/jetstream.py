@@ -4,7 +4,7 @@
     jetstream.py create-stream --name MAILBOX --subject mailbox.jobs --duplicate-window 3600
     jetstream.py info --name MAILBOX [--durable local]     # JSON: messages, pending, ...
     jetstream.py dump --name MAILBOX                       # JSON Lines: seq, id, headers, data
-    jetstream.py publish --subject mailbox.jobs [--in-flight 64] < messages.jsonl
+    jetstream.py publish --subject mailbox.jobs [--in-flight 64] [--input F] < messages.jsonl
 
 ``publish`` reads JSON Lines ``{"id", "message"[, "enqueuedAt"]}`` (the message's JSON is sent as is) and
 publishes each with ``Nats-Msg-Id`` = id, waiting for every acknowledgement; it prints
@@ -67,27 +67,24 @@ async def dump(js, arguments):
 
 
 async def publish(js, arguments):
-    lines = [json.loads(line) for line in sys.stdin.buffer if line.strip()]
+    source = open(arguments.input, "rb") if arguments.input else sys.stdin.buffer
+    with source:
+        lines = [json.loads(line) for line in source if line.strip()]
     items = [(item, json.dumps(item["message"], ensure_ascii=False,
                                separators=(",", ":")).encode()) for item in lines]
     started = time.monotonic()
     window = asyncio.Semaphore(arguments.in_flight)
-
-    async def one(item, data):
+    futures = []
+    for item, data in items:
         headers = {common.MSG_ID: item["id"]}
         if item.get("enqueuedAt"):
             headers[common.ENQUEUED_AT] = item["enqueuedAt"]
-        try:
-            future = await js.publish_async(arguments.subject, data, headers=headers)
-            await asyncio.wait_for(future, 30)
-        finally:
-            window.release()
-
-    tasks = []
-    for item, data in items:
-        await window.acquire()
-        tasks.append(asyncio.create_task(one(item, data)))
-    await asyncio.gather(*tasks)
+        await window.acquire()  # waits (and lets the client send) when in_flight are out
+        future = await js.publish_async(arguments.subject, data, headers=headers)
+        future.add_done_callback(lambda _: window.release())
+        futures.append(future)
+    for future in futures:
+        await asyncio.wait_for(future, 30)  # raises the first failed publish's error
     print(json.dumps({"published": len(items), "seconds": time.monotonic() - started}))
 
 
@@ -111,6 +108,7 @@ def main():
     sending = commands.add_parser("publish", help="publish JSON Lines {id, message} from stdin")
     sending.add_argument("--subject", required=True)
     sending.add_argument("--in-flight", type=int, default=64)
+    sending.add_argument("--input", default=None, help="read this file instead of stdin")
     arguments = parser.parse_args()
     action = {"create-stream": create_stream, "info": info, "dump": dump,
               "publish": publish}[arguments.command]

@@ -14,7 +14,7 @@ struct BridgeMeasure {
   let workspace: Workspace
   let report: Report
 
-  static let jobs = 32
+  static let jobs = 128
 
   /// The repository (the first parent of this executable holding python/nats_bridge).
   static var repository: URL? {

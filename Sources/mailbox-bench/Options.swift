@@ -61,10 +61,11 @@ struct BenchOptions {
     }
   }
 
-  /// Whether the group `name` runs.
+  /// Whether the group `name` runs: `peers` only with `--peers`, `drain` (it starts Python
+  /// handlers and takes minutes on a busy machine) only when `--only` names it.
   func runs(_ name: String) -> Bool {
     if let only { return only.contains(name) }
-    return name != "peers" || peers
+    return name != "drain" && (name != "peers" || peers)
   }
 
   /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.

@@ -15,6 +15,8 @@ final class ChildProcess: Sendable {
   let pid: pid_t
   /// The wait status once reaped (see waitpid(2)), else nil.
   private let status = Locked<Int32?>(nil)
+  /// When ``stop(grace:now:)`` first sent SIGTERM, and whether it sent SIGKILL.
+  private let stopping = Locked<(terminateSentAt: Date?, killSent: Bool)>((nil, false))
 
   /// Starts `executable` with `arguments` (not counting argv[0], which is the executable's
   /// path) and `environment`; `stdin` and `stdout`, when given, become the child's descriptors
@@ -112,6 +114,25 @@ final class ChildProcess: Sendable {
       if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
   }()
+
+  /// Stops the process group: SIGTERM once, then SIGKILL once `grace` seconds later (call
+  /// repeatedly until it has exited).
+  func stop(grace: TimeInterval, now: Date = Date()) {
+    guard !hasExited else { return }
+    let signal: Int32? = stopping.withLock { state in
+      guard let sent = state.terminateSentAt else {
+        state.terminateSentAt = now
+        return SIGTERM
+      }
+      guard !state.killSent, now.timeIntervalSince(sent) >= grace else { return nil }
+      state.killSent = true
+      return SIGKILL
+    }
+    if let signal { signalGroup(signal) }
+  }
+
+  /// Whether ``stop(grace:now:)`` was called.
+  var stopRequested: Bool { stopping.withLock { $0.terminateSentAt != nil } }
 
   /// A pipe whose both ends are close-on-exec (only the coordinating thread starts programs, so
   /// none inherits them in between) and numbered 3 or above (so a dup2(2) onto

@@ -17,10 +17,8 @@ final class CoprocessHandler {
   var greeted = false
   /// Why it is being stopped (garbage, a hang, a refused greeting), once it is.
   var failure: String?
-  /// Whether anything it said was applied (it did some work before it ended).
-  var answered = false
-  private var terminateSentAt: Date?
-  private var killSent = false
+  /// When its output was first seen ended while the process still ran.
+  var outputEndedAt: Date?
 
   /// Lines read from the handler's stdout, and whether its stdout has ended.
   final class Inbox: Sendable {
@@ -139,20 +137,10 @@ final class CoprocessHandler {
     close(input)
   }
 
-  /// Sends SIGTERM to its process group once, then SIGKILL `grace` seconds later (call
-  /// repeatedly); closes its stdin too.
+  /// Closes its stdin and stops its process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
     closeInput()
-    guard !process.hasExited else { return }
-    if let sent = terminateSentAt {
-      if !killSent, now.timeIntervalSince(sent) >= grace {
-        process.signalGroup(SIGKILL)
-        killSent = true
-      }
-    } else {
-      process.signalGroup(SIGTERM)
-      terminateSentAt = now
-    }
+    process.stop(grace: grace, now: now)
   }
 
   deinit { closeInput() }

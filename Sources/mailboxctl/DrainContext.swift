@@ -19,7 +19,6 @@ final class DrainContext {
 
   var delivered = 0
   var released = 0
-  var deadLettered = 0
   var failedHandlers = 0
   /// The failure that ends the drain (claiming stops, what is in flight is finished).
   var fatal: CommandFailure?
@@ -91,7 +90,6 @@ final class DrainContext {
     let shown = String(reason.map { $0.isNewline ? " " : $0 }.prefix(200))
     do {
       try claim.deadLetter()
-      deadLettered += 1
       Output.note("drain: message \(Self.name(claim)): dead-lettered by the handler: \(shown)")
     } catch AppGroupMailboxError.claimNoLongerExists {
       Output.note("drain: message \(Self.name(claim)): its claim was already recovered")

@@ -93,8 +93,14 @@ final class CoprocessDelivery: DeliveryMode {
         "left message \(DrainContext.name(late.claim)) unanswered for "
           + "\(Drainer.format(seconds: timeout)) s", culprit: late.claim)
     }
-    if handler.failure == nil, ended || handler.process.hasExited {
-      fail(handler, handler.process.hasExited ? handler.process.outcome : "closed its output")
+    if handler.failure == nil, ended, !handler.process.hasExited {
+      // Its output ended: give it a second to exit, so the report can say how it ended.
+      let since = handler.outputEndedAt ?? now
+      handler.outputEndedAt = since
+      if now.timeIntervalSince(since) >= 1 { fail(handler, "closed its output") }
+    }
+    if handler.failure == nil, handler.process.hasExited {
+      fail(handler, handler.process.outcome)
     }
     if handler.failure != nil {
       handler.stop(grace: context.killGrace, now: now)
@@ -169,7 +175,6 @@ final class CoprocessDelivery: DeliveryMode {
         fail(handler, "answered message \(id), which it does not hold")
         return
       }
-      handler.answered = true
       deaths = 0
       switch answer {
       case .ack: context.acknowledge(flight.claim)

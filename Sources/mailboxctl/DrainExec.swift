@@ -43,7 +43,7 @@ final class ExecDelivery: DeliveryMode {
       guard run.hasExited else { return false }
       if run.succeeded && !run.timedOut {
         context.acknowledge(run.claim)
-      } else if run.terminateSentAt != nil && !run.timedOut {
+      } else if run.stopRequested && !run.timedOut {
         // Stopped by a stop signal: it did not fail, its message goes straight back.
         context.release(run.claim)
       } else {
@@ -56,7 +56,7 @@ final class ExecDelivery: DeliveryMode {
       if let timeout = context.handlerTimeout, now.timeIntervalSince(run.startedAt) >= timeout {
         run.timedOut = true
         run.stop(grace: context.killGrace, now: now)
-      } else if run.terminateSentAt != nil {
+      } else if run.stopRequested {
         run.stop(grace: context.killGrace, now: now)
       }
       if now.timeIntervalSince(run.lastRenewal) >= context.renewInterval {

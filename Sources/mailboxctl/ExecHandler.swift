@@ -16,8 +16,6 @@ final class HandlerRun {
   let startedAt = Date()
   /// The coordinator thread's bookkeeping (only it touches these).
   var lastRenewal = Date()
-  var terminateSentAt: Date?
-  var killSent = false
   var timedOut = false
 
   /// Whether the process has exited.
@@ -63,20 +61,13 @@ final class HandlerRun {
     }
   }
 
-  /// Sends SIGTERM to the handler's process group once, then SIGKILL once `grace` seconds
-  /// later (call repeatedly).
+  /// Stops the handler's process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
-    guard !hasExited else { return }
-    if let sent = terminateSentAt {
-      if !killSent, now.timeIntervalSince(sent) >= grace {
-        process.signalGroup(SIGKILL)
-        killSent = true
-      }
-    } else {
-      process.signalGroup(SIGTERM)
-      terminateSentAt = now
-    }
+    process.stop(grace: grace, now: now)
   }
+
+  /// Whether it was stopped by drain (a timeout or a stop request).
+  var stopRequested: Bool { process.stopRequested }
 
   /// Finds `command` as execvp(3) would: a name with a `/` as given, else the first executable
   /// file of that name in `$PATH`. Nil when none is found.

@@ -8,21 +8,6 @@ import Testing
 /// End-to-end tests of `drain --coprocess`: the handler protocol, answers in any order,
 /// handlers that crash, print garbage, hang, speak another version or keep dying.
 @Suite struct CLICoprocessTests {
-  @discardableResult
-  func enqueue(_ container: TemporaryContainer, count: Int) throws -> [UUID] {
-    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 10_000))
-    return try (0..<count).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
-  }
-
-  func summary(_ stderr: String) -> String? {
-    stderr.split(separator: "\n").last { $0.hasPrefix("mailboxctl: drain: delivered") }
-      .map { String($0.split(separator: " in ").first!) }
-  }
-
-  func remaining(_ container: TemporaryContainer) throws -> [AppGroupMailboxEntry] {
-    try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
-  }
-
   /// Runs drain (with a short retry delay) until nothing is left, waiting for released
   /// messages to fall due between runs (at most 30 runs); returns every run's stderr.
   func drainUntilEmpty(_ container: TemporaryContainer, _ handler: [String]) throws -> String {
@@ -31,7 +16,7 @@ import Testing
       let result = try Mailboxctl.run(
         ["drain"] + container.arguments() + ["--retry-delay", "0.05"] + handler)
       stderr += result.stderr
-      if try remaining(container).isEmpty { break }
+      if try container.remaining().isEmpty { break }
       if let due = try container.rawMailbox().nextDueDate() {
         #expect(waitUntil(deadline: 30) { Date() > due })
       }
@@ -58,19 +43,20 @@ import Testing
     let result = try Mailboxctl.run(["drain"] + container.arguments() + handler)
     #expect(result.status == 0)
     #expect(result.stdout == "")
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
     let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
     #expect(
       lines == [
         "[\"\(first.uuidString.lowercased())\", 1, \"greeting\", {\"text\": \"h\\u00e9llo\"}, 27]",
         "[\"\(second.uuidString.lowercased())\", 1, \"\", [1, 2], 27]",
       ])
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
   }
 
   @Test func `Answers in any order: ack, release, retry after N seconds, and dead letter`() throws {
     let container = try TemporaryContainer()
-    let ids = try enqueue(container, count: 4).map { $0.uuidString.lowercased() }
+    let ids = try container.enqueueNumbered(count: 4).map { $0.uuidString.lowercased() }
     // Holds all four, then answers from the last to the first.
     let handler = try PythonHandler.write(
       """
@@ -89,23 +75,61 @@ import Testing
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--jobs", "4", "--retry-jitter", "0"] + handler)
     #expect(result.status == 75)
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
     #expect(
       result.stderr.contains(
         "mailboxctl: drain: message \(ids[3]): dead-lettered by the handler: poison\n"))
     #expect(
       result.stderr.contains(
         "mailboxctl: drain: message \(ids[1]): handler released it; released, retry in 1 s\n"))
-    let left = try remaining(container)
+    let left = try container.remaining()
     #expect(left.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])
     #expect(left.map(\.state) == [.delayed, .delayed])
     let quarantined = try container.rawMailbox().inspector.entries(in: [.quarantined])
     #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [ids[3]])
   }
 
+  @Test func `A Python function raising Retry, DeadLetter or another error is answered so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 4).map { $0.uuidString.lowercased() }
+    let handler = try PythonHandler.write(
+      """
+      def handle(m):
+          n = m.message["n"]
+          if n == 0:
+              raise mailbox_handler.Retry(3600)
+          if n == 1:
+              raise mailbox_handler.DeadLetter("cannot parse")
+          if n == 2:
+              raise ValueError("boom")
+      mailbox_handler.run(handle, threads=2)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "2", "--retry-jitter", "0"] + handler)
+    #expect(result.status == 75)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
+    #expect(result.stderr.contains("mailbox_handler: message \(ids[2]): ValueError: boom\n"))
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[1]): dead-lettered by the handler: cannot parse\n"))
+    // Retry(3600) waits an hour; the error, the retry policy's 1 s.
+    var due: [String: TimeInterval] = [:]
+    for entry in try container.remaining() where entry.state == .delayed {
+      due[entry.id?.uuidString.lowercased() ?? ""] = entry.dueAt?.timeIntervalSinceNow
+    }
+    #expect(Set(due.keys) == [ids[0], ids[2]])
+    #expect((3000...3600).contains(due[ids[0]] ?? 0))
+    #expect((0...5).contains(due[ids[2]] ?? -1))
+  }
+
   @Test func `A handler that speaks another protocol version is refused with exit 76`() throws {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 2)
+    try container.enqueueNumbered(count: 2)
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
         "--coprocess", "sh", "-c",
@@ -116,12 +140,12 @@ import Testing
       result.stderr.hasSuffix(
         "mailboxctl: error: drain: --coprocess: the handler was refused: it speaks protocol "
           + "version 2; this mailboxctl speaks 1\n"))
-    #expect(try remaining(container).map(\.deliveryCount) == [0, 0])
+    #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
   }
 
   @Test func `A handler that keeps dying stops drain with exit 69 and touches nothing`() throws {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 2)
+    try container.enqueueNumbered(count: 2)
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--coprocess", "sh", "-c", "exit 1"])
     #expect(result.status == 69)
@@ -129,19 +153,19 @@ import Testing
       result.stderr.hasSuffix(
         "mailboxctl: error: drain: --coprocess: the handler ended 5 times in a row without an "
           + "answer (last: exit status 1); giving up\n"))
-    #expect(try remaining(container).map(\.deliveryCount) == [0, 0])
-    #expect(try remaining(container).map(\.state) == [.pending, .pending])
+    #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
+    #expect(try container.remaining().map(\.state) == [.pending, .pending])
   }
 
   @Test func `A handler crashing on every third message is survived: nothing lost`() throws {
     let container = try TemporaryContainer()
-    let ids = Set(try enqueue(container, count: 30).map { $0.uuidString.lowercased() })
+    let ids = Set(try container.enqueueNumbered(count: 30).map { $0.uuidString.lowercased() })
     let log = container.url.appendingPathComponent("log")
     let handler = try PythonHandler.write(
       PythonHandler.logging(to: log, crashEvery: 3), in: container)
     let stderr = try drainUntilEmpty(container, handler)
     #expect(!stderr.contains("giving up"))
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
     let records = try PythonHandler.records(log)
     #expect(Set(records.map(\.id)) == ids)
     #expect(records.count == 30)  // a crashed handling never logged, so no duplicates here
@@ -152,7 +176,7 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    let ids = Set(try enqueue(container, count: 20).map { $0.uuidString.lowercased() })
+    let ids = Set(try container.enqueueNumbered(count: 20).map { $0.uuidString.lowercased() })
     let log = container.url.appendingPathComponent("log")
     let handler = try PythonHandler.write(
       """
@@ -172,7 +196,7 @@ import Testing
     #expect(
       stderr.contains(
         "wrote a line that is not a JSON object; 1 unanswered message released\n"))
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
     let records = try PythonHandler.records(log)
     #expect(Set(records.map(\.id)) == ids)
     #expect(records.count == 20)
@@ -182,7 +206,7 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    let ids = try enqueue(container, count: 3).map { $0.uuidString.lowercased() }
+    let ids = try container.enqueueNumbered(count: 3).map { $0.uuidString.lowercased() }
     let handler = try PythonHandler.write(
       """
       import time
@@ -200,15 +224,16 @@ import Testing
       result.stderr.contains(
         "mailboxctl: drain: message \(ids[0]): handler left message \(ids[0]) unanswered for "
           + "1 s; released, retry in 1 s\n"))
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 2, released 1, quarantined 0")
-    let left = try remaining(container)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 1, quarantined 0")
+    let left = try container.remaining()
     #expect(left.map { $0.id?.uuidString.lowercased() } == [ids[0]])
     #expect(left.map(\.state) == [.delayed])
   }
 
   @Test func `SIGTERM lets the handler answer what it holds; --limit stops claiming`() throws {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 5)
+    try container.enqueueNumbered(count: 5)
     let started = container.url.appendingPathComponent("started")
     let handler = try PythonHandler.write(
       """
@@ -225,12 +250,14 @@ import Testing
     drain.signal(SIGTERM)
     let result = try drain.finish()
     #expect(result.status == 0)
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
-    #expect(try remaining(container).count == 4)
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(try container.remaining().count == 4)
     let limited = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--limit", "2"] + handler)
     #expect(limited.status == 0)
-    #expect(summary(limited.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
-    #expect(try remaining(container).count == 2)
+    #expect(
+      drainSummary(limited.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
+    #expect(try container.remaining().count == 2)
   }
 }

@@ -9,53 +9,40 @@ import Testing
 /// keeps at-least-once to disk, `--exec` handlers are finished when they exit, SIGHUP stops
 /// cleanly, and a reader that goes away (EPIPE) stops claiming.
 @Suite struct CLIDrainCaseTests {
-  @discardableResult
-  func enqueue(_ container: TemporaryContainer, count: Int) throws -> [UUID] {
-    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 10_000))
-    return try (0..<count).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
-  }
-
-  func summary(_ stderr: String) -> String? {
-    stderr.split(separator: "\n").last { $0.hasPrefix("mailboxctl: drain: delivered") }
-      .map { String($0.split(separator: " in ").first!) }
-  }
-
-  func remaining(_ container: TemporaryContainer) throws -> [AppGroupMailboxEntry] {
-    try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
-  }
-
   @Test func `C20 a line written into a pipe is handed off, as help says; --output keeps all 99`()
     throws
   {
     let container = try TemporaryContainer()
-    let ids = try enqueue(container, count: 99)
+    let ids = try container.enqueueNumbered(count: 99)
     let drain = ([Mailboxctl.url.path, "drain"] + container.arguments()).joined(separator: " ")
     let piped = try Processes.start(
       URL(fileURLWithPath: "/bin/sh"), ["-c", "\(drain) | (sleep 1; head -n 1)"]
     ).finish()
     #expect(piped.status == 0)
     #expect(piped.lines.count == 1)
-    #expect(summary(piped.stderr) == "mailboxctl: drain: delivered 99, released 0, quarantined 0")
+    #expect(
+      drainSummary(piped.stderr) == "mailboxctl: drain: delivered 99, released 0, quarantined 0")
     let help = try Mailboxctl.run(["drain", "--help"])
     #expect(help.stdout.contains("A line written to stdout is handed off"))
     #expect(help.stdout.contains("--output FILE"))
 
-    let again = try enqueue(container, count: 99)
+    let again = try container.enqueueNumbered(count: 99)
     let file = container.url.appendingPathComponent("out.jsonl")
     let kept = try Mailboxctl.run(["drain"] + container.arguments() + ["--output", file.path])
     #expect(kept.status == 0)
     #expect(kept.stdout == "")
-    #expect(summary(kept.stderr) == "mailboxctl: drain: delivered 99, released 0, quarantined 0")
+    #expect(
+      drainSummary(kept.stderr) == "mailboxctl: drain: delivered 99, released 0, quarantined 0")
     let lines = try jsonLines(String(contentsOf: file, encoding: .utf8))
     #expect(lines.map { $0["id"] as? String } == again.map { $0.uuidString.lowercased() })
     #expect(lines.map { ($0["message"] as? [String: Int])?["n"] } == Array(0..<99))
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
     #expect(ids.count == 99)
   }
 
   @Test func `--output ends a cut-short last line before appending`() throws {
     let container = try TemporaryContainer()
-    let ids = try enqueue(container, count: 1)
+    let ids = try container.enqueueNumbered(count: 1)
     let file = container.url.appendingPathComponent("out.jsonl")
     try Data("{\"id\":\"cut".utf8).write(to: file)
     let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--output", file.path])
@@ -70,7 +57,7 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 1)
+    try container.enqueueNumbered(count: 1)
     let started = Date()
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
@@ -78,15 +65,16 @@ import Testing
         "sleep 30 </dev/null >/dev/null 2>&1 & exit 0",
       ], deadline: 25)
     #expect(result.status == 0)
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
     // Well before the background sleep ends (a bound against hanging, not a timing target).
     #expect(Date().timeIntervalSince(started) < 25)
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
   }
 
   @Test func `A handler timeout signals the handler's whole process group`() throws {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 1)
+    try container.enqueueNumbered(count: 1)
     let marker = container.url.appendingPathComponent("child.pid")
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
@@ -94,7 +82,8 @@ import Testing
         "sleep 300 & echo $! > '\(marker.path)'; wait",
       ], deadline: 60)
     #expect(result.status == 75)
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 0, released 1, quarantined 0")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 0, released 1, quarantined 0")
     let pid = try #require(
       Int32(
         String(contentsOf: marker, encoding: .utf8).trimmingCharacters(
@@ -102,14 +91,14 @@ import Testing
             .union(.newlines))))
     // The background sleep was in the group: it is gone (kill(pid, 0) fails with ESRCH).
     #expect(waitUntil(deadline: 30) { kill(pid, 0) != 0 })
-    #expect(try remaining(container).map(\.state) == [.delayed])
+    #expect(try container.remaining().map(\.state) == [.delayed])
   }
 
   @Test func `C22 SIGHUP is handled like SIGTERM: the running handler's result is applied`()
     throws
   {
     let container = try TemporaryContainer()
-    try enqueue(container, count: 1)
+    try container.enqueueNumbered(count: 1)
     let started = container.url.appendingPathComponent("started")
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + [
@@ -120,33 +109,42 @@ import Testing
     let result = try drain.finish()
     #expect(result.status == 0)
     #expect(result.reason == .exit)
-    #expect(summary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
     #expect(result.stderr.contains("; stopped by SIGHUP\n"))
-    #expect(try remaining(container).isEmpty)
+    #expect(try container.remaining().isEmpty)
     #expect(container.names("claimed").isEmpty)
+  }
+
+  @Test func `A drain whose stdout fails exits 74 and releases the message`() throws {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 2)
+    let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+    let result = try Mailboxctl.run(["drain"] + container.arguments(), stdout: full)
+    #expect(result.status == 74)
+    #expect(
+      result.stderr.hasSuffix(
+        "mailboxctl: error: drain: writing stdout failed: No space left on device (errno 28)\n"))
+    let pending = try container.rawMailbox().inspector.entries(in: [.pending])
+    #expect(pending.map(\.id) == ids)
+    #expect(pending.map(\.deliveryCount) == [1, 0])
   }
 
   @Test func `A reader that closed stdout (EPIPE) stops drain and the message is released`()
     throws
   {
     let container = try TemporaryContainer()
-    let ids = try enqueue(container, count: 3)
+    let ids = try container.enqueueNumbered(count: 3)
     var fds: [Int32] = [-1, -1]
     try #require(pipe(&fds) == 0)
     close(fds[0])
-    let process = Process()
-    process.executableURL = Mailboxctl.url
-    process.arguments = ["drain"] + container.arguments()
-    process.standardOutput = FileHandle(fileDescriptor: fds[1], closeOnDealloc: true)
-    let err = Pipe()
-    process.standardError = err
-    try process.run()
-    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 74)
-    #expect(process.terminationReason == .exit)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments(),
+      stdout: FileHandle(fileDescriptor: fds[1], closeOnDealloc: true))
+    #expect(result.status == 74)
+    #expect(result.reason == .exit)
     #expect(
-      stderr.hasSuffix(
+      result.stderr.hasSuffix(
         "mailboxctl: error: drain: stdout was closed by its reader (EPIPE): stopped claiming; "
           + "the message not written was released\n"))
     let pending = try container.rawMailbox().inspector.entries(in: [.pending])

@@ -54,6 +54,24 @@ import Testing
     return stderr
   }
 
+  /// ``kills`` runs of drain `arguments`, each SIGKILLed once `progress()` has grown by a
+  /// random amount (seeded; the seed is printed, and `AGM_KILL_SEED=<seed>` replays it);
+  /// returns their stderr.
+  func killRepeatedly(_ arguments: [String], progress: () throws -> Int) throws -> String {
+    let seed =
+      ProcessInfo.processInfo.environment["AGM_KILL_SEED"].flatMap { UInt64($0) }
+      ?? UInt64.random(in: 1...UInt64.max)
+    print("CLIDrainKillTests seed \(seed) (AGM_KILL_SEED=\(seed) replays it)")
+    var generator = SeededGenerator(seed: seed)
+    var stderr = ""
+    var target = 0
+    for _ in 0..<Self.kills {
+      target += Int.random(in: 50...(Self.count / Self.kills - 50), using: &generator)
+      stderr += try killedRun(arguments, at: target, progress: progress)
+    }
+    return stderr
+  }
+
   func lines(_ file: URL) -> Int {
     guard let data = FileManager.default.contents(atPath: file.path) else { return 0 }
     return data.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
@@ -69,14 +87,7 @@ import Testing
       ["drain"] + container.arguments() + [
         "--relaxed", "--claim-timeout", "2", "--jobs", String(Self.jobs),
       ] + handler
-    var generator = SeededGenerator(seed: UInt64.random(in: 1...UInt64.max))
-    print("CLIDrainKillTests seed \(generator.state)")
-    var stderr = ""
-    var target = 0
-    for _ in 0..<Self.kills {
-      target += Int.random(in: 50...(Self.count / Self.kills - 50), using: &generator)
-      stderr += try killedRun(arguments, at: target) { try PythonHandler.records(log).count }
-    }
+    var stderr = try killRepeatedly(arguments) { try PythonHandler.records(log).count }
     stderr += try finish(container, arguments)
     let records = try PythonHandler.records(log)
     #expect(Set(records.map(\.id)) == ids)
@@ -105,14 +116,7 @@ import Testing
       ["drain"] + container.arguments() + [
         "--relaxed", "--claim-timeout", "2", "--output", file.path,
       ]
-    var generator = SeededGenerator(seed: UInt64.random(in: 1...UInt64.max))
-    print("CLIDrainKillTests --output seed \(generator.state)")
-    var stderr = ""
-    var target = 0
-    for _ in 0..<Self.kills {
-      target += Int.random(in: 50...(Self.count / Self.kills - 50), using: &generator)
-      stderr += try killedRun(arguments, at: target) { lines(file) }
-    }
+    var stderr = try killRepeatedly(arguments) { lines(file) }
     stderr += try finish(container, arguments)
     #expect(!stderr.contains("before the acknowledge"))
     let text = try String(contentsOf: file, encoding: .utf8)

@@ -18,6 +18,23 @@ enum Mailboxctl {
       .finish(deadline: deadline)
   }
 
+  /// Runs `mailboxctl arguments` with its stdout on `stdout`; returns its exit status, how it
+  /// ended and its stderr.
+  static func run(_ arguments: [String], stdout: FileHandle) throws -> Finished {
+    let process = Process()
+    process.executableURL = url
+    process.arguments = arguments
+    process.standardOutput = stdout
+    let err = Pipe()
+    process.standardError = err
+    try process.run()
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return Finished(
+      status: process.terminationStatus, reason: process.terminationReason, stdout: "",
+      stderr: stderr)
+  }
+
   /// Starts `mailboxctl arguments` with its output streamed into memory as it arrives.
   static func start(_ arguments: [String], environment: [String: String] = [:]) throws
     -> StreamingProcess

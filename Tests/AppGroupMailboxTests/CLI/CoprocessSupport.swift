@@ -56,3 +56,24 @@ enum PythonHandler {
     }
   }
 }
+
+/// The summary line of a drain's stderr without its timing (`mailboxctl: drain: delivered ...,
+/// released ..., quarantined ...`).
+func drainSummary(_ stderr: String) -> String? {
+  stderr.split(separator: "\n").last { $0.hasPrefix("mailboxctl: drain: delivered") }
+    .map { String($0.split(separator: " in ").first!) }
+}
+
+extension TemporaryContainer {
+  /// Enqueues `{"n": 0}` ... `{"n": count - 1}` in namespace `jobs`; returns their ids.
+  @discardableResult
+  func enqueueNumbered(count: Int) throws -> [UUID] {
+    let mailbox = try rawMailbox(limits: .init(maxMessages: 10_000))
+    return try (0..<count).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
+  }
+
+  /// The messages left pending, claimed or delayed in namespace `jobs`.
+  func remaining() throws -> [AppGroupMailboxEntry] {
+    try rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
+  }
+}

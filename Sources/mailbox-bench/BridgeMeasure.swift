@@ -1,4 +1,3 @@
-import AppGroupMailbox
 import Foundation
 import Glibc
 
@@ -111,29 +110,18 @@ struct BridgeMeasure {
     return Rounds.rate(count, elapsed)
   }
 
-  /// drain --coprocess forward.py over a fresh mailbox of `count` messages of 256 bytes; every
-  /// message must be forwarded.
+  /// drain --coprocess forward.py over a fresh mailbox of `count` messages of 256 bytes (the
+  /// drain measure's run); every message must be forwarded.
   private func forwardRate(
     _ mailboxctl: String, _ python: String, _ scripts: String, _ nats: NATSProcess,
     count: Int, durable: Bool, subject: String
   ) throws -> Double {
-    let path = workspace.fresh("bridge")
-    defer { workspace.remove(path) }
-    _ = try LibrarySide(container: path, durability: .relaxed).timeEnqueue(count: count, size: 256)
-    let arguments =
-      ["drain", "--container", path, "--namespace", LibrarySide.namespace]
-      + (durable ? [] : ["--relaxed"]) + [
-        "--max-messages", "10000000", "--jobs", String(Self.jobs), "--coprocess", python,
-        "\(scripts)/forward.py", "--server", nats.url, "--subject", subject,
-      ]
-    let start = nowNanoseconds()
-    let (status, _) = try Children.wait(
-      try Children.spawn(arguments, executable: mailboxctl, stderr: "/dev/null"))
-    let elapsed = nowNanoseconds() - start
-    guard status == 0 else { throw BenchError.failed("mailboxctl drain exited with \(status)") }
-    let left = try LibrarySide(container: path, durability: .relaxed).mailbox.inspector.status()
-    guard left.depth == 0 else { throw BenchError.failed("the forwarder left messages behind") }
-    return Rounds.rate(count, elapsed)
+    try DrainMeasure(options: options, workspace: workspace, report: report).drainRate(
+      mailboxctl, count: count, durable: durable,
+      handler: [
+        "--jobs", String(Self.jobs), "--coprocess", python, "\(scripts)/forward.py", "--server",
+        nats.url, "--subject", subject,
+      ])
   }
 
   /// The target line: forwarding at least half as fast as publishing directly.

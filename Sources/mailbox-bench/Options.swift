@@ -61,11 +61,12 @@ struct BenchOptions {
     }
   }
 
-  /// Whether the group `name` runs: `peers` only with `--peers`, `drain` (it starts Python
-  /// handlers and takes minutes on a busy machine) only when `--only` names it.
+  /// Whether the group `name` runs: `peers` only with `--peers`, `drain` and `bridge` (they
+  /// start Python handlers, `bridge` a nats-server too, and take minutes on a busy machine) only
+  /// when `--only` names them.
   func runs(_ name: String) -> Bool {
     if let only { return only.contains(name) }
-    return name != "drain" && (name != "peers" || peers)
+    return name != "drain" && name != "bridge" && (name != "peers" || peers)
   }
 
   /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.

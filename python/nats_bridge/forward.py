@@ -2,7 +2,7 @@
 """Forwards a mailbox into a NATS JetStream stream: the long-running handler of
 ``mailboxctl drain --follow --coprocess`` (docs/HANDLER-PROTOCOL.md, docs/SCALING.md).
 
-    mailboxctl drain --container DIR --namespace jobs --follow --jobs 64 \\
+    mailboxctl drain --container DIR --namespace jobs --follow --jobs 128 \\
         --coprocess .venv/bin/python python/nats_bridge/forward.py \\
         --server nats://nats1:4222 --subject mailbox.jobs
 
@@ -30,8 +30,6 @@ from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
 MESSAGE_KEY = b',"message":'
-
-
 MAX_LINE = 1 << 27  # drain's longest message line: a 64 MiB message, escaped
 
 

@@ -83,7 +83,7 @@ struct DrainMeasure {
   }
 
   /// Drain's rate over `count` messages with `handler`; every message must be delivered.
-  private func drainRate(_ mailboxctl: String, count: Int, durable: Bool, handler: [String])
+  func drainRate(_ mailboxctl: String, count: Int, durable: Bool, handler: [String])
     throws -> Double
   {
     let path = try filled(count: count)

@@ -16,7 +16,7 @@ struct BenchOptions {
   /// `--cache PATH`: where the deep spools of the depth measures are kept between runs.
   var cache: String?
   /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
-  /// wake, memory, drain, peers).
+  /// wake, memory, drain, bridge, peers).
   var only: Set<String>?
   /// `--python PATH`: the interpreter for `--peers` (default `.venv-peers/bin/python`, then
   /// `python3`).
@@ -25,7 +25,7 @@ struct BenchOptions {
   static let usage = """
     usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
                          [--only GROUP[,GROUP...]] [--python PATH]
-    groups: throughput, depth, batch, concurrency, wake, memory, drain, peers
+    groups: throughput, depth, batch, concurrency, wake, memory, drain, bridge, peers
     """
 
   /// Parses `arguments` (without the program name); nil on a usage error.
@@ -61,11 +61,12 @@ struct BenchOptions {
     }
   }
 
-  /// Whether the group `name` runs: `peers` only with `--peers`, `drain` (it starts Python
-  /// handlers and takes minutes on a busy machine) only when `--only` names it.
+  /// Whether the group `name` runs: `peers` only with `--peers`, `drain` and `bridge` (they
+  /// start Python handlers, `bridge` a nats-server too, and take minutes on a busy machine) only
+  /// when `--only` names them.
   func runs(_ name: String) -> Bool {
     if let only { return only.contains(name) }
-    return name != "drain" && (name != "peers" || peers)
+    return name != "drain" && name != "bridge" && (name != "peers" || peers)
   }
 
   /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.

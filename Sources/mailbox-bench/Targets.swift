@@ -72,6 +72,7 @@ enum Targets {
           ))
       }
     }
+    lines += BridgeMeasure.targets(rows)
     for (name, figure, met) in lines {
       let verdict = met.map { $0 ? "met" : "NOT met" } ?? "pending"
       if json {

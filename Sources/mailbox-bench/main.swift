@@ -52,6 +52,7 @@ group("memory") {
   try MemoryMeasure(options: options, workspace: workspace, report: report).run()
 }
 group("drain") { try DrainMeasure(options: options, workspace: workspace, report: report).run() }
+group("bridge") { try BridgeMeasure(options: options, workspace: workspace, report: report).run() }
 group("peers") { try PeerMeasures(options: options, workspace: workspace, report: report).run() }
 Targets.check(report.rows, claimCost: depth.claimCost, json: options.json)
 if !options.json {

@@ -1,0 +1,95 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// The reverse direction: python/nats_bridge/consume.py pulls from a durable JetStream consumer
+/// of a real `nats-server -js` into a local mailbox with `mailboxctl enqueue --id`, SIGKILLed on
+/// the way.
+@Suite struct NATSConsumeTests {
+  static let count = 1_000
+  static let subject = "mailbox.jobs"
+
+  /// Publishes `count` dpkg status entries as JSON strings with ids and enqueue dates; returns
+  /// id (lower case) to enqueue date text.
+  func publish(_ server: NATSServer) throws -> [String: String] {
+    let entries = try NATSBridge.dpkgEntries()
+    var lines = ""
+    var published: [String: String] = [:]
+    let start = Date(timeIntervalSince1970: 1_790_000_000)
+    for index in 0..<Self.count {
+      let id = UUID().uuidString.lowercased()
+      let date = ISO8601.format(start.addingTimeInterval(Double(index) * 0.001))
+      published[id] = date
+      lines +=
+        "{\"id\":\"\(id)\",\"enqueuedAt\":\"\(date)\",\"message\":"
+        + "\(JSONText.string(entries[index % entries.count]))}\n"
+    }
+    let result = try NATSBridge.tool(
+      server, ["publish", "--subject", Self.subject], stdin: Data(lines.utf8))
+    #expect(result.contains("\"published\": \(Self.count)"))
+    return published
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func
+    `Every JetStream message lands in the local mailbox exactly once through 2 consumer SIGKILLs`()
+    throws
+  {
+    try NATSBridge.requireSetUp()
+    let container = try TemporaryContainer()
+    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    defer { server.stop() }
+    try NATSBridge.tool(
+      server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject])
+    let published = try publish(server)
+    let mailbox = try container.rawMailbox()
+    func arrived() throws -> [AppGroupMailboxEntry] {
+      try mailbox.inspector.entries(in: [.pending, .claimed, .delayed])
+    }
+    let arguments = [
+      NATSBridge.script("consume.py"), "--server", server.url, "--stream", "MAILBOX",
+      "--durable", "local", "--ack-wait", "2", "--batch", "32", "--parallel", "4",
+      "--mailboxctl", Mailboxctl.url.path, "--",
+    ]
+    let enqueue =
+      container.arguments() + [
+        "--relaxed", "--max-messages", "10000", "--max-payload-bytes",
+        "1048576",
+      ]
+    var consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
+    for target in [Self.count / 4, Self.count / 2] {
+      let reached = try NATSBridge.waitUntil(deadline: 120) {
+        try mailbox.inspector.status().depth >= target
+      }
+      try #require(reached, "stuck before \(target)")
+      consumer.signal(SIGKILL)
+      _ = try consumer.finish(deadline: 30)
+      consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
+    }
+    var pending: [String: Any] = [:]
+    let settled = try NATSBridge.waitUntil(deadline: 120) {
+      guard try mailbox.inspector.status().depth >= Self.count else { return false }
+      pending = try NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])
+      return pending["numPending"] as? Int == 0 && pending["numAckPending"] as? Int == 0
+    }
+    consumer.signal(SIGTERM)
+    let last = try consumer.finish(deadline: 60)
+    #expect(settled, "\(pending) \(last.stderr)")
+    #expect(last.status == 0, "\(last.stderr)")
+
+    let entries = try arrived()
+    #expect(entries.count == Self.count)
+    #expect(Set(entries.compactMap { $0.id?.uuidString.lowercased() }) == Set(published.keys))
+    let dates = entries.filter { entry in
+      guard let id = entry.id, let date = entry.enqueuedAt else { return false }
+      return published[id.uuidString.lowercased()] == ISO8601.format(date)
+    }
+    #expect(dates.count == Self.count)
+    let info = try NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])
+    #expect(info["numPending"] as? Int == 0)
+    #expect(info["numAckPending"] as? Int == 0)
+  }
+}

@@ -1,0 +1,70 @@
+"""What the NATS JetStream bridge's programs share: the headers a mailbox message carries in
+JetStream, the connection options, and rate-limited logging to standard error.
+
+A mailbox message in a JetStream stream is the message's JSON bytes as the payload, with
+headers:
+
+- ``Nats-Msg-Id``: the mailbox message id (lower-case UUID). JetStream drops a second publish
+  with the same id within the stream's duplicate window (ADR-0031 / JetStream docs, "Message
+  Deduplication"), which turns the mailbox's at-least-once hand-over into one stored message.
+- ``Mailbox-Enqueued-At``: when it was first enqueued (ISO 8601, UTC, microseconds).
+- ``Mailbox-Type``: the producer's type tag, absent when untyped.
+"""
+
+import os
+import sys
+import time
+
+MSG_ID = "Nats-Msg-Id"
+ENQUEUED_AT = "Mailbox-Enqueued-At"
+TYPE = "Mailbox-Type"
+
+
+def add_connection_arguments(parser):
+    """Adds ``--server`` (repeatable; default $NATS_URL or nats://127.0.0.1:4222) and
+    ``--creds`` (a NATS credentials file)."""
+    parser.add_argument(
+        "--server", action="append", default=None,
+        help="a NATS server URL (repeat for a cluster; default $NATS_URL or nats://127.0.0.1:4222)")
+    parser.add_argument("--creds", default=None, help="a NATS user credentials file")
+
+
+async def connect(arguments, name):
+    """Connects to the servers of ``arguments`` and keeps reconnecting forever after a loss (the
+    client buffers publishes meanwhile). Raises what ``nats.connect`` raises when no server
+    answers the first time."""
+    import nats
+
+    servers = arguments.server or [os.environ.get("NATS_URL", "nats://127.0.0.1:4222")]
+
+    async def on_error(error):
+        log.say(f"NATS: {type(error).__name__}: {error}")
+
+    return await nats.connect(
+        servers=servers, name=name, user_credentials=arguments.creds,
+        max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=2,
+        error_cb=on_error, allow_reconnect=True)
+
+
+class Log:
+    """Lines on standard error, at most one a second per kind (a dead server must not flood
+    the journal); the number left out is added to the next line of that kind."""
+
+    def __init__(self, program):
+        self.program = program
+        self.last = {}
+        self.skipped = {}
+
+    def say(self, text, kind=None):
+        kind = kind or text
+        now = time.monotonic()
+        if now - self.last.get(kind, -10.0) < 1.0:
+            self.skipped[kind] = self.skipped.get(kind, 0) + 1
+            return
+        self.last[kind] = now
+        more = self.skipped.pop(kind, 0)
+        suffix = f" (and {more} more like it)" if more else ""
+        print(f"{self.program}: {text}{suffix}", file=sys.stderr, flush=True)
+
+
+log = Log(os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "nats_bridge")

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Brings messages from a NATS JetStream stream into a local mailbox (docs/SCALING.md): pulls
+from a durable consumer and enqueues each message with ``mailboxctl enqueue --id``,
+acknowledging to JetStream only after that enqueue returned.
+
+    consume.py --server nats://nats1:4222 --stream MAILBOX --durable host7 \\
+        -- --container /var/lib/app --namespace jobs
+
+Arguments after ``--`` go to ``mailboxctl enqueue``. The message id is the ``Nats-Msg-Id``
+header (a UUID; anything else is turned into a UUID derived from it), else a UUID derived from
+the stream name and sequence, so a redelivery (after a crash, before the acknowledgement)
+enqueues the same id again, which writes nothing while that message is still in the mailbox.
+``Mailbox-Enqueued-At`` and ``Mailbox-Type`` become ``--enqueued-at`` and ``--type``.
+
+A message mailboxctl rejects as bad data (exit 65: not JSON, too large) is terminated in
+JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
+redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
+enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).
+"""
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from nats_bridge import common  # noqa: E402
+from nats_bridge.common import log  # noqa: E402
+
+DATA_ERROR = 65
+ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
+
+
+def parse_arguments():
+    argv = sys.argv[1:]
+    enqueue = []
+    if "--" in argv:
+        enqueue = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    parser = argparse.ArgumentParser(
+        description="Enqueue JetStream messages into a local mailbox (mailboxctl enqueue --id).")
+    common.add_connection_arguments(parser)
+    parser.add_argument("--stream", required=True, help="the stream to consume")
+    parser.add_argument("--durable", required=True, help="the durable consumer's name")
+    parser.add_argument("--subject", default="", help="a filter subject (default: the whole stream)")
+    parser.add_argument("--mailboxctl", default="mailboxctl", help="the mailboxctl to run")
+    parser.add_argument("--batch", type=int, default=64, help="messages per fetch (default 64)")
+    parser.add_argument("--parallel", type=int, default=4,
+                        help="enqueues running at once (default 4)")
+    parser.add_argument("--ack-wait", type=float, default=30.0,
+                        help="seconds before JetStream redelivers an unacknowledged message "
+                             "(set when the consumer is created; default 30)")
+    parser.add_argument("--retry-after", type=float, default=2.0,
+                        help="seconds before a message that failed to enqueue comes again")
+    arguments = parser.parse_args(argv)
+    arguments.enqueue = enqueue
+    return arguments
+
+
+def message_id(message):
+    headers = message.headers or {}
+    text = headers.get(common.MSG_ID)
+    if text:
+        try:
+            return str(uuid.UUID(text))
+        except ValueError:
+            return str(uuid.uuid5(ID_NAMESPACE, "id:" + text))
+    meta = message.metadata
+    return str(uuid.uuid5(ID_NAMESPACE, f"{meta.stream}:{meta.sequence.stream}"))
+
+
+class Consumer:
+    def __init__(self, arguments):
+        self.arguments = arguments
+        self.stopping = asyncio.Event()
+        self.window = asyncio.Semaphore(arguments.parallel)
+
+    async def enqueue(self, message):
+        try:
+            headers = message.headers or {}
+            command = [self.arguments.mailboxctl, "enqueue", *self.arguments.enqueue,
+                       "--id", message_id(message)]
+            if headers.get(common.ENQUEUED_AT):
+                command += ["--enqueued-at", headers[common.ENQUEUED_AT]]
+            if headers.get(common.TYPE):
+                command += ["--type", headers[common.TYPE]]
+            process = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE)
+            _, stderr = await process.communicate(message.data or b"")
+            if process.returncode == 0:
+                await message.ack()
+            elif process.returncode == DATA_ERROR:
+                log.say(f"message {message_id(message)} terminated: "
+                        f"{stderr.decode(errors='replace').strip()}", kind="data")
+                await message.term()
+            else:
+                log.say(f"enqueue failed (exit {process.returncode}), retrying in "
+                        f"{self.arguments.retry_after:g} s: "
+                        f"{stderr.decode(errors='replace').strip()}", kind="enqueue")
+                await message.nak(delay=self.arguments.retry_after)
+        except Exception as error:  # noqa: BLE001 - JetStream redelivers after ack_wait
+            log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
+        finally:
+            self.window.release()
+
+    async def run(self):
+        import nats.errors
+        from nats.js.api import AckPolicy, ConsumerConfig
+
+        loop = asyncio.get_running_loop()
+        stops = (signal.SIGINT, signal.SIGTERM)
+        for number in stops:
+            loop.add_signal_handler(number, self.stopping.set)
+        # A parent may have started us with them blocked (the mask is inherited across exec).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        nc = await common.connect(self.arguments, "mailbox-consume")
+        js = nc.jetstream()
+        config = ConsumerConfig(
+            durable_name=self.arguments.durable, ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.arguments.ack_wait,
+            max_ack_pending=max(self.arguments.batch * 4, 256),
+            filter_subject=self.arguments.subject or None)
+        subscription = await js.pull_subscribe(
+            self.arguments.subject or None, durable=self.arguments.durable,
+            stream=self.arguments.stream, config=config)
+        tasks = set()
+        while not self.stopping.is_set():
+            try:
+                messages = await subscription.fetch(self.arguments.batch, timeout=1)
+            except nats.errors.TimeoutError:
+                continue
+            except Exception as error:  # noqa: BLE001 - a lost server: try again
+                log.say(f"fetch: {type(error).__name__}: {error}", kind="fetch")
+                await asyncio.sleep(0.5)
+                continue
+            for index, message in enumerate(messages):
+                await self.window.acquire()
+                if self.stopping.is_set():
+                    self.window.release()
+                    for rest in messages[index:]:
+                        await rest.nak()  # delivered again at once, to the next consumer
+                    break
+                task = asyncio.create_task(self.enqueue(message))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.wait(set(tasks))
+        try:
+            await nc.flush(timeout=5)  # the last acknowledgements
+        finally:
+            await nc.close()
+        return 0
+
+
+def main():
+    return asyncio.run(Consumer(parse_arguments()).run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Forwards a mailbox into a NATS JetStream stream: the long-running handler of
+``mailboxctl drain --follow --coprocess`` (docs/HANDLER-PROTOCOL.md, docs/SCALING.md).
+
+    mailboxctl drain --container DIR --namespace jobs --follow --jobs 128 \\
+        --coprocess .venv/bin/python python/nats_bridge/forward.py \\
+        --server nats://nats1:4222 --subject mailbox.jobs
+
+Each message is published to ``--subject`` with ``Nats-Msg-Id`` set to the message id (and the
+headers of common.py), as the message's JSON bytes exactly as stored. Only after JetStream's
+publish acknowledgement (the message is stored, on every replica the stream asks for) does the
+handler answer "ack", and drain deletes the message. A publish that fails or is not acknowledged
+within ``--publish-timeout`` seconds is answered "retry after ``--retry-after`` seconds": the
+message stays in the mailbox and is published again later; a second publish inside the
+stream's duplicate window is dropped by JetStream, so the stream holds each message once.
+
+Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
+come back (in any order). Needs the ``nats-py`` package (PyPI).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import mailbox_handler  # noqa: E402
+from nats_bridge import common  # noqa: E402
+from nats_bridge.common import log  # noqa: E402
+
+MESSAGE_KEY = b',"message":'
+MAX_LINE = 1 << 27  # drain's longest message line: a 64 MiB message, escaped
+
+
+class AsyncSession(mailbox_handler.Session):
+    """The library's session (its handshake and answers) with drain's lines read by asyncio
+    and the answers of one event-loop turn written together, in one write."""
+
+    def __init__(self):
+        self._loop = None
+        self._pending = []
+        # Unbuffered: the greeting is read byte by byte, so nothing after it is read ahead of
+        # asyncio's reader.
+        stdin = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
+        super().__init__(stdin=stdin, stdout=sys.stdout.buffer)
+        sys.stdout = sys.stderr  # print() must not corrupt the protocol
+
+    async def messages(self):
+        """Yields (fields, message bytes) per message line until end of file."""
+        self._loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        await self._loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), self._in)
+        while line := await reader.readline():
+            if line.strip():
+                yield split(line)
+
+    def _send(self, obj):
+        if self._loop is None:
+            return super()._send(obj)
+        self._pending.append(json.dumps(obj, separators=(",", ":")) + "\n")
+        if len(self._pending) == 1:
+            self._loop.call_soon(self.flush)
+
+    def flush(self):
+        """Writes the answers not written yet."""
+        if not self._pending:
+            return
+        data = "".join(self._pending).encode()
+        self._pending = []
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # drain is gone: it releases or re-claims what it held
+
+
+def split(line):
+    """One drain line as (its fields but "message", the message's bytes). drain writes
+    "message" last, its bytes embedded as stored (docs/HANDLER-PROTOCOL.md); no earlier value
+    can hold an unescaped quote, so the first ``,"message":`` is that key."""
+    key = line.index(MESSAGE_KEY)
+    end = len(line.rstrip(b"\r\n"))
+    if line[end - 1:end] != b"}":
+        raise ValueError("a message line that does not end with }")
+    return json.loads(line[:key] + b"}"), line[key + len(MESSAGE_KEY):end - 1]
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(
+        description="Forward mailboxctl drain --coprocess messages into NATS JetStream.")
+    common.add_connection_arguments(parser)
+    parser.add_argument("--subject", required=True, help="the JetStream subject to publish to")
+    parser.add_argument(
+        "--stream", default=None,
+        help="the stream that must store it (sent as Nats-Expected-Stream; default any)")
+    parser.add_argument(
+        "--publish-timeout", type=float, default=5.0,
+        help="seconds to wait for the publish acknowledgement (default 5)")
+    parser.add_argument(
+        "--retry-after", type=float, default=2.0,
+        help="seconds after which a message whose publish failed is delivered again (default 2)")
+    return parser.parse_args()
+
+
+class Forwarder:
+    def __init__(self, arguments, session):
+        self.arguments = arguments
+        self.session = session
+        self.nc = None
+        self.js = None
+        self.connected = asyncio.Event()
+        self.outstanding = set()
+
+    def failed(self, message_id, error):
+        log.say(f"publish failed, retrying in {self.arguments.retry_after:g} s: "
+                f"{type(error).__name__}: {error}", kind=type(error).__name__)
+        self.session.retry(message_id, self.arguments.retry_after)
+
+    async def forward(self, fields, data):
+        """Publishes one message; its answer is written when the acknowledgement comes."""
+        message_id = fields["id"]
+        if self.js is None:
+            return self.failed(message_id, ConnectionError("not connected to NATS"))
+        headers = {common.MSG_ID: message_id}
+        if fields.get("enqueuedAt"):
+            headers[common.ENQUEUED_AT] = fields["enqueuedAt"]
+        if fields.get("messageType"):
+            headers[common.TYPE] = fields["messageType"]
+        timeout = self.arguments.publish_timeout
+        try:
+            # No wait_stall: drain's --jobs bounds what is in flight, and a wait_for around
+            # the client's semaphore would yield (and send) once per message.
+            future = await self.js.publish_async(
+                self.arguments.subject, data, stream=self.arguments.stream, headers=headers)
+        except Exception as error:  # noqa: BLE001 - every failure means "not stored yet"
+            return self.failed(message_id, error)
+        timer = asyncio.get_running_loop().call_later(timeout, future.cancel)
+        self.outstanding.add(future)
+
+        def done(future):
+            timer.cancel()
+            self.outstanding.discard(future)
+            if future.cancelled():
+                self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
+            elif future.exception() is not None:
+                self.failed(message_id, future.exception())
+            else:
+                self.session.ack(message_id)
+
+        future.add_done_callback(done)
+
+    async def connect(self):
+        delay = 0.1
+        while True:
+            try:
+                self.nc = await common.connect(self.arguments, "mailbox-forward")
+                self.js = self.nc.jetstream()
+                self.connected.set()
+                return
+            except Exception as error:  # noqa: BLE001 - keep trying; messages get "retry"
+                log.say(f"cannot connect yet: {type(error).__name__}: {error}", kind="connect")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def run(self):
+        connecting = asyncio.create_task(self.connect())
+        try:  # the first messages wait a little for the first connection, not the retry delay
+            await asyncio.wait_for(asyncio.shield(self.connected.wait()),
+                                   self.arguments.publish_timeout)
+        except asyncio.TimeoutError:
+            pass
+        try:
+            async for fields, data in self.session.messages():
+                await self.forward(fields, data)
+        except Exception as error:  # noqa: BLE001 - a broken line ends the handler
+            log.say(f"reading drain's input: {type(error).__name__}: {error}")
+        if self.outstanding:
+            await asyncio.wait(set(self.outstanding))
+        self.session.flush()
+        connecting.cancel()
+        if self.nc is not None:
+            await self.nc.close()
+
+
+def main():
+    arguments = parse_arguments()
+    session = AsyncSession()
+    asyncio.run(Forwarder(arguments, session).run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Sets up and inspects the JetStream side of the bridge (docs/SCALING.md), with nats-py:
+
+    jetstream.py create-stream --name MAILBOX --subject mailbox.jobs --duplicate-window 3600
+    jetstream.py info --name MAILBOX [--durable local]     # JSON: messages, pending, ...
+    jetstream.py dump --name MAILBOX                       # JSON Lines: seq, id, headers, data
+    jetstream.py publish --subject mailbox.jobs [--in-flight 64] [--input F] < messages.jsonl
+
+``publish`` reads JSON Lines ``{"id", "message"[, "enqueuedAt"]}`` (the message's JSON is sent as is) and
+publishes each with ``Nats-Msg-Id`` = id, waiting for every acknowledgement; it prints
+``{"published": N, "seconds": S}``. Exit status 0, or 1 with the reason on standard error.
+"""
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from nats_bridge import common  # noqa: E402
+
+
+async def create_stream(js, arguments):
+    from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+
+    config = StreamConfig(
+        name=arguments.name, subjects=arguments.subject,
+        retention=RetentionPolicy(arguments.retention), storage=StorageType.FILE,
+        num_replicas=arguments.replicas, duplicate_window=arguments.duplicate_window,
+        max_age=arguments.max_age or None)
+    try:
+        await js.stream_info(arguments.name)
+        info = await js.update_stream(config)
+    except Exception:  # noqa: BLE001 - not found: create it
+        info = await js.add_stream(config)
+    print(json.dumps({"stream": info.config.name, "subjects": info.config.subjects,
+                      "duplicateWindow": info.config.duplicate_window,
+                      "replicas": info.config.num_replicas}))
+
+
+async def info(js, arguments):
+    stream = await js.stream_info(arguments.name)
+    result = {"messages": stream.state.messages, "bytes": stream.state.bytes,
+              "firstSeq": stream.state.first_seq, "lastSeq": stream.state.last_seq}
+    if arguments.durable:
+        consumer = await js.consumer_info(arguments.name, arguments.durable)
+        result.update(numPending=consumer.num_pending, numAckPending=consumer.num_ack_pending,
+                      numRedelivered=consumer.num_redelivered)
+    print(json.dumps(result))
+
+
+async def dump(js, arguments):
+    stream = await js.stream_info(arguments.name)
+    out = sys.stdout
+    for seq in range(stream.state.first_seq, stream.state.last_seq + 1):
+        try:
+            message = await js.get_msg(arguments.name, seq)
+        except Exception:  # noqa: BLE001 - a deleted sequence
+            continue
+        headers = dict(message.headers or {})
+        out.write(json.dumps({
+            "seq": seq, "id": headers.get(common.MSG_ID), "headers": headers,
+            "data": base64.b64encode(message.data or b"").decode()}) + "\n")
+
+
+async def publish(js, arguments):
+    source = open(arguments.input, "rb") if arguments.input else sys.stdin.buffer
+    with source:
+        lines = [json.loads(line) for line in source if line.strip()]
+    items = [(item, json.dumps(item["message"], ensure_ascii=False,
+                               separators=(",", ":")).encode()) for item in lines]
+    started = time.monotonic()
+    window = asyncio.Semaphore(arguments.in_flight)
+    futures = []
+    for item, data in items:
+        headers = {common.MSG_ID: item["id"]}
+        if item.get("enqueuedAt"):
+            headers[common.ENQUEUED_AT] = item["enqueuedAt"]
+        await window.acquire()  # waits (and lets the client send) when in_flight are out
+        future = await js.publish_async(arguments.subject, data, headers=headers)
+        future.add_done_callback(lambda _: window.release())
+        futures.append(future)
+    for future in futures:
+        await asyncio.wait_for(future, 30)  # raises the first failed publish's error
+    print(json.dumps({"published": len(items), "seconds": time.monotonic() - started}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Set up and inspect the bridge's JetStream side.")
+    common.add_connection_arguments(parser)
+    commands = parser.add_subparsers(dest="command", required=True)
+    create = commands.add_parser("create-stream", help="create or update a stream")
+    create.add_argument("--name", required=True)
+    create.add_argument("--subject", action="append", required=True)
+    create.add_argument("--retention", default="limits", choices=["limits", "workqueue", "interest"])
+    create.add_argument("--replicas", type=int, default=1)
+    create.add_argument("--duplicate-window", type=float, default=3600.0,
+                        help="seconds (default 3600); longer than the longest retry delay")
+    create.add_argument("--max-age", type=float, default=0.0, help="seconds; 0: unlimited")
+    show = commands.add_parser("info", help="stream (and consumer) counts as JSON")
+    show.add_argument("--name", required=True)
+    show.add_argument("--durable", default=None)
+    dumping = commands.add_parser("dump", help="every stored message as JSON Lines")
+    dumping.add_argument("--name", required=True)
+    sending = commands.add_parser("publish", help="publish JSON Lines {id, message} from stdin")
+    sending.add_argument("--subject", required=True)
+    sending.add_argument("--in-flight", type=int, default=64)
+    sending.add_argument("--input", default=None, help="read this file instead of stdin")
+    arguments = parser.parse_args()
+    action = {"create-stream": create_stream, "info": info, "dump": dump,
+              "publish": publish}[arguments.command]
+
+    async def run():
+        nc = await common.connect(arguments, "mailbox-jetstream")
+        try:
+            await action(nc.jetstream(), arguments)
+        finally:
+            await nc.close()
+
+    try:
+        asyncio.run(run())
+    except Exception as error:  # noqa: BLE001 - one line, not a trace
+        print(f"jetstream.py {arguments.command}: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

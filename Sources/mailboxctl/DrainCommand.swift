@@ -115,7 +115,7 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
     })
   let context = DrainContext(
     mailbox: mailbox, location: location, signals: Signals.install(), retryPolicy: retryPolicy,
-    handlerTimeout: handlerTimeout, jobs: jobs)
+    handlerTimeout: handlerTimeout, jobs: jobs, deadLetters: deadLetters)
   let mode: any DeliveryMode
   switch handler {
   case ("--exec", let executable, let rest)?:

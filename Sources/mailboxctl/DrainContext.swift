@@ -23,10 +23,15 @@ final class DrainContext {
   /// The failure that ends the drain (claiming stops, what is in flight is finished).
   var fatal: CommandFailure?
 
+  /// Prints the dead letters the mailbox's `maxDeliveryAttempts` makes; told about the handler's.
+  let deadLetters: DeadLetterReport
+
   init(
     mailbox: AppGroupRawMailbox, location: MailboxOptions.Location, signals: Signals,
-    retryPolicy: AppGroupMailboxRetryPolicy, handlerTimeout: TimeInterval?, jobs: Int
+    retryPolicy: AppGroupMailboxRetryPolicy, handlerTimeout: TimeInterval?, jobs: Int,
+    deadLetters: DeadLetterReport
   ) {
+    self.deadLetters = deadLetters
     self.mailbox = mailbox
     self.location = location
     self.signals = signals
@@ -88,6 +93,7 @@ final class DrainContext {
   /// handler's own text, shown on one line, at most 200 characters).
   func deadLetter(_ claim: AppGroupRawMailbox.Claim, reason: String) {
     let shown = String(reason.map { $0.isNewline ? " " : $0 }.prefix(200))
+    deadLetters.handlerChose(claim.id)
     do {
       try claim.deadLetter()
       Output.note("drain: message \(Self.name(claim)): dead-lettered by the handler: \(shown)")

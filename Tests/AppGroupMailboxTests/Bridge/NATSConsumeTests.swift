@@ -45,7 +45,9 @@ import Testing
     try NATSBridge.tool(
       server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject])
     let published = try publish(server)
-    let mailbox = try container.rawMailbox()
+    // The mailbox's settings are stored when it is created: room for every message.
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 10_000, maxPayloadBytes: 1 << 20))
     func arrived() throws -> [AppGroupMailboxEntry] {
       try mailbox.inspector.entries(in: [.pending, .claimed, .delayed])
     }
@@ -54,11 +56,7 @@ import Testing
       "--durable", "local", "--ack-wait", "2", "--batch", "32", "--parallel", "4",
       "--mailboxctl", Mailboxctl.url.path, "--",
     ]
-    let enqueue =
-      container.arguments() + [
-        "--relaxed", "--max-messages", "10000", "--max-payload-bytes",
-        "1048576",
-      ]
+    let enqueue = container.arguments() + ["--relaxed"]
     var consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
     for target in [Self.count / 4, Self.count / 2] {
       let reached = try NATSBridge.waitUntil(deadline: 120) {

@@ -187,7 +187,7 @@ import Testing
         delivered.withLock { $0.append(String(decoding: claim.payload, as: UTF8.self)) }
       }
     }
-    let done = await waitUntilAsync(deadline: 300) { delivered.withLock { $0.count == 2 } }
+    let done = await waitUntilAsync(deadline: 900) { delivered.withLock { $0.count == 2 } }
     drain.cancel()
     _ = try? await drain.value
     #expect(done)

@@ -47,7 +47,7 @@ private struct Refund: Codable, Sendable, Equatable {
     // the whole suite shares; alone this takes 0.1 s, also under ThreadSanitizer, but beside
     // the rest of the suite under a sanitizer the pool's threads can be busy for minutes.
     let finished = try await offCooperativePool {
-      waitUntil(deadline: 600) {
+      waitUntil(deadline: 900) {
         gotOrders.withLock { $0.count } == count / 2 && gotRefunds.withLock { $0.count } == count
       }
     }

@@ -49,11 +49,11 @@ import Testing
     let drain = Task {
       try await mailbox.drain { claim in delivered.withLock { $0.append(claim.message) } }
     }
-    let idle = await waitUntilAsync(deadline: 300) {
+    let idle = await waitUntilAsync(deadline: 900) {
       delivered.withLock { $0.count == 1 } && container.names("claimed").isEmpty
     }
     try mailbox.enqueue("second", delay: 0.2)
-    let done = await waitUntilAsync(deadline: 300) { delivered.withLock { $0.count == 2 } }
+    let done = await waitUntilAsync(deadline: 900) { delivered.withLock { $0.count == 2 } }
     drain.cancel()
     _ = try? await drain.value
     #expect(idle && done)

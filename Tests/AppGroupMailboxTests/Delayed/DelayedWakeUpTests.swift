@@ -36,8 +36,8 @@ import Testing
       try await mailbox.drain { claim in delivered.withLock { $0.append(claim.message) } }
     }
     // A generous bound: long synchronous tests running in parallel can hold every cooperative
-    // thread for a minute on a 2-core machine.
-    let done = await waitUntilAsync(deadline: 300) { delivered.withLock { $0.count == 2 } }
+    // thread for minutes on a 2-core machine under a sanitizer; a hang still fails.
+    let done = await waitUntilAsync(deadline: 900) { delivered.withLock { $0.count == 2 } }
     drain.cancel()
     _ = try? await drain.value
     #expect(done)

@@ -68,7 +68,7 @@ func startConsumer(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any E
     #expect(try mailbox.inspector.status().depth == 0)
     let follow = startConsumer(mailbox)
     try mailbox.enqueue(.refresh)
-    #expect(await waitUntilAsync(deadline: 30) { (try? mailbox.inspector.status().depth) == 0 })
+    #expect(await waitUntilAsync(deadline: 900) { (try? mailbox.inspector.status().depth) == 0 })
     follow.cancel()
     try await follow.value
   }

@@ -58,6 +58,8 @@ import Testing
     ]
     let enqueue = container.arguments() + ["--relaxed"]
     var consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
+    // A failed expectation must not leave the consumer running after the test.
+    defer { if consumer.process.isRunning { consumer.signal(SIGKILL) } }
     for target in [Self.count / 4, Self.count / 2] {
       let reached = try NATSBridge.waitUntil(deadline: 120) {
         try mailbox.inspector.status().depth >= target

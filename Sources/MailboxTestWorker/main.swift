@@ -25,6 +25,7 @@ let commands: [WorkerCommand] =
   + interopCommands
   + timeValueCommands
   + cancelCommands
+  + keyCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 @testable import AppGroupMailbox
@@ -76,6 +77,66 @@ import Testing
     let second = try mailbox.enqueue(Data("2".utf8), key: "k", onConflict: .keep)
     guard case .enqueued = second else { throw KeyFailure(second) }
     #expect(container.indexedID("k") == second.id.uuidString.lowercased())
+  }
+}
+
+/// The two ways a replacement cannot swap: the pending message was claimed in the instant
+/// before, or the filesystem lacks `RENAME_EXCHANGE`.
+@Suite struct KeyReplacementFallbackTests {
+  @Test
+  func
+    `A claim just before the swap leaves the claimed file whole; the new message waits behind it`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let old = try mailbox.enqueue(Data("\"old\"".utf8), key: "k", onConflict: .replace)
+    let pending = try #require(container.names("pending").first)
+    let claimedName = try #require(PendingName(parsing: pending)).claimedForTest.fileName
+    let pendingURL = container.area("pending").appendingPathComponent(pending)
+    let claimedURL = container.area("claimed").appendingPathComponent(claimedName)
+    // A consumer's rename, made in the instant between the lookup and the swap.
+    let (outcome, unfired) = try FaultInjection.withRules([
+      .init(call: "renameat2", errno: 0) {
+        _ = rename(pendingURL.path, claimedURL.path)
+      }
+    ]) { try mailbox.enqueue(Data("\"new\"".utf8), key: "k", onConflict: .replace) }
+    #expect(unfired.isEmpty)
+    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    #expect(newID != old.id)
+    #expect(try String(contentsOf: claimedURL, encoding: .utf8).hasSuffix("\n\"old\""))
+    #expect(try container.pendingFiles().map(\.message) == ["\"new\""])
+    #expect(try container.pendingFiles().map(\.id) == [newID.uuidString.lowercased()])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 2])
+    #expect(container.names("tmp").isEmpty)
+  }
+
+  @Test func `Without RENAME_EXCHANGE the old message is unlinked and the new one published`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let old = try mailbox.enqueue(Data("\"old\"".utf8), key: "k", onConflict: .replace)
+    let (outcome, unfired) = try FaultInjection.withRules([
+      .init(call: "renameat2", errno: EINVAL)
+    ]) { try mailbox.enqueue(Data("\"new\"".utf8), key: "k", onConflict: .replace) }
+    #expect(unfired.isEmpty)
+    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    #expect(newID != old.id)
+    #expect(try container.pendingFiles().map(\.message) == ["\"new\""])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 1])
+    #expect(container.indexedID("k") == newID.uuidString.lowercased())
+    #expect(container.names("tmp").isEmpty)
+  }
+}
+
+extension PendingName {
+  /// The claimed name a consumer's claim of this message would take (fixed token, lease in an
+  /// hour).
+  var claimedForTest: ClaimedName {
+    ClaimedName(
+      message: PendingName(key: key, id: id, attempts: attempts + 1), token: 0xabc,
+      leaseUntilMicros: Int64(Date().timeIntervalSince1970 * 1_000_000) + 3_600_000_000)
   }
 }
 

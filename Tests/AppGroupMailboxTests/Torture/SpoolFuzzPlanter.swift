@@ -47,6 +47,8 @@ struct SpoolFuzzPlanter {
   /// The payload of every valid envelope planted, by its header id (lower case): a requeue or a
   /// renamed copy of a planted message may deliver it again, like a worker's.
   var plantedPayloads: [String: String] = [:]
+  /// Valid delayed messages planted with enqueuedAt and due time in 2286 (they stay until then).
+  var permanentPlants = 0
 
   static let areas = ["pending", "claimed", "delayed", "quarantine", "tmp"]
   /// Computed, not a stored global: LeakSanitizer cannot see a global Data's buffer.
@@ -242,8 +244,14 @@ struct SpoolFuzzPlanter {
             leaseUntilMicros: pick(2) == 0 ? 1 : MessageKey.maxMicros
           ).fileName
       case "delayed":
-        name =
-          DelayedName(dueMicros: pick(2) == 0 ? 1 : MessageKey.maxMicros, message: message).fileName
+        var due = pick(2) == 0 ? 1 : MessageKey.maxMicros
+        if due == far, far == MessageKey.maxMicros {
+          // Enqueued and due in 2286: a valid message that holds its place in the depth bound
+          // until then, as any long delay does. A few of them, so the mailbox keeps room.
+          permanentPlants += 1
+          if permanentPlants > SpoolFuzzSettings.maxMessages / 6 { due = 1 }
+        }
+        name = DelayedName(dueMicros: due, message: message).fileName
       case "tmp": name = "\(random.next() % 100_000)-\(planted).tmp"
       default: break
       }

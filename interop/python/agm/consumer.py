@@ -15,6 +15,8 @@ from .names import (
 from .system import now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
+# The longest claim timeout (366 days): a lease ending further ahead was never given (FORMAT.md).
+LEASE_CEILING_MICROS = 31_622_400_000_000
 
 
 class Claim:
@@ -183,7 +185,7 @@ class Consumer:
         now, recovered, contained = now_micros(), 0, 0
         for entry in os.listdir(self.area("claimed")):
             claimed = ClaimedName.parse(entry)
-            if not claimed or claimed.lease >= now:
+            if not claimed or now <= claimed.lease <= now + LEASE_CEILING_MICROS:
                 continue
             path = self.area("claimed", entry)
             if now - claimed.name.micros >= self.lifetime:

@@ -41,9 +41,11 @@ struct SpoolFuzzPlanter {
   /// Ids of messages copied, linked or duplicated: a copy the library never admitted can outlive
   /// the original, so the depth samples leave these ids out.
   var copiedIDs = Set<UUID>()
-  /// Ids of messages copied under a second valid name (another `enqueuedAt` and `sequence`):
-  /// names are a message's identity (docs/FORMAT.md, "Moves"), so each name may be delivered once.
-  var renamedCopyIDs = Set<UUID>()
+  /// Ids of messages copied or linked: under a second valid name (another `enqueuedAt` and
+  /// `sequence`) a copy is a second message, and any copy or link still there after its original
+  /// was acknowledged is one too (docs/FORMAT.md, "Moves": the format keeps no record of
+  /// acknowledged ids), so these may be delivered again; every other check still applies.
+  var redeliverableCopyIDs = Set<UUID>()
   /// The payload of every valid envelope planted, by its header id (lower case): a requeue or a
   /// renamed copy of a planted message may deliver it again, like a worker's.
   var plantedPayloads: [String: String] = [:]
@@ -146,18 +148,16 @@ struct SpoolFuzzPlanter {
       guard !found.isEmpty else { return "\(kind.rawValue): no message to copy" }
       let (from, fromName, message) = found[pick(found.count)]
       copiedIDs.insert(message.id)
+      redeliverableCopyIDs.insert(message.id)
+      // The header may carry another id (a planted mismatch): a requeue delivers it as that.
+      if let bytes = FileManager.default.contents(atPath: path(from, fromName)),
+        let header = try? Envelope.decode(Array(bytes)).0, let id = UUID(uuidString: header.id)
+      {
+        redeliverableCopyIDs.insert(id)
+      }
       var target = message
       if kind == .duplicateID || (kind == .hardLink && pick(2) == 0) {
         target.key = MessageKey(micros: now, sequence: random.next() % 1_000_000_000)
-        if kind == .duplicateID {
-          renamedCopyIDs.insert(message.id)
-          // The header may carry another id (a planted mismatch): a requeue delivers it as that.
-          if let bytes = FileManager.default.contents(atPath: path(from, fromName)),
-            let header = try? Envelope.decode(Array(bytes)).0, let id = UUID(uuidString: header.id)
-          {
-            renamedCopyIDs.insert(id)
-          }
-        }
       }
       let to =
         kind == .hardLink

@@ -43,10 +43,10 @@ extension Spool {
   /// its grace, as a copy: its bytes (read by the checked reader,
   /// ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most
   /// ``AppGroupMailboxLimits/maxPayloadBytes``) are written to a new file in `tmp/` that goes to
-  /// quarantine, then the name is unlinked. Quarantine by rename would keep the inode linked, and every remaining name of it
-  /// would then count as linked too; this way, when the other names were all in the spool, the
-  /// last one is delivered once. A file that cannot be copied (not a regular file, larger than
-  /// the limit, unreadable) is quarantined by rename.
+  /// quarantine, then the name is unlinked. Quarantine by rename would keep the inode linked,
+  /// and every remaining name of it would then count as linked too; this way, when the other
+  /// names were all in the spool, the last one is delivered once. A file that cannot be copied
+  /// (not a regular file, larger than the limit, unreadable) is quarantined by rename.
   /// - Returns: whether the name left `directory` (see ``quarantine(from:_:id:reason:diagnostics:)``).
   func quarantineLinked(
     from directory: Int32, _ name: String, id: UUID?,

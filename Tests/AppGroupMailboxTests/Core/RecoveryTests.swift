@@ -191,26 +191,4 @@ import Testing
     #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try claims[1].renew() }
     #expect(container.claimedNames().count == 2)
   }
-
-  @Test
-  func `A raw claim follows the same lifetime rule: mailboxDeallocated once its mailbox is gone`()
-    throws
-  {
-    let container = try TemporaryContainer()
-    var mailbox: AppGroupRawMailbox? = try container.rawMailbox()
-    try mailbox!.enqueue(Data("1".utf8))
-    try mailbox!.enqueue(Data("2".utf8))
-    let claims = try mailbox!.claimPending()
-    let rebuilt = try mailbox!.claim(token: claims[1].token)
-    weak let weakMailbox = mailbox
-    mailbox = nil
-    #expect(weakMailbox == nil)
-    #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try claims[0].acknowledge() }
-    #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try claims[0].release() }
-    #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try claims[0].deadLetter() }
-    #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try claims[1].renew() }
-    #expect(throws: AppGroupMailboxError.mailboxDeallocated) { try rebuilt.acknowledge() }
-    #expect(claims[0].leaseDeadline != nil)
-    #expect(container.claimedNames().count == 2)
-  }
 }

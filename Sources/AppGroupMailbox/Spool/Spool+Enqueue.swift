@@ -158,9 +158,10 @@ extension Spool {
     return file
   }
 
-  /// Whether a message with `id` is pending, delayed, claimed or quarantined, from names alone.
-  /// - Complexity: O(n) in the entries of those three areas.
-  func containsMessage(id: UUID) throws -> Bool {
+  /// Whether a message with `id` is pending, delayed, claimed or (unless `inQuarantine` is
+  /// false) quarantined, from names alone.
+  /// - Complexity: O(n) in the entries of those areas.
+  func containsMessage(id: UUID, inQuarantine: Bool = true) throws -> Bool {
     for entry in try Syscall.list(directories.pending) {
       if PendingName(parsing: entry.name)?.id == id { return true }
     }
@@ -170,6 +171,7 @@ extension Spool {
     for entry in try Syscall.list(directories.delayed) {
       if DelayedName(parsing: entry.name)?.message.id == id { return true }
     }
+    guard inQuarantine else { return false }
     for entry in try Syscall.list(directories.quarantine) {
       if QuarantineName(parsing: entry.name)?.id == id { return true }
     }

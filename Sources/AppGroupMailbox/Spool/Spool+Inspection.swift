@@ -194,7 +194,7 @@ extension Spool {
     defer { emit(events) }
     let outcome = try mapIO("requeue") {
       try withStateLock { counters -> AppGroupMailboxRequeueOutcome in
-        if try isPendingDelayedOrClaimed(id: id) { return .alreadyPresent(id) }
+        if try containsMessage(id: id, inQuarantine: false) { return .alreadyPresent(id) }
         if counters.depth >= limits.maxMessages {
           counters = try recount(stored: counters)
           if counters.depth >= limits.maxMessages { throw AppGroupMailboxError.mailboxFull }
@@ -241,20 +241,6 @@ extension Spool {
       try flushDirectory(directories.quarantine)
       return true
     }
-  }
-
-  /// Whether a message with `id` is pending, delayed or claimed, from names alone.
-  private func isPendingDelayedOrClaimed(id: UUID) throws -> Bool {
-    for entry in try Syscall.list(directories.pending) {
-      if PendingName(parsing: entry.name)?.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.claimed) {
-      if ClaimedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.delayed) {
-      if DelayedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    return false
   }
 
   /// A name that stays inside its directory: not empty, `.` or `..`, without `/` or NUL.

@@ -14,7 +14,8 @@ let statusCommand = Subcommand(
       claimable. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
       file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
       "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
-      "oldestClaimAgeSeconds", "bytes"}; absent values are null.
+      "oldestClaimAgeSeconds", "bytes", "held"}; absent values are null. "held" is true
+      while delivery is held ('mailboxctl hold'; claims return nothing until 'resume').
       """),
   run: { arguments in
     let (inspector, location) = try MailboxOptions.openForReading(arguments)
@@ -40,6 +41,7 @@ let statusCommand = Subcommand(
       object.add("nextDueAt", date: status.nextDueAt)
       object.add("oldestClaimAgeSeconds", seconds: claimAge)
       object.add("bytes", status.bytes)
+      object.add("held", inspector.isHeld)
       try Output.data(object.text + "\n")
     } else {
       func age(_ seconds: Double?) -> String {
@@ -61,6 +63,7 @@ let statusCommand = Subcommand(
         ("next due", nextDue ?? "-"),
         ("oldest claim", age(claimAge)),
         ("bytes", String(status.bytes)),
+        ("held", inspector.isHeld ? "yes" : "no"),
       ]
       try Output.data(
         rows.map { $0.0 + ":" + String(repeating: " ", count: 17 - $0.0.count) + $0.1 + "\n" }

@@ -129,3 +129,23 @@ final class Received: Sendable {
   func append(_ value: String) { values.withLock { $0.append(value) } }
   var all: [String] { values.withLock { $0 } }
 }
+
+/// The second implementation (interop/python, written from docs/FORMAT.md) honours a hold the
+/// library stored, in another process.
+@Suite(.enabled(if: PythonSpool.available, "needs python3 (scripts/test installs it)"))
+struct PythonHoldTests {
+  @Test func `A Python consumer claims nothing from a held mailbox and everything after resume`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    try raw.enqueue(Data("\"a\"".utf8))
+    try raw.enqueue(Data("\"b\"".utf8))
+    try raw.pause()
+    #expect(try PythonSpool.delivered(PythonSpool.run("drain", container)) == [])
+    #expect(try raw.inspector.status().pending == 2)
+    try raw.resume()
+    let drained = try PythonSpool.delivered(PythonSpool.run("drain", container))
+    #expect(drained.map(\.payload) == ["\"a\"", "\"b\""])
+  }
+}

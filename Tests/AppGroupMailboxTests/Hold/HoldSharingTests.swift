@@ -9,33 +9,29 @@ import Testing
 /// who may only read sees the hold and cannot change it.
 @Suite(.enabled(if: isRoot || isCI, "needs root: runs as other users"))
 struct HoldSharingTests {
-  static let group = ReadOnlyAndSharingTests.group
   static let userA = ReadOnlyAndSharingTests.userA
   static let userB = ReadOnlyAndSharingTests.userB
   static let reader = ReadOnlyAndSharingTests.reader
+  /// The C24/C25 suite's helpers: running as another user, modes, read-only trees.
+  let shared = ReadOnlyAndSharingTests()
 
-  /// Runs `mailboxctl arguments` as `user` in `group` only.
   func run(as user: String, _ arguments: [String]) throws -> Finished {
-    try Processes.start(
-      URL(fileURLWithPath: "/usr/bin/setpriv"),
-      ["--reuid=\(user)", "--regid=\(Self.group)", "--clear-groups", Mailboxctl.url.path]
-        + arguments
-    ).finish(deadline: 60)
+    try shared.run(as: user, arguments)
   }
 
   @Test func `A group member holds and resumes a shared mailbox and no mode changes`() throws {
     let container = try TemporaryContainer()
-    #expect(chown(container.url.path, 0, gid_t(Self.group)!) == 0)
+    #expect(chown(container.url.path, 0, gid_t(ReadOnlyAndSharingTests.group)!) == 0)
     #expect(chmod(container.url.path, 0o2770) == 0)
     let location = container.arguments()
     let created = try run(as: Self.userA, ["create"] + location + ["--group-shared"])
     #expect(created.status == 0, "\(created.stderr)")
     #expect(try run(as: Self.userA, ["enqueue"] + location + ["--data", "1"]).status == 0)
-    let modes = try ReadOnlyAndSharingTests().modeList(container)
+    let modes = try shared.modeList(container)
     let held = try run(as: Self.userB, ["hold"] + location)
     #expect(held.status == 0, "\(held.stderr)")
     #expect(held.stdout == "jobs: held\n")
-    #expect(try ReadOnlyAndSharingTests().modeList(container) == modes)
+    #expect(try shared.modeList(container) == modes)
     // A, who created it, finds nothing to claim while B's hold lasts; A's enqueue goes on.
     let drained = try run(as: Self.userA, ["drain"] + location)
     #expect(drained.status == 0, "\(drained.stderr)")
@@ -45,7 +41,7 @@ struct HoldSharingTests {
     #expect(resumed.stdout == "jobs: resumed\n", "\(resumed.stderr)")
     let delivered = try run(as: Self.userB, ["drain"] + location)
     #expect(try jsonLines(delivered.stdout).map { $0["message"] as? Int } == [1, 2])
-    let after = try ReadOnlyAndSharingTests().modeList(container)
+    let after = try shared.modeList(container)
     #expect(after.filter { !$0.hasSuffix(".msg") } == modes.filter { !$0.hasSuffix(".msg") })
   }
 
@@ -54,18 +50,7 @@ struct HoldSharingTests {
     let location = container.arguments()
     let raw = try container.rawMailbox()
     try raw.pause()
-    // Group read and search, no write: 0750 directories, 0640 files.
-    #expect(chown(container.url.path, 0, gid_t(Self.group)!) == 0)
-    #expect(chmod(container.url.path, 0o750) == 0)
-    let tree = try Processes.run(
-      "/bin/sh",
-      [
-        "-c",
-        "chgrp -R \(Self.group) \"$0\" && find \"$0\" -type d -exec chmod 0750 {} + "
-          + "&& find \"$0\" -type f -exec chmod 0640 {} +",
-        container.url.path + "/AppGroupMailbox",
-      ])
-    try #require(tree.status == 0, "\(tree.stderr)")
+    try shared.readOnlyForGroup(container)
     let status = try run(as: Self.reader, ["status"] + location + ["--json"])
     #expect(status.status == 0, "\(status.stderr)")
     #expect(try jsonLines(status.stdout).first?["held"] as? Bool == true)

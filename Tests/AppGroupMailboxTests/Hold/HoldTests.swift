@@ -108,7 +108,7 @@ import Testing
     var drainedPending: [String] = []
     try await consumer.drainPending { drainedPending.append($0.message) }
     #expect(drainedPending.isEmpty)
-    let received = Received()
+    let received = HeldDrainLog()
     let drain = Task {
       try await consumer.drain(pollingInterval: 60) { claim in
         received.append(claim.message)
@@ -124,7 +124,7 @@ import Testing
 }
 
 /// Messages a drain handler received, readable from the test.
-final class Received: Sendable {
+final class HeldDrainLog: Sendable {
   private let values = Locked<[String]>([])
   func append(_ value: String) { values.withLock { $0.append(value) } }
   var all: [String] { values.withLock { $0 } }

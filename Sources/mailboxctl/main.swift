@@ -12,7 +12,8 @@ struct Subcommand: Sendable {
 
 let subcommands: [Subcommand] = [
   createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
-  releaseCommand, renewCommand, statusCommand, listCommand, showCommand, maintainCommand,
+  releaseCommand, renewCommand, holdCommand, resumeCommand, statusCommand, listCommand, showCommand,
+  maintainCommand,
   quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 

@@ -45,6 +45,10 @@ extension Spool {
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
     try promoteDue(diagnostics: &diagnostics)
+    if isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
+      nextRecheck.withLock { if $0 <= now { $0 = .max } }
+      return []
+    }
     var results: [T] = []
     let wanted = limit ?? Int.max
     var removed = 0

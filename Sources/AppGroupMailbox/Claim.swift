@@ -1,5 +1,4 @@
 public import Foundation
-import MailboxLocks
 
 extension AppGroupMailbox {
   /// A message this process holds exclusively until it acknowledges or releases it, or until
@@ -8,6 +7,12 @@ extension AppGroupMailbox {
   /// Thread safety: the methods may be called from any thread; they are serialised per claim.
   /// After a recovery gave the message to another consumer, every method of the old claim throws
   /// ``MailboxError/claimNoLongerExists`` and changes nothing of the new holder's.
+  ///
+  /// Lifetime: a claim does not keep its mailbox alive (the rule of ``AppGroupRawMailbox/Claim``
+  /// too). Once the mailbox that made it is deallocated, every method throws
+  /// ``MailboxError/mailboxDeallocated`` and changes nothing: the message stays claimed until its
+  /// lease runs out, then it is recovered for another consumer. Keep the mailbox while you hold
+  /// its claims.
   public final class Claim: Sendable {
     /// The message id: stable across redeliveries, so handlers can deduplicate effects.
     public let id: UUID
@@ -19,29 +24,27 @@ extension AppGroupMailbox {
     /// recovery.
     public let deliveryCount: Int
 
-    private weak let mailbox: AppGroupMailbox?
-    private let name: Locked<ClaimedName?>
+    private let core: ClaimCore
 
     init(raw: RawClaim, message: Message, mailbox: AppGroupMailbox) {
       self.id = raw.name.message.id
       self.message = message
-      self.enqueuedAt = Date(timeIntervalSince1970: Double(raw.header.enqueuedAt) / 1_000_000)
+      self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
       self.deliveryCount = raw.name.message.attempts
-      self.mailbox = mailbox
-      self.name = Locked(raw.name)
+      self.core = ClaimCore(name: raw.name, owner: mailbox)
     }
 
     /// Deletes the message: it has been handled.
     /// - Throws: ``MailboxError/claimNoLongerExists`` when already finished or recovered;
     ///   ``MailboxError/mailboxDeallocated``; ``MailboxError/ioFailure(_:)``.
     public func acknowledge() throws {
-      try finish { spool, name in try spool.acknowledge(name) }
+      try core.acknowledge()
     }
 
     /// Returns the message to pending at its original position; its lifetime is not extended.
     /// - Throws: as ``acknowledge()``.
     public func release() throws {
-      try finish { spool, name in try spool.release(name) }
+      try core.release()
     }
 
     /// Returns the message to the mailbox, not claimable for `retryAfter` seconds (it waits in
@@ -53,36 +56,13 @@ extension AppGroupMailbox {
     /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `retryAfter` when it is NaN (the claim
     ///   is kept); otherwise as ``acknowledge()``.
     public func release(retryAfter: TimeInterval) throws {
-      try finish { spool, name in try spool.release(name, delay: retryAfter) }
+      try core.release(retryAfter: retryAfter)
     }
 
     /// Starts a fresh lease of ``Limits/claimTimeout`` seconds from now.
     /// - Throws: as ``acknowledge()``.
     public func renew() throws {
-      guard let mailbox else { throw MailboxError.mailboxDeallocated }
-      try name.withLock { current in
-        guard let claimed = current else { throw MailboxError.claimNoLongerExists }
-        do {
-          current = try mailbox.spool.renew(claimed)
-        } catch MailboxError.claimNoLongerExists {
-          current = nil
-          throw MailboxError.claimNoLongerExists
-        }
-      }
-    }
-
-    private func finish(_ body: (Spool, ClaimedName) throws -> Void) throws {
-      guard let mailbox else { throw MailboxError.mailboxDeallocated }
-      try name.withLock { current in
-        guard let claimed = current else { throw MailboxError.claimNoLongerExists }
-        do {
-          try body(mailbox.spool, claimed)
-          current = nil
-        } catch MailboxError.claimNoLongerExists {
-          current = nil
-          throw MailboxError.claimNoLongerExists
-        }
-      }
+      try core.renew()
     }
   }
 }

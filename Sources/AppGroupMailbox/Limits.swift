@@ -3,8 +3,9 @@ public import Foundation
 /// Resource limits and retention policy for a mailbox (``AppGroupMailbox/Limits``).
 ///
 /// Every bound is checked by ``validate()`` when a mailbox is created; a mailbox never holds more
-/// than ``maxMessages`` pending plus claimed plus delayed messages. Limits are not stored in the
-/// mailbox: each process enforces the limits it opened the mailbox with.
+/// than ``maxMessages`` pending plus claimed plus delayed messages. All but ``claimTimeout`` are
+/// stored in the mailbox when it is created and bind every opener (README, "A mailbox keeps its
+/// settings"); ``claimTimeout`` is this process's own.
 public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// Largest number of messages pending plus claimed plus delayed at once (entries that are
   /// not messages, such as quarantined files, do not count); at least 1. Default 100.
@@ -16,7 +17,9 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// Release, recovery and renewal never extend it; an active (unexpired) claim is never removed.
   public var messageLifetime: TimeInterval
   /// Seconds a claim's lease lasts before it counts as abandoned and is restored to pending;
-  /// greater than 0. ``AppGroupMailbox/Claim/renew()`` starts a fresh lease. Default 600.
+  /// greater than 0 and at most ``claimTimeoutCeiling`` (366 days). ``AppGroupMailbox/Claim/renew()``
+  /// starts a fresh lease. Default 600. A lease that ends more than ``claimTimeoutCeiling`` after
+  /// now cannot come from any process, so recovery treats it as run out (docs/FORMAT.md).
   public var claimTimeout: TimeInterval
   /// Largest number of files kept in quarantine; the newest are kept. 0 deletes instead of
   /// keeping. Default 20.
@@ -24,6 +27,10 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// Deliveries after which a message that was never acknowledged goes to quarantine as a dead
   /// letter instead of being delivered again; nil (the default) means unlimited. At least 1.
   public var maxDeliveryAttempts: Int?
+
+  /// The largest accepted ``claimTimeout``: 366 days (31,622,400 seconds). Recovery restores a
+  /// claim whose lease ends further ahead than this, as a planted or corrupted name.
+  public static let claimTimeoutCeiling: TimeInterval = 31_622_400
 
   /// The largest accepted ``maxPayloadBytes``: 64 MiB.
   public static let payloadCeiling = 64 * 1024 * 1024
@@ -59,7 +66,7 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
     guard messageLifetime > 0, messageLifetime.isFinite else {
       throw AppGroupMailboxError.invalidLimit("messageLifetime")
     }
-    guard claimTimeout > 0, claimTimeout.isFinite else {
+    guard claimTimeout > 0, claimTimeout <= Self.claimTimeoutCeiling else {
       throw AppGroupMailboxError.invalidLimit("claimTimeout")
     }
     guard maxQuarantinedFiles >= 0 else {

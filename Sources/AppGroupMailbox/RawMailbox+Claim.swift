@@ -1,5 +1,4 @@
 public import Foundation
-import MailboxLocks
 
 extension AppGroupRawMailbox {
   /// A raw message this process holds exclusively until it acknowledges or releases it, or until
@@ -7,7 +6,13 @@ extension AppGroupRawMailbox {
   /// ``AppGroupMailbox/Claim``, with the same semantics.
   ///
   /// Thread safety: the methods may be called from any thread; they are serialised per claim.
-  /// A claim keeps its mailbox's directories open until it is released from memory.
+  ///
+  /// Lifetime: as ``AppGroupMailbox/Claim``, a claim does not keep its mailbox alive. Once the
+  /// mailbox that made it (by ``AppGroupRawMailbox/claimPending(limit:)`` or
+  /// ``AppGroupRawMailbox/claim(token:)``) is deallocated, every method throws
+  /// ``AppGroupMailboxError/mailboxDeallocated`` and changes nothing: the message stays claimed
+  /// until its lease runs out, then it is recovered for another consumer (or finished from any
+  /// process through its ``token``). Keep the mailbox while you hold its claims.
   public final class Claim: Sendable {
     /// The message id: stable across redeliveries.
     public let id: UUID
@@ -23,38 +28,35 @@ extension AppGroupRawMailbox {
     /// and ``AppGroupRawMailbox/claim(token:)``); a renewal keeps it.
     public let token: ClaimToken
 
-    private let spool: Spool
-    private let name: Locked<ClaimedName?>
+    private let core: ClaimCore
 
-    init(raw: RawClaim, spool: Spool) {
+    init(raw: RawClaim, mailbox: AppGroupRawMailbox) {
       self.id = raw.name.message.id
       self.payload = raw.payload
       self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
       self.deliveryCount = raw.name.message.attempts
       self.messageType = raw.header.messageType
       self.token = ClaimToken(id: raw.name.message.id, nonce: raw.name.token)
-      self.spool = spool
-      self.name = Locked(raw.name)
+      self.core = ClaimCore(name: raw.name, owner: mailbox)
     }
 
     /// When the lease runs out (microsecond precision): after it, any process's maintenance may
     /// recover the message for another consumer. Moved on by ``renew()``; nil once this handle
     /// finished the claim or learned that it no longer exists.
-    public var leaseDeadline: Date? {
-      name.withLock { current in current.map { Date(mailboxMicros: $0.leaseUntilMicros) } }
-    }
+    public var leaseDeadline: Date? { core.leaseDeadline }
 
     /// Deletes the message: it has been handled.
     /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when already finished or
-    ///   recovered; ``AppGroupMailboxError/ioFailure(_:)``.
+    ///   recovered; ``AppGroupMailboxError/mailboxDeallocated``;
+    ///   ``AppGroupMailboxError/ioFailure(_:)``.
     public func acknowledge() throws {
-      try finish { spool, name in try spool.acknowledge(name) }
+      try core.acknowledge()
     }
 
     /// Returns the message to pending at its original position; its lifetime is not extended.
     /// - Throws: as ``acknowledge()``.
     public func release() throws {
-      try finish { spool, name in try spool.release(name) }
+      try core.release()
     }
 
     /// Returns the message to the mailbox, not claimable for `retryAfter` seconds, as
@@ -66,7 +68,7 @@ extension AppGroupRawMailbox {
     /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `retryAfter` when it is NaN
     ///   (the claim is kept); otherwise as ``acknowledge()``.
     public func release(retryAfter: TimeInterval) throws {
-      try finish { spool, name in try spool.release(name, delay: retryAfter) }
+      try core.release(retryAfter: retryAfter)
     }
 
     /// Gives up on the message: moves it into `quarantine/` as a dead letter (as a claim does
@@ -75,34 +77,13 @@ extension AppGroupRawMailbox {
     /// ``AppGroupMailboxDiagnostic/deadLetterQuarantined``.
     /// - Throws: as ``acknowledge()``.
     public func deadLetter() throws {
-      try finish { spool, name in try spool.deadLetter(name) }
+      try core.deadLetter()
     }
 
     /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.
     /// - Throws: as ``acknowledge()``.
     public func renew() throws {
-      try name.withLock { current in
-        guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
-        do {
-          current = try spool.renew(claimed)
-        } catch AppGroupMailboxError.claimNoLongerExists {
-          current = nil
-          throw AppGroupMailboxError.claimNoLongerExists
-        }
-      }
-    }
-
-    private func finish(_ body: (Spool, ClaimedName) throws -> Void) throws {
-      try name.withLock { current in
-        guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
-        do {
-          try body(spool, claimed)
-          current = nil
-        } catch AppGroupMailboxError.claimNoLongerExists {
-          current = nil
-          throw AppGroupMailboxError.claimNoLongerExists
-        }
-      }
+      try core.renew()
     }
   }
 }

@@ -72,7 +72,7 @@ extension AppGroupRawMailbox {
         else { continue }
         switch try spool.read(name) {
         case .success(let raw):
-          return Claim(raw: raw, spool: spool)
+          return Claim(raw: raw, mailbox: self)
         case .failure(.vanished):
           continue
         case .failure:

@@ -193,7 +193,7 @@ public final class AppGroupRawMailbox: Sendable {
     defer { spool.emit(diagnostics) }
     return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
       guard Self.isJSON(raw.payload) else { return nil }
-      return Claim(raw: raw, spool: spool)
+      return Claim(raw: raw, mailbox: self)
     }
   }
 

@@ -66,13 +66,13 @@ struct ParsedArguments: Equatable, Sendable {
     return number
   }
 
-  /// The value of `name` as seconds (a decimal number greater than 0 and at most 10^9, about 31
-  /// years), or nil when absent.
-  func seconds(_ name: String) throws(UsageError) -> Double? {
+  /// The value of `name` as seconds (a decimal number greater than 0 and at most `ceiling`,
+  /// default 10^9, about 31 years), or nil when absent.
+  func seconds(_ name: String, atMost ceiling: Double = 1e9) throws(UsageError) -> Double? {
     guard let text = value(name) else { return nil }
-    guard let number = Double(text), number > 0, number.isFinite, number <= 1e9 else {
+    guard let number = Double(text), number > 0, number.isFinite, number <= ceiling else {
       throw UsageError(
-        message: "\(name) needs a number of seconds greater than 0 and at most 1000000000, "
+        message: "\(name) needs a number of seconds greater than 0 and at most \(Int(ceiling)), "
           + "not '\(text)'")
     }
     return number

@@ -45,7 +45,7 @@ enum MailboxOptions {
   static let process: [OptionSpec] = [
     OptionSpec(
       name: "--claim-timeout", kind: .value("SECONDS"),
-      help: "Lease of this command's claims before recovery (default 600)."),
+      help: "Lease of this command's claims before recovery (default 600, at most 31622400)."),
     OptionSpec(
       name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
   ]
@@ -102,7 +102,9 @@ enum MailboxOptions {
   /// `--claim-timeout`.
   static func limits(_ arguments: ParsedArguments) throws(UsageError) -> AppGroupMailboxLimits {
     try settings(arguments, over: AppGroupMailboxSettings())
-      .limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
+      .limits(
+        claimTimeout: try arguments.seconds(
+          "--claim-timeout", atMost: AppGroupMailboxLimits.claimTimeoutCeiling) ?? 600)
   }
 
   static func overflow(_ arguments: ParsedArguments) throws(UsageError)

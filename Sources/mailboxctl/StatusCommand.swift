@@ -6,7 +6,15 @@ let statusCommand = Subcommand(
   spec: CommandSpec(
     name: "status",
     summary: "Show counts: pending, delayed, claimed, quarantined, temporary files, ages, bytes.",
-    options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
+    options: MailboxOptions.location + [
+      MailboxOptions.json,
+      OptionSpec(
+        name: "--prometheus", kind: .flag,
+        help: "Print the Prometheus text format (node exporter textfile collector)."),
+      OptionSpec(
+        name: "--ages", kind: .flag,
+        help: "Print counts of messages by age bucket in minutes, as qshape(1) does."),
+    ] + MailboxOptions.limits,
     details: """
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
       since it was taken or last renewed. Delayed messages (a not-before time, or released
@@ -14,17 +22,46 @@ let statusCommand = Subcommand(
       claimable. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
       file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
       "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
-      "oldestClaimAgeSeconds", "bytes"}; absent values are null.
+      "oldestClaimAgeSeconds", "bytes", "held"}; absent values are null. "held" is true
+      while delivery is held ('mailboxctl hold'; claims return nothing until 'resume').
+
+      --prometheus prints gauges labelled namespace="NS", each with HELP and TYPE lines:
+      appgroupmailbox_messages{area="pending|delayed|claimed"}, _max_messages,
+      _oldest_pending_age_seconds (0 when none), _delivery_attempts (deliveries so far of
+      the messages in the mailbox, summed), _delivery_attempts_max, _quarantined_files,
+      _max_quarantined_files and _held (1 or 0). Write it to a file in the textfile
+      collector's directory through a temporary file and mv (docs/systemd/).
+
+      --ages prints a table as qshape(1) does: the total (T) and the messages whose age
+      in minutes is at most 5, 10, 20, 40, 80, 160, 320, 640, 1280 (each column counts those
+      older than the column before), and older (1280+), for all (TOTAL) and per area.
+      Age is since the enqueue time 'list' shows (for a delayed message its place in line;
+      a time still to come counts as 0).
       """),
   run: { arguments in
+    let formats = ["--json", "--prometheus", "--ages"].filter { arguments.flag($0) }
+    guard formats.count <= 1 else {
+      throw CommandFailure(.usage, "\(formats.joined(separator: " and ")) exclude each other")
+    }
     let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let status: AppGroupMailboxStatus
+    let now = Date()
+    var metrics: StatusMetrics?
     do {
       status = try inspector.status()
+      if arguments.flag("--prometheus") || arguments.flag("--ages") {
+        metrics = StatusMetrics(
+          namespace: location.namespace, status: status,
+          entries: try inspector.entries(in: [.pending, .delayed, .claimed]),
+          settings: inspector.settings, held: inspector.isHeld, now: now)
+      }
     } catch {
       throw CommandFailure(error, while: "")
     }
-    let now = Date()
+    if let metrics {
+      try Output.data(arguments.flag("--ages") ? metrics.ages : metrics.prometheus)
+      return .success
+    }
     let pendingAge = status.oldestPendingEnqueuedAt.map { max(0, now.timeIntervalSince($0)) }
     let claimAge = status.oldestClaimedAt.map { max(0, now.timeIntervalSince($0)) }
     if arguments.flag("--json") {
@@ -40,6 +77,7 @@ let statusCommand = Subcommand(
       object.add("nextDueAt", date: status.nextDueAt)
       object.add("oldestClaimAgeSeconds", seconds: claimAge)
       object.add("bytes", status.bytes)
+      object.add("held", inspector.isHeld)
       try Output.data(object.text + "\n")
     } else {
       func age(_ seconds: Double?) -> String {
@@ -61,6 +99,7 @@ let statusCommand = Subcommand(
         ("next due", nextDue ?? "-"),
         ("oldest claim", age(claimAge)),
         ("bytes", String(status.bytes)),
+        ("held", inspector.isHeld ? "yes" : "no"),
       ]
       try Output.data(
         rows.map { $0.0 + ":" + String(repeating: " ", count: 17 - $0.0.count) + $0.1 + "\n" }

@@ -12,7 +12,8 @@ struct Subcommand: Sendable {
 
 let subcommands: [Subcommand] = [
   createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
-  releaseCommand, renewCommand, cancelCommand, statusCommand, listCommand, showCommand,
+  releaseCommand, renewCommand, cancelCommand, holdCommand, resumeCommand, statusCommand,
+  listCommand, showCommand,
   maintainCommand,
   quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]

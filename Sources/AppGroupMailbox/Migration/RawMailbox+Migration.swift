@@ -114,23 +114,15 @@ extension AppGroupRawMailbox {
     return fd
   }
 
-  /// Reads an old-format message file as a claim reads ours (no links followed, nothing that
-  /// is not a regular file with one link, at most the payload ceiling); nil when it is not a
-  /// readable message or its message is not what an enqueue stores (UTF-8 JSON text).
+  /// Reads an old-format message file with the checked reader a claim uses
+  /// (``Spool/readEntry(_:_:limit:singleLink:extent:unchanged:)``: no links followed, nothing
+  /// that is not a regular file with one link, at most the payload ceiling); nil when it is not
+  /// a readable message or its message is not what an enqueue stores (UTF-8 JSON text).
   private func legacyMessage(_ directory: Int32, _ name: String) throws -> LegacyMessage? {
-    guard
-      let fd = try? Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-    else { return nil }
-    defer { Syscall.close(fd) }
-    let info = try mapIO("migrate") { try Syscall.fstat(fd) }
-    let ceiling = AppGroupMailboxLimits.payloadCeiling
-    guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size <= ceiling else {
-      return nil
+    let read = try mapIO("migrate") {
+      try spool.readEntry(directory, name, limit: AppGroupMailboxLimits.payloadCeiling)
     }
-    let bytes = try mapIO("migrate") {
-      try Syscall.readCapped(fd, expected: Int(info.st_size), limit: ceiling)
-    }
-    guard bytes.count <= ceiling, let message = LegacyMessage(decoding: bytes),
+    guard case .success(let (_, bytes)) = read, let message = LegacyMessage(decoding: bytes),
       Self.isStorable(message.payload)
     else { return nil }
     return message

@@ -1,13 +1,16 @@
 public import Foundation
 
 /// What a mailbox keeps about itself in its `settings` file (docs/FORMAT.md, "The settings
-/// file"): the bounds every opener follows, the overflow policy and the sharing mode. Written
-/// once, when the namespace is created; changed only by
-/// ``AppGroupRawMailbox/updateSettings(_:)`` (`mailboxctl config`).
+/// file"): the bounds every opener follows, the overflow policy, the sharing mode and whether
+/// delivery is held. Written once, when the namespace is created; changed only by
+/// ``AppGroupRawMailbox/updateSettings(_:)`` (`mailboxctl config`) and, for the hold, by
+/// ``AppGroupRawMailbox/pause()`` and ``AppGroupRawMailbox/resume()`` (`mailboxctl hold` and
+/// `mailboxctl resume`).
 ///
 /// Which choices belong to the mailbox and which to each opener:
 /// - The mailbox's: ``maxMessages``, ``maxPayloadBytes``, ``messageLifetime``,
-///   ``maxQuarantinedFiles``, ``maxDeliveryAttempts``, ``overflowPolicy`` and ``permissions``.
+///   ``maxQuarantinedFiles``, ``maxDeliveryAttempts``, ``overflowPolicy``, ``permissions`` and
+///   ``isHeld``.
 ///   A producer and a consumer of one mailbox therefore always agree on what may be stored,
 ///   kept and delivered.
 /// - The opener's: ``AppGroupMailboxLimits/claimTimeout`` (the lease of this process's own
@@ -32,6 +35,10 @@ public struct AppGroupMailboxSettings: Sendable, Equatable, Hashable {
   /// size, so lowering the payload limit never turns a message a producer was allowed to write
   /// into an oversized one. Raised by every change that raises ``maxPayloadBytes``.
   public internal(set) var largestPayloadBytes: Int
+  /// Whether delivery is held (``AppGroupRawMailbox/pause()``): claims return nothing and
+  /// drains wait until ``AppGroupRawMailbox/resume()``; enqueues go on. False for a new
+  /// mailbox; ``AppGroupRawMailbox/updateSettings(_:)`` keeps it as it is.
+  public internal(set) var isHeld = false
 
   /// Settings from the limits, policy and sharing mode a mailbox is created with
   /// (`limits.claimTimeout` is the opener's and is not stored).
@@ -66,7 +73,7 @@ public struct AppGroupMailboxSettings: Sendable, Equatable, Hashable {
 
   /// The names of the stored fields in which `other` differs from these settings, in file
   /// order (`"maxMessages"`, `"maxPayloadBytes"`, `"messageLifetime"`, `"maxQuarantinedFiles"`,
-  /// `"maxDeliveryAttempts"`, `"overflowPolicy"`, `"sharing"`).
+  /// `"maxDeliveryAttempts"`, `"overflowPolicy"`, `"sharing"`, `"held"`).
   public func differences(from other: AppGroupMailboxSettings) -> [String] {
     var fields: [String] = []
     if maxMessages != other.maxMessages { fields.append("maxMessages") }
@@ -76,13 +83,18 @@ public struct AppGroupMailboxSettings: Sendable, Equatable, Hashable {
     if maxDeliveryAttempts != other.maxDeliveryAttempts { fields.append("maxDeliveryAttempts") }
     if overflowPolicy != other.overflowPolicy { fields.append("overflowPolicy") }
     if permissions != other.permissions { fields.append("sharing") }
+    if isHeld != other.isHeld { fields.append("held") }
     return fields
   }
 }
 
-/// The `settings` file's text form (docs/FORMAT.md): one JSON object on one line.
+/// The `settings` file's text form (docs/FORMAT.md): one JSON object on one line. Format 2
+/// adds `held`, which an older reader must not ignore (it would deliver from a held mailbox);
+/// older readers refuse a format newer than theirs, so a held mailbox is written as format 2
+/// and any other as format 1, which every reader since settings files reads.
 enum SettingsText {
-  static let format = 1
+  /// The newest format read and written.
+  static let format = 2
   /// The largest settings file read, in bytes.
   static let maxBytes = 4096
 
@@ -95,13 +107,14 @@ enum SettingsText {
     let policy = settings.overflowPolicy == .rejectNewest ? "rejectNewest" : "discardOldest"
     let sharing = settings.permissions == .private ? "private" : "groupShared"
     let line =
-      "{\"format\":\(format),\"maxMessages\":\(settings.maxMessages),"
+      "{\"format\":\(settings.isHeld ? 2 : 1),\"maxMessages\":\(settings.maxMessages),"
       + "\"maxPayloadBytes\":\(settings.maxPayloadBytes),"
       + "\"largestPayloadBytes\":\(settings.largestPayloadBytes),"
       + "\"messageLifetime\":\(lifetime),"
       + "\"maxQuarantinedFiles\":\(settings.maxQuarantinedFiles),"
       + "\"maxDeliveryAttempts\":\(attempts),"
-      + "\"overflowPolicy\":\"\(policy)\",\"sharing\":\"\(sharing)\"}\n"
+      + "\"overflowPolicy\":\"\(policy)\",\"sharing\":\"\(sharing)\""
+      + (settings.isHeld ? ",\"held\":true}\n" : "}\n")
     return Data(line.utf8)
   }
 
@@ -151,6 +164,12 @@ enum SettingsText {
         maxMessages: maxMessages, maxPayloadBytes: maxPayloadBytes, messageLifetime: lifetime,
         maxQuarantinedFiles: quarantined, maxDeliveryAttempts: attempts),
       overflowPolicy: policy, permissions: permissions)
+    if format >= 2 {
+      // A JSON `true` or `false` only (objCType "c"), not a number that bridges to Bool.
+      guard let held = object["held"] as? NSNumber, String(cString: held.objCType) == "c"
+      else { throw .unreadable }
+      settings.isHeld = held.boolValue
+    }
     settings.largestPayloadBytes = max(
       maxPayloadBytes,
       min(integer(object["largestPayloadBytes"]) ?? 0, AppGroupMailboxLimits.payloadCeiling))

@@ -140,6 +140,29 @@ extension Spool {
     }
   }
 
+  /// Whether delivery is held, from the settings file as it is now (one fstatat(2), and a read
+  /// when it changed since this spool last read it).
+  var isHeld: Bool {
+    refreshSettings()
+    return settings.isHeld
+  }
+
+  /// Holds (`true`) or resumes (`false`) delivery: stores ``AppGroupMailboxSettings/isHeld``
+  /// through ``updateSettings(_:)`` (under the lock, written atomically; nothing is written
+  /// when it already has that value).
+  /// - Returns: Whether the stored value changed.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`; errno
+  ///   `EBADF` for a spool opened read-only).
+  @discardableResult
+  func setHeld(_ held: Bool) throws -> Bool {
+    var changed = false
+    _ = try updateSettings { settings in
+      changed = settings.isHeld != held
+      settings.isHeld = held
+    }
+    return changed
+  }
+
   /// Writes `settings` to `tmp/`, flushes it, and renames it to `settings` (without replacing
   /// unless `replacing`), then flushes the namespace directory. Always flushed, whatever the
   /// durability: settings are rare and must survive.

@@ -45,6 +45,10 @@ extension Spool {
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
     try promoteDue(diagnostics: &diagnostics)
+    if isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
+      nextRecheck.withLock { if $0 <= now { $0 = .max } }
+      return []
+    }
     var results: [T] = []
     let wanted = limit ?? Int.max
     var removed = 0
@@ -207,16 +211,16 @@ extension Spool {
     } catch let error as SystemCallError {
       throw error.mailboxError("claim")
     }
-    if info.st_mode & S_IFMT != S_IFREG {
+    switch look(at: info, clock: clock) {
+    case .regular:
+      break
+    case .notRegular:
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .unsafe,
         diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
-    }
-    if info.st_nlink > 1 {
-      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      guard clock - changed >= Self.linkedEntryGrace else {
-        return .skipped(changed + Self.linkedEntryGrace)
-      }
+    case .youngLink(let lookAgainAt):
+      return .skipped(lookAgainAt)
+    case .oldLink:
       return quarantineLinked(
         from: directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
         ? .removed : .skipped(clock + Self.recheckInterval)

@@ -182,9 +182,10 @@ extension Spool {
     return file
   }
 
-  /// Whether a message with `id` is pending, delayed, claimed or quarantined, from names alone.
-  /// - Complexity: O(n) in the entries of those three areas.
-  func containsMessage(id: UUID) throws -> Bool {
+  /// Whether a message with `id` is pending, delayed, claimed or (unless `inQuarantine` is
+  /// false) quarantined, from names alone.
+  /// - Complexity: O(n) in the entries of those areas.
+  func containsMessage(id: UUID, inQuarantine: Bool = true) throws -> Bool {
     for entry in try Syscall.list(directories.pending) {
       if PendingName(parsing: entry.name)?.id == id { return true }
     }
@@ -194,6 +195,7 @@ extension Spool {
     for entry in try Syscall.list(directories.delayed) {
       if DelayedName(parsing: entry.name)?.message.id == id { return true }
     }
+    guard inQuarantine else { return false }
     for entry in try Syscall.list(directories.quarantine) {
       if QuarantineName(parsing: entry.name)?.id == id { return true }
     }
@@ -290,39 +292,29 @@ extension Spool {
   }
 
   /// Checks a pending entry the way a claim would, without claiming it: the entry itself
-  /// (regular, one link), then its size and envelope header on the opened descriptor. An entry
-  /// whose stamp is in `known` was checked before and is not read again.
+  /// (``look(at:clock:)``), then the checked reader on its header
+  /// (``readMessage(_:_:id:checkType:extent:unchanged:)``, types ignored: a message of another
+  /// type is some consumer's, and eviction ignores types). An entry whose stamp is in `known`
+  /// was checked before and is not read again.
   private func inspectPending(
     _ name: PendingName, _ entry: DirectoryEntry, known: [String: PendingStamp]
   ) -> PendingInspection {
     guard let info = try? Syscall.lstat(directories.pending, entry.name) else { return .gone }
-    guard info.st_mode & S_IFMT == S_IFREG else { return .invalid(.unsafe) }
-    if info.st_nlink > 1 {
-      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      return now - changed >= Self.linkedEntryGrace ? .linked : .young
+    switch look(at: info, clock: now) {
+    case .regular: break
+    case .notRegular: return .invalid(.unsafe)
+    case .youngLink: return .young
+    case .oldLink: return .linked
     }
     let stamp = PendingStamp(info)
     if known[entry.name] == stamp { return .valid(stamp) }
-    guard acceptsMessageSize(Int(info.st_size)) else { return .invalid(.oversized) }
-    guard
-      let fd = try? Syscall.open(
-        directories.pending, entry.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-    else { return .gone }
-    defer { Syscall.close(fd) }
-    guard let opened = try? Syscall.fstat(fd), PendingStamp(opened) == stamp,
-      let prefix = try? Syscall.pread(fd, limit: min(Int(info.st_size), Envelope.maxHeaderBytes))
-    else { return .gone }
-    let header: EnvelopeHeader
-    do {
-      (header, _) = try Envelope.decode(prefix)
-    } catch .futureFormat {
-      return .invalid(.future)
-    } catch {
-      return .invalid(.malformed)
+    switch try? readMessage(
+      directories.pending, entry.name, id: name.id, extent: .header, unchanged: stamp)
+    {
+    case .success: return .valid(stamp)
+    case nil, .failure(.vanished), .failure(.linked): return .gone
+    case .failure(let reason): return .invalid(reason.quarantine)
     }
-    // A message of another type is valid: it is some consumer's, and eviction ignores types.
-    guard UUID(uuidString: header.id) == name.id else { return .invalid(.malformed) }
-    return .valid(stamp)
   }
 }
 

@@ -159,63 +159,42 @@ extension Spool {
     return nil
   }
 
-  /// Reads one file's envelope: opened without following links or blocking, checked on the
-  /// descriptor (a regular file within the payload limit) before reading at most the limit.
+  /// Reads one file's envelope with the checked reader
+  /// (``readMessage(_:_:id:checkType:extent:unchanged:)``); a file the reader refuses is shown
+  /// without its envelope's fields.
   private func readEnvelope(
     _ directory: Int32, _ entry: AppGroupMailboxEntry, includeMessage: Bool
   ) throws -> AppGroupMailboxEnvelope {
     var envelope = AppGroupMailboxEnvelope(
       entry: entry, format: nil, enqueuedAt: nil, messageType: nil, messageBytes: nil,
       message: nil)
-    guard let bytes = try readCapped(directory, entry.fileName),
-      let (header, range) = try? Envelope.decode(bytes)
-    else { return envelope }
-    envelope.format = header.format
-    envelope.enqueuedAt = Date(mailboxMicros: header.enqueuedAt)
-    envelope.messageType = header.messageType
-    envelope.messageBytes = range.count
-    if includeMessage { envelope.message = Data(bytes[range]) }
-    return envelope
-  }
-
-  /// The bytes of a regular, singly linked file of at most the payload limit; nil for anything
-  /// else (or when it vanished).
-  private func readCapped(_ directory: Int32, _ name: String) throws -> [UInt8]? {
-    let fd: Int32
-    do {
-      fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-    } catch let error as SystemCallError where error.errno != EIO && error.errno != ENOMEM {
-      return nil
+    guard case .success(let read) = try readMessage(directory, entry.fileName) else {
+      return envelope
     }
-    defer { Syscall.close(fd) }
-    let info = try Syscall.fstat(fd)
-    guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1,
-      acceptsMessageSize(Int(info.st_size))
-    else { return nil }
-    let maximum = readLimit
-    let bytes = try Syscall.pread(fd, limit: maximum + 1)
-    return bytes.count <= maximum ? bytes : nil
+    envelope.format = read.header.format
+    envelope.enqueuedAt = Date(mailboxMicros: read.header.enqueuedAt)
+    envelope.messageType = read.header.messageType
+    envelope.messageBytes = read.messageRange.count
+    if includeMessage { envelope.message = read.message }
+    return envelope
   }
 
   /// See ``AppGroupMailboxInspector/requeueQuarantined(_:)``.
   func requeueQuarantined(_ fileName: String) throws -> AppGroupMailboxRequeueOutcome {
     guard Self.isPlainName(fileName) else { return .notFound }
     let header: EnvelopeHeader
-    do {
-      guard (try? Syscall.lstat(directories.quarantine, fileName)) != nil else { return .notFound }
-      guard let bytes = try readCapped(directories.quarantine, fileName),
-        let decoded = try? Envelope.decode(bytes)
-      else { return .notAMessage }
-      header = decoded.0
-    } catch let error as SystemCallError {
-      throw error.mailboxError("requeue")
+    let read = try mapIO("requeue") { try readMessage(directories.quarantine, fileName) }
+    switch read {
+    case .success(let read): header = read.header
+    case .failure(.vanished): return .notFound
+    case .failure: return .notAMessage
     }
     guard let id = UUID(uuidString: header.id) else { return .notAMessage }
     var events: [AppGroupMailboxDiagnostic] = []
     defer { emit(events) }
     let outcome = try mapIO("requeue") {
       try withStateLock { counters -> AppGroupMailboxRequeueOutcome in
-        if try isPendingDelayedOrClaimed(id: id) { return .alreadyPresent(id) }
+        if try containsMessage(id: id, inQuarantine: false) { return .alreadyPresent(id) }
         if counters.depth >= limits.maxMessages {
           counters = try recount(stored: counters)
           if counters.depth >= limits.maxMessages { throw AppGroupMailboxError.mailboxFull }
@@ -262,20 +241,6 @@ extension Spool {
       try flushDirectory(directories.quarantine)
       return true
     }
-  }
-
-  /// Whether a message with `id` is pending, delayed or claimed, from names alone.
-  private func isPendingDelayedOrClaimed(id: UUID) throws -> Bool {
-    for entry in try Syscall.list(directories.pending) {
-      if PendingName(parsing: entry.name)?.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.claimed) {
-      if ClaimedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.delayed) {
-      if DelayedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    return false
   }
 
   /// A name that stays inside its directory: not empty, `.` or `..`, without `/` or NUL.

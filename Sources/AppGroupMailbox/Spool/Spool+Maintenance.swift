@@ -42,10 +42,14 @@ extension Spool {
   static let temporarySweepInterval: Int64 = 60_000_000
 
   /// Restores every claim whose lease ran out to `pending/` under its original name (so at its
-  /// original position), or deletes it when the message also outlived its lifetime. Two
-  /// processes sweeping at once race on the same rename: one wins, the other sees ENOENT.
+  /// original position), or deletes it when the message also outlived its lifetime. A lease
+  /// ending more than ``AppGroupMailboxLimits/claimTimeoutCeiling`` ahead was never given by a
+  /// process (a planted or corrupted name) and counts as run out, so it cannot hold a place in
+  /// the depth bound for centuries. Two processes sweeping at once race on the same rename: one
+  /// wins, the other sees ENOENT.
   func recoverClaims(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
+    let latestLease = clock.addingMicros(AppGroupMailboxLimits.claimTimeoutCeiling.microseconds)
     var recovered = 0
     var contained = 0
     var earliestLeft = Int64.max
@@ -53,7 +57,7 @@ extension Spool {
     try mapIO("recover") {
       for entry in try Syscall.list(directories.claimed) {
         guard let claimed = ClaimedName(parsing: entry.name) else { continue }
-        guard claimed.leaseUntilMicros < clock else {
+        guard claimed.leaseUntilMicros < clock || claimed.leaseUntilMicros > latestLease else {
           earliestLeft = min(earliestLeft, claimed.leaseUntilMicros)
           continue
         }

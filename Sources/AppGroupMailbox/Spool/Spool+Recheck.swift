@@ -40,11 +40,13 @@ extension Spool {
   }
 
   /// Quarantines the name `name` of `directory`, a regular file with more than one link past
-  /// its grace, as a copy: its bytes (at most ``AppGroupMailboxLimits/maxPayloadBytes`` plus
-  /// one) are written to a new file in `tmp/` that goes to quarantine, then the name is
-  /// unlinked. Quarantine by rename would keep the inode linked, and every remaining name of it
-  /// would then count as linked too; this way, when the other names were all in the spool, the
-  /// last one is delivered once. A file that cannot be copied is quarantined by rename.
+  /// its grace, as a copy: its bytes (read by the checked reader,
+  /// ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most
+  /// ``AppGroupMailboxLimits/maxPayloadBytes``) are written to a new file in `tmp/` that goes to
+  /// quarantine, then the name is unlinked. Quarantine by rename would keep the inode linked,
+  /// and every remaining name of it would then count as linked too; this way, when the other
+  /// names were all in the spool, the last one is delivered once. A file that cannot be copied
+  /// (not a regular file, larger than the limit, unreadable) is quarantined by rename.
   /// - Returns: whether the name left `directory` (see ``quarantine(from:_:id:reason:diagnostics:)``).
   func quarantineLinked(
     from directory: Int32, _ name: String, id: UUID?,
@@ -53,15 +55,10 @@ extension Spool {
     let copy = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).linked.tmp"
     do {
       let bytes: [UInt8]
-      do {
-        let fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        defer { Syscall.close(fd) }
-        let info = try Syscall.fstat(fd)
-        guard info.st_mode & S_IFMT == S_IFREG else {
-          throw SystemCallError(call: "fstat", errno: EINVAL)
-        }
-        bytes = try Syscall.readCapped(
-          fd, expected: Int(info.st_size), limit: limits.maxPayloadBytes)
+      switch try readEntry(directory, name, limit: limits.maxPayloadBytes, singleLink: false) {
+      case .success(let (_, read)): bytes = read
+      case .failure(.vanished): throw SystemCallError(call: "open", errno: ENOENT)
+      case .failure: throw SystemCallError(call: "fstat", errno: EINVAL)
       }
       let out = try Syscall.open(
         directories.tmp, copy, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,

@@ -85,9 +85,9 @@ extension Spool {
     return outcome
   }
 
-  /// Whether the entries are the same inode, or two regular files with equal bytes (read on
-  /// descriptors opened without following links or blocking, at most the payload limit plus
-  /// one byte each; anything unreadable or larger counts as different).
+  /// Whether the entries are the same inode, or two regular files with equal bytes (read by
+  /// the checked reader, ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most the
+  /// payload limit each; anything unreadable or larger counts as different).
   func sameContent(
     _ from: Int32, _ name: some SystemName, _ to: Int32, _ target: String
   ) -> Bool {
@@ -98,15 +98,11 @@ extension Spool {
       source.st_size == other.st_size, source.st_size <= limits.maxPayloadBytes
     else { return false }
     func bytes(_ directory: Int32, _ entry: some SystemName) -> [UInt8]? {
-      guard
-        let fd = try? Syscall.open(directory, entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-      else { return nil }
-      defer { Syscall.close(fd) }
-      guard let info = try? Syscall.fstat(fd), info.st_mode & S_IFMT == S_IFREG else { return nil }
-      return try? Syscall.readCapped(
-        fd, expected: Int(info.st_size), limit: limits.maxPayloadBytes)
+      let read = try? readEntry(directory, entry, limit: limits.maxPayloadBytes, singleLink: false)
+      guard case .success(let (_, bytes)) = read else { return nil }
+      return bytes
     }
     guard let left = bytes(from, name), let right = bytes(to, target) else { return false }
-    return left.count <= limits.maxPayloadBytes && left == right
+    return left == right
   }
 }

@@ -19,7 +19,7 @@ extension AppGroupMailbox {
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"pollingInterval"`).
   /// - Complexity: one listing of `pending/` to start (O(n) in its entries).
   public func wakeUps(pollingInterval: TimeInterval = 1) throws -> Watcher {
-    try spool.watcher(pollingInterval: pollingInterval)
+    try watcher(pollingInterval: pollingInterval)
   }
 
   /// Blocks until a message may be pending or `timeout` seconds pass (nil: no limit).
@@ -35,7 +35,7 @@ extension AppGroupMailbox {
   /// - Throws: ``MailboxError/mailboxDirectoryRemoved``; ``MailboxError/invalidLimit(_:)``
   ///   naming `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
-    try spool.waitForWork(timeout: timeout)
+    try waitForWork(timeout: timeout)
   }
 
   /// Claims messages in batches and hands each to `handler` until the mailbox is empty, then
@@ -60,8 +60,6 @@ extension AppGroupMailbox {
     batchSize: Int = 16, pollingInterval: TimeInterval = 1,
     handler: (Claim) async throws -> Void
   ) async throws {
-    try await spool.drain(
-      batchSize: batchSize, pollingInterval: pollingInterval,
-      claim: { try claimPending(limit: $0) }, handler: handler)
+    try await drainClaims(batchSize: batchSize, pollingInterval: pollingInterval, handler: handler)
   }
 }

@@ -13,8 +13,7 @@ extension AppGroupMailbox {
   public func drainPending(batchSize: Int = 16, handler: (Claim) async throws -> Void)
     async throws
   {
-    try await spool.drainPending(
-      batchSize: batchSize, claim: { try claimPending(limit: $0) }, handler: handler)
+    try await drainPendingClaims(batchSize: batchSize, handler: handler)
   }
 }
 
@@ -24,7 +23,6 @@ extension AppGroupRawMailbox {
   public func drainPending(batchSize: Int = 16, handler: (Claim) async throws -> Void)
     async throws
   {
-    try await spool.drainPending(
-      batchSize: batchSize, claim: { try claimPending(limit: $0) }, handler: handler)
+    try await drainPendingClaims(batchSize: batchSize, handler: handler)
   }
 }

@@ -8,7 +8,7 @@ extension AppGroupRawMailbox {
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"pollingInterval"`).
   /// - Complexity: one listing of `pending/` to start (O(n) in its entries).
   public func wakeUps(pollingInterval: TimeInterval = 1) throws -> AppGroupMailboxWatcher {
-    try spool.watcher(pollingInterval: pollingInterval)
+    try watcher(pollingInterval: pollingInterval)
   }
 
   /// Blocks until a message may be pending or `timeout` seconds pass (nil: no limit); also
@@ -18,7 +18,7 @@ extension AppGroupRawMailbox {
   /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``;
   ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `timeout` when it is NaN.
   public func wait(timeout: TimeInterval?) throws -> Bool {
-    try spool.waitForWork(timeout: timeout)
+    try waitForWork(timeout: timeout)
   }
 
   /// Claims messages in batches and hands each to `handler` until the mailbox is empty, then
@@ -30,9 +30,7 @@ extension AppGroupRawMailbox {
     batchSize: Int = 16, pollingInterval: TimeInterval = 1,
     handler: (Claim) async throws -> Void
   ) async throws {
-    try await spool.drain(
-      batchSize: batchSize, pollingInterval: pollingInterval,
-      claim: { try claimPending(limit: $0) }, handler: handler)
+    try await drainClaims(batchSize: batchSize, pollingInterval: pollingInterval, handler: handler)
   }
 
   /// When this mailbox's claims must look again at an entry they skipped for now (a hard link

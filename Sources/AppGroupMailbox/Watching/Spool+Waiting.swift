@@ -42,7 +42,7 @@ extension Spool {
       var diagnostics: [AppGroupMailboxDiagnostic] = []
       let promoted = try promoteDue(diagnostics: &diagnostics)
       emit(diagnostics)
-      if promoted > 0 || (woken && hasPendingMessage()) { return true }
+      if !isHeld, promoted > 0 || (woken && hasPendingMessage()) { return true }
       // A skipped entry is due for another look: the caller's next claim handles it.
       if recheck != nil, nextRecheck.withLock({ $0 }) <= now { return true }
       if let deadline, Date() >= deadline { return false }

@@ -99,6 +99,8 @@ final class PendingAreaTarget: WakeUpTarget {
     if let common = classifyCommon(event) { return common }
     guard let name = event.name else { return nil }
     if name == "pending", event.mask & InotifyMask.areaChanges != 0 { return .watchLost }
+    // A new settings file (renamed into place): a hold or resume, so a held drain wakes.
+    if name == Spool.settingsName, event.has(IN_MOVED_TO) { return .changed }
     guard event.mask & InotifyMask.arrivals != 0 else { return nil }
     // Names are checked, not which watch the event came from: a pending name only arrives in
     // `pending/`, a delayed name (the due time before a pending name) only in `delayed/`, and a

@@ -8,7 +8,8 @@ import Testing
 /// exit status of each subcommand.
 @Suite struct CLIEndToEndTests {
   static let subcommands = [
-    "drain", "enqueue", "status", "list", "show", "maintain", "quarantine", "watch", "demo",
+    "drain", "enqueue", "hold", "resume", "status", "list", "show", "maintain", "quarantine",
+    "watch", "demo",
   ]
 
   @Test func `Every subcommand prints its help on stdout and exits 0`() throws {
@@ -137,12 +138,13 @@ import Testing
     let age = try #require(counts["oldestPendingAgeSeconds"] as? Double)
     #expect(age > 100_000_000)
     let human = try Mailboxctl.run(["status"] + container.arguments())
-    #expect(human.lines.count == 11)
+    #expect(human.lines.count == 12)
     #expect(human.lines[1] == "depth:            2")
     #expect(human.lines[2] == "pending:          2")
     #expect(human.lines[3] == "delayed:          0")
     #expect(human.lines[8] == "next due:         -")
     #expect(human.lines[9] == "oldest claim:     -")
+    #expect(human.lines[11] == "held:             no")
     let shown = try Mailboxctl.run(["show"] + container.arguments() + [id, "--message"])
     #expect(shown.status == 0)
     #expect(shown.stdout.contains("message type:   (none)\n"))

@@ -15,7 +15,8 @@ import Testing
 
   /// The payloads pending in `container`, oldest first, claimed and acknowledged.
   func drainedPayloads(_ container: TemporaryContainer) throws -> [String] {
-    try container.rawMailbox().claimPending().map { claim in
+    let mailbox = try container.rawMailbox()  // a claim does not keep its mailbox alive
+    return try mailbox.claimPending().map { claim in
       try claim.acknowledge()
       return String(decoding: claim.payload, as: UTF8.self)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 @testable import AppGroupMailbox
@@ -64,6 +65,39 @@ import Testing
     #expect(again.map(\.message) == ["A"])
     #expect(again.map(\.deliveryCount) == [2])
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try stale[0].acknowledge() }
+  }
+
+  @Test func `A lease ending past the longest claim timeout is forged: maintenance recovers it`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2, claimTimeout: AppGroupMailboxLimits.claimTimeoutCeiling),
+      clock: clock)
+    try mailbox.enqueue("A")
+    try mailbox.enqueue("B")
+    let held = try mailbox.claimPending()
+    #expect(held.map(\.message) == ["A", "B"])
+    // B's lease is moved to 2286, as a planted or corrupted name would have it.
+    let claimed = container.area("claimed")
+    let forged = try #require(container.claimedNames().first { $0.message.key.sequence == 2 })
+    let far = ClaimedName(message: forged.message, token: 7, leaseUntilMicros: MessageKey.maxMicros)
+    #expect(
+      rename(
+        claimed.appendingPathComponent(forged.fileName).path,
+        claimed.appendingPathComponent(far.fileName).path) == 0)
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("C") }
+    clock.advance(1)
+    try mailbox.performMaintenance()
+    // A's lease of the longest timeout stands; B's is taken back and B delivered again.
+    #expect(container.claimedNames().map(\.message.key.sequence) == [1])
+    let again = try mailbox.claimPending()
+    #expect(again.map(\.message) == ["B"])
+    #expect(again.map(\.deliveryCount) == [2])
+    try held[0].acknowledge()
+    try again[0].acknowledge()
+    try mailbox.enqueue("C")
   }
 
   @Test

@@ -96,18 +96,7 @@ struct ReadOnlyAndSharingTests {
     let location = container.arguments()
     let raw = try container.rawMailbox()
     let id = try raw.enqueue(Data("1".utf8)).id.uuidString.lowercased()
-    // Group read and search, no write: 0750 directories, 0640 files.
-    #expect(chown(container.url.path, 0, gid_t(Self.group)!) == 0)
-    #expect(chmod(container.url.path, 0o750) == 0)
-    let tree = try Processes.run(
-      "/bin/sh",
-      [
-        "-c",
-        "chgrp -R \(Self.group) \"$0\" && find \"$0\" -type d -exec chmod 0750 {} + "
-          + "&& find \"$0\" -type f -exec chmod 0640 {} +",
-        container.url.path + "/AppGroupMailbox",
-      ])
-    try #require(tree.status == 0, "\(tree.stderr)")
+    try readOnlyForGroup(container)
     let modes = try modeList(container)
     for command in [["status"], ["list"], ["show", id], ["quarantine", "list"], ["config"]] {
       let result = try run(as: Self.reader, [command[0]] + location + command.dropFirst())
@@ -124,6 +113,22 @@ struct ReadOnlyAndSharingTests {
         + "\(container.url.path)/AppGroupMailbox/jobs: openat failed: Permission denied "
         + "(errno 13)\n")
     #expect(try modeList(container) == modes)
+  }
+
+  /// Gives the group read and search but no write on everything in `container`: 0750
+  /// directories, 0640 files.
+  func readOnlyForGroup(_ container: TemporaryContainer) throws {
+    #expect(chown(container.url.path, 0, gid_t(Self.group)!) == 0)
+    #expect(chmod(container.url.path, 0o750) == 0)
+    let tree = try Processes.run(
+      "/bin/sh",
+      [
+        "-c",
+        "chgrp -R \(Self.group) \"$0\" && find \"$0\" -type d -exec chmod 0750 {} + "
+          + "&& find \"$0\" -type f -exec chmod 0640 {} +",
+        container.url.path + "/AppGroupMailbox",
+      ])
+    try #require(tree.status == 0, "\(tree.stderr)")
   }
 
   /// `mode path` of everything in the namespace, sorted.

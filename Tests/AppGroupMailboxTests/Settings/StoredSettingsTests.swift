@@ -128,9 +128,9 @@ import Testing
   @Test func `A settings file of a newer format is refused, not guessed at`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()
-    try Data("{\"format\":2,\"held\":true}\n".utf8).write(
+    try Data("{\"format\":3,\"priorities\":true}\n".utf8).write(
       to: container.url.appendingPathComponent("AppGroupMailbox/jobs/settings"))
-    #expect(throws: AppGroupMailboxError.invalidLimit("settings format 2")) {
+    #expect(throws: AppGroupMailboxError.invalidLimit("settings format 3")) {
       _ = try container.rawMailbox()
     }
   }

@@ -42,11 +42,14 @@ extension SpoolFuzz {
     }
     quarantined.formUnion(ledger.purgedIDs.compactMap(Self.payload(for:)))
     report.quarantinedMessages = quarantined.intersection(ledger.enqueued).count
-    let requeued = Set(ledger.requeuedIDs.compactMap(Self.payload(for:)))
-    // A copy under a second valid name is a second message to every reader (docs/FORMAT.md,
-    // "Moves"): its payload may be delivered once per name.
+    // Worker ids name their payload; planted ids are looked up in what the planter wrote.
+    func payload(for id: String) -> String? { Self.payload(for: id) ?? planter.plantedPayloads[id] }
+    let requeued = Set(ledger.requeuedIDs.compactMap(payload(for:)))
+    // A copy under a second valid name is a second message to every reader, and so is a copy or
+    // link still there after its original was acknowledged (docs/FORMAT.md, "Moves"): its
+    // payload may be delivered again. Loss, errors, the bound and the rest still apply to it.
     let renamedCopies = Set(
-      planter.renamedCopyIDs.compactMap { Self.payload(for: $0.uuidString.lowercased()) })
+      planter.redeliverableCopyIDs.compactMap { payload(for: $0.uuidString.lowercased()) })
     let readded = ledger.reimported.union(requeued).union(renamedCopies)
 
     // At least once, or quarantined with a reason.

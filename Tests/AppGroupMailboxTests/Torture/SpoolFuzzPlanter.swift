@@ -41,9 +41,16 @@ struct SpoolFuzzPlanter {
   /// Ids of messages copied, linked or duplicated: a copy the library never admitted can outlive
   /// the original, so the depth samples leave these ids out.
   var copiedIDs = Set<UUID>()
-  /// Ids of messages copied under a second valid name (another `enqueuedAt` and `sequence`):
-  /// names are a message's identity (docs/FORMAT.md, "Moves"), so each name may be delivered once.
-  var renamedCopyIDs = Set<UUID>()
+  /// Ids of messages copied or linked: under a second valid name (another `enqueuedAt` and
+  /// `sequence`) a copy is a second message, and any copy or link still there after its original
+  /// was acknowledged is one too (docs/FORMAT.md, "Moves": the format keeps no record of
+  /// acknowledged ids), so these may be delivered again; every other check still applies.
+  var redeliverableCopyIDs = Set<UUID>()
+  /// The payload of every valid envelope planted, by its header id (lower case): a requeue or a
+  /// renamed copy of a planted message may deliver it again, like a worker's.
+  var plantedPayloads: [String: String] = [:]
+  /// Valid delayed messages planted with enqueuedAt and due time in 2286 (they stay until then).
+  var permanentPlants = 0
 
   static let areas = ["pending", "claimed", "delayed", "quarantine", "tmp"]
   /// Computed, not a stored global: LeakSanitizer cannot see a global Data's buffer.
@@ -115,8 +122,15 @@ struct SpoolFuzzPlanter {
     unlink(source)
   }
 
-  /// A valid envelope for `payload` (an untyped message every consumer accepts).
-  static func envelope(_ id: UUID, _ micros: Int64, _ payload: String) -> Data {
+  /// A valid envelope for `payload` (an untyped message every consumer accepts), recorded in
+  /// ``plantedPayloads``.
+  mutating func envelope(_ id: UUID, _ micros: Int64, _ payload: String) -> Data {
+    plantedPayloads[id.uuidString.lowercased()] = payload
+    return Self.unrecordedEnvelope(id, micros, payload)
+  }
+
+  /// A valid envelope for `payload`, not recorded (for content that is then broken).
+  static func unrecordedEnvelope(_ id: UUID, _ micros: Int64, _ payload: String) -> Data {
     (try? Envelope.encode(
       id: id, enqueuedAt: micros, messageType: "",
       payload: JSONEncoder().encode(payload))) ?? Data()
@@ -134,10 +148,16 @@ struct SpoolFuzzPlanter {
       guard !found.isEmpty else { return "\(kind.rawValue): no message to copy" }
       let (from, fromName, message) = found[pick(found.count)]
       copiedIDs.insert(message.id)
+      redeliverableCopyIDs.insert(message.id)
+      // The header may carry another id (a planted mismatch): a requeue delivers it as that.
+      if let bytes = FileManager.default.contents(atPath: path(from, fromName)),
+        let header = try? Envelope.decode(Array(bytes)).0, let id = UUID(uuidString: header.id)
+      {
+        redeliverableCopyIDs.insert(id)
+      }
       var target = message
       if kind == .duplicateID || (kind == .hardLink && pick(2) == 0) {
         target.key = MessageKey(micros: now, sequence: random.next() % 1_000_000_000)
-        if kind == .duplicateID { renamedCopyIDs.insert(message.id) }
       }
       let to =
         kind == .hardLink
@@ -168,17 +188,17 @@ struct SpoolFuzzPlanter {
         ? String(repeating: "a", count: 255)
         : stem + String(repeating: "9", count: 255 - stem.utf8.count)
       validPayloads.insert("long\(planted)")
-      place(Self.envelope(id, now, "long\(planted)"), area, name)
+      place(envelope(id, now, "long\(planted)"), area, name)
       return "long-name: \(area)/\(name.prefix(20))..."
     case .nonRegular:
       return plantNonRegular(area: messageAreas[pick(3)], kind: pick(6), &random)
     case .garbageContent:
       let id = freshID()
-      let valid = Self.envelope(id, now, "garbage")
+      let valid = Self.unrecordedEnvelope(id, now, "garbage")
       let variants: [Data] = [
         Data(), valid.prefix(valid.count / 2),
         Data((0..<64).map { _ in UInt8(random.next() & 0xff) }),
-        Data(count: 4_096), Self.envelope(freshID(), now, "wrongid\(planted)"),
+        Data(count: 4_096), envelope(freshID(), now, "wrongid\(planted)"),
         Data(
           #"{"enqueuedAt":1,"format":99,"id":"\#(id.uuidString.lowercased())","messageType":""}"#
             .utf8 + [10] + Array("\"f\"".utf8)),
@@ -186,6 +206,10 @@ struct SpoolFuzzPlanter {
       ]
       validPayloads.insert("wrongid\(planted)")  // A requeue takes the header's id.
       let variant = pick(variants.count)
+      if variant == 4 {
+        // Quarantined under the name's id, requeued under the header's: both name the payload.
+        plantedPayloads[id.uuidString.lowercased()] = "wrongid\(planted)"
+      }
       let message = PendingName(key: MessageKey(micros: now, sequence: 1), id: id, attempts: 0)
       let to = messageAreas[pick(3)]
       place(variants[variant], to, name(in: to, for: message, &random))
@@ -220,12 +244,18 @@ struct SpoolFuzzPlanter {
             leaseUntilMicros: pick(2) == 0 ? 1 : MessageKey.maxMicros
           ).fileName
       case "delayed":
-        name =
-          DelayedName(dueMicros: pick(2) == 0 ? 1 : MessageKey.maxMicros, message: message).fileName
+        var due = pick(2) == 0 ? 1 : MessageKey.maxMicros
+        if due == far, far == MessageKey.maxMicros {
+          // Enqueued and due in 2286: a valid message that holds its place in the depth bound
+          // until then, as any long delay does. A few of them, so the mailbox keeps room.
+          permanentPlants += 1
+          if permanentPlants > SpoolFuzzSettings.maxMessages / 6 { due = 1 }
+        }
+        name = DelayedName(dueMicros: due, message: message).fileName
       case "tmp": name = "\(random.next() % 100_000)-\(planted).tmp"
       default: break
       }
-      place(Self.envelope(id, far, payload), to, name)
+      place(envelope(id, far, payload), to, name)
       if to == "tmp" {
         var times = [timespec(tv_sec: pick(2) == 0 ? 1 : 9_999_999_999, tv_nsec: 0)]
         times.append(times[0])

@@ -9,19 +9,13 @@ import Testing
 /// classes to use, default all) and `FUZZ_SKIP` (classes to leave out; default
 /// ``SpoolFuzzTests/knownFailing``; set it empty to plant every class).
 @Suite struct SpoolFuzzTests {
-  /// Classes that still find faults not fixed yet; left out unless `FUZZ_SKIP` is set.
-  /// - `cross-area-copy` and `hard-link`: a copy or a second link of a message made while it is
-  ///   claimed (under a second claimed name, or in `pending/` or `delayed/` under its own name)
-  ///   outlives the claim's acknowledge and is delivered again; only copies that meet their
-  ///   original at a move are dropped (C15's rule), and a link made after the claim's checks
-  ///   is not seen. Needs an id check at recovery and promotion, and a link check at
-  ///   acknowledge.
-  /// - `far-time`: claims planted with a lease ending in 2286 count toward the depth bound until
-  ///   then, so a mailbox full of them refuses every enqueue (a lease longer than any
-  ///   `claimTimeout` could give should count as forged).
-  /// Fixed and planted again: `duplicate-id` (a copy under a second name is a second message,
-  /// docs/FORMAT.md "Moves"), `state` (C17).
-  static let knownFailing: [PlantClass] = [.crossAreaCopy, .hardLink, .farTime]
+  /// Classes that still find faults not fixed yet; left out unless `FUZZ_SKIP` is set. None
+  /// today. Fixed and planted again: `duplicate-id` and `cross-area-copy` and `hard-link` (a copy
+  /// or link is dropped or quarantined when a move meets it; under a second name, or still there
+  /// after its original's acknowledge, it is a second message: docs/FORMAT.md "Moves"), `state`
+  /// (C17), `far-time` (a lease ending past ``AppGroupMailboxLimits/claimTimeoutCeiling`` is
+  /// recovered as forged).
+  static let knownFailing: [PlantClass] = []
 
   static let fixtures = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,8 +1,10 @@
 """The consumer protocol (FORMAT.md, "Consumer protocol", "Delayed messages" and "Lifetime"):
 claim, read, acknowledge, release (with a delay), renew, recovery of abandoned claims, promotion
-of due delayed messages, expiry and quarantine."""
+of due delayed messages, expiry and quarantine; and the hold ("The settings file": a held
+mailbox is claimed from by nobody)."""
 
 import errno
+import json
 import os
 import secrets
 import stat
@@ -15,6 +17,8 @@ from .names import (
 from .system import now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
+# The longest claim timeout (366 days): a lease ending further ahead was never given (FORMAT.md).
+LEASE_CEILING_MICROS = 31_622_400_000_000
 
 
 class Claim:
@@ -35,6 +39,18 @@ class Claim:
 class Consumer:
     """Claim and what follows it; a mixin of Spool (needs Layout and State)."""
 
+    def held(self):
+        """Whether delivery is held: `settings` has format 2 and `held` true (FORMAT.md, "The
+        settings file"). A format newer than 2 is refused; no file (an old spool) is not held."""
+        try:
+            with open(os.path.join(self.path, "settings"), "rb") as file:
+                settings = json.loads(file.read(4097))
+        except FileNotFoundError:
+            return False
+        if settings.get("format") not in (1, 2):
+            raise ValueError("settings format %r is newer than this reader" % settings.get("format"))
+        return settings["format"] == 2 and settings.get("held") is True
+
     def claim(self, limit=None):
         """Claims up to limit valid messages, oldest first; returns Claims."""
         now = now_micros()
@@ -43,6 +59,8 @@ class Consumer:
             self.last_sweep = now
             self.recover()
         self.promote()
+        if self.held():
+            return []
         claims, removed = [], 0
         names = []
         for entry in os.listdir(self.area("pending")):
@@ -183,7 +201,7 @@ class Consumer:
         now, recovered, contained = now_micros(), 0, 0
         for entry in os.listdir(self.area("claimed")):
             claimed = ClaimedName.parse(entry)
-            if not claimed or claimed.lease >= now:
+            if not claimed or now <= claimed.lease <= now + LEASE_CEILING_MICROS:
                 continue
             path = self.area("claimed", entry)
             if now - claimed.name.micros >= self.lifetime:

@@ -1,0 +1,82 @@
+import Foundation
+import MailboxLocks
+
+/// A mailbox object a claim acts through: ``AppGroupMailbox`` or ``AppGroupRawMailbox``.
+protocol ClaimOwner: AnyObject, Sendable {
+  /// The spool whose `claimed/` area holds the claim.
+  var spool: Spool { get }
+}
+
+extension AppGroupMailbox: ClaimOwner {}
+extension AppGroupRawMailbox: ClaimOwner {}
+
+/// The one claim core behind ``AppGroupMailbox/Claim`` and ``AppGroupRawMailbox/Claim``: the
+/// claim's current name, the finishes (acknowledge, release, release with a delay, dead
+/// letter), renewal, and the lifetime rule.
+///
+/// Lifetime: a claim does not keep its mailbox alive. It holds the mailbox object that made it
+/// weakly; once that is deallocated, every method throws
+/// ``AppGroupMailboxError/mailboxDeallocated`` and changes nothing (the message stays claimed
+/// until its lease runs out, then any process's maintenance recovers it for another consumer).
+/// This is the rule of the package we follow (its typed claim throws `mailboxDeallocated`),
+/// applied to the raw claim too.
+///
+/// Thread safety: the methods may be called from any thread; they are serialised per claim.
+/// A method that learns the claim no longer exists forgets its name, so later calls throw
+/// ``AppGroupMailboxError/claimNoLongerExists`` without touching the spool.
+final class ClaimCore: Sendable {
+  private weak let owner: (any ClaimOwner)?
+  private let name: Locked<ClaimedName?>
+
+  init(name: ClaimedName, owner: any ClaimOwner) {
+    self.owner = owner
+    self.name = Locked(name)
+  }
+
+  /// The lease deadline; nil once the claim was finished or found gone.
+  var leaseDeadline: Date? {
+    name.withLock { current in current.map { Date(mailboxMicros: $0.leaseUntilMicros) } }
+  }
+
+  /// Deletes the message (``Spool/acknowledge(_:)``).
+  func acknowledge() throws { try finish { spool, name in try spool.acknowledge(name) } }
+
+  /// Puts the message back at its original position (``Spool/release(_:)``).
+  func release() throws { try finish { spool, name in try spool.release(name) } }
+
+  /// Puts the message back, claimable after `delay` seconds (``Spool/release(_:delay:)``).
+  func release(retryAfter delay: TimeInterval) throws {
+    try finish { spool, name in try spool.release(name, delay: delay) }
+  }
+
+  /// Moves the message to quarantine as a dead letter (``Spool/deadLetter(_:)``).
+  func deadLetter() throws { try finish { spool, name in try spool.deadLetter(name) } }
+
+  /// Starts a fresh lease; the claim keeps acting under the renewed name (``Spool/renew(_:)``).
+  func renew() throws { try act { spool, name in try spool.renew(name) } }
+
+  /// Runs a finish: on success the claim is done and its name forgotten.
+  private func finish(_ body: (Spool, ClaimedName) throws -> Void) throws {
+    try act { spool, name in
+      try body(spool, name)
+      return nil
+    }
+  }
+
+  /// Runs `body` on the current name under the claim's lock and keeps the name it returns (nil:
+  /// finished). Throws ``AppGroupMailboxError/mailboxDeallocated`` when the owner is gone and
+  /// ``AppGroupMailboxError/claimNoLongerExists`` when the name was forgotten or `body` found
+  /// the claim gone (the name is then forgotten); any other error leaves the claim as it was.
+  private func act(_ body: (Spool, ClaimedName) throws -> ClaimedName?) throws {
+    guard let owner else { throw AppGroupMailboxError.mailboxDeallocated }
+    try name.withLock { current in
+      guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
+      do {
+        current = try body(owner.spool, claimed)
+      } catch AppGroupMailboxError.claimNoLongerExists {
+        current = nil
+        throw AppGroupMailboxError.claimNoLongerExists
+      }
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+extension AppGroupRawMailbox {
+  /// Holds delivery from this mailbox for every process that uses it, as Postfix's
+  /// `postsuper -h` holds mail: from the next claim in any process (each claim re-checks the
+  /// settings file, one fstatat(2)), ``claimPending(limit:)`` returns nothing, ``drain(batchSize:pollingInterval:handler:)``
+  /// and ``wait(timeout:)`` wait, and ``drainPending(batchSize:handler:)`` returns at once.
+  /// Enqueues go on (the depth bound still applies); claims already taken are untouched and
+  /// may be acknowledged, released and renewed; abandoned claims are still recovered and due
+  /// delayed messages still made pending.
+  ///
+  /// The hold is stored in the mailbox's settings file (``AppGroupMailboxSettings/isHeld``;
+  /// docs/FORMAT.md, "The settings file"), so it survives restarts until ``resume()``. It is
+  /// written atomically under the namespace lock that ``updateSettings(_:)`` takes, and the
+  /// rename of the settings file wakes every watcher of the mailbox. Holding a held mailbox
+  /// changes nothing.
+  ///
+  /// Thread and process safety: safe from any thread and any process (also a group member of a
+  /// group-shared mailbox).
+  ///
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`) naming the
+  ///   system call and errno when the settings file cannot be written.
+  public func pause() throws { try spool.setHeld(true) }
+
+  /// Ends a hold set by ``pause()`` (in any process): claims deliver again, and waiting drains
+  /// in every process wake up (the settings file's rename is a wake-up). Resuming a mailbox
+  /// that is not held changes nothing.
+  ///
+  /// Thread and process safety: as ``pause()``.
+  ///
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
+  public func resume() throws { try spool.setHeld(false) }
+
+  /// Whether delivery is held (``pause()``), as the settings file says now: one fstatat(2), and
+  /// a read of the file when it changed.
+  public var isHeld: Bool { spool.isHeld }
+}
+
+extension AppGroupMailbox {
+  /// Holds delivery from this mailbox for every process; see ``AppGroupRawMailbox/pause()``.
+  ///
+  /// Thread and process safety: safe from any thread and any process.
+  ///
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
+  public func pause() throws { try spool.setHeld(true) }
+
+  /// Ends a hold; see ``AppGroupRawMailbox/resume()``.
+  ///
+  /// Thread and process safety: safe from any thread and any process.
+  ///
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
+  public func resume() throws { try spool.setHeld(false) }
+
+  /// Whether delivery is held; see ``AppGroupRawMailbox/isHeld``.
+  public var isHeld: Bool { spool.isHeld }
+}
+
+extension AppGroupMailboxInspector {
+  /// Whether delivery is held (``AppGroupRawMailbox/pause()``), as the settings file says now.
+  /// An inspector sees the hold but cannot change it: it opens nothing for writing.
+  public var isHeld: Bool { spool.isHeld }
+}

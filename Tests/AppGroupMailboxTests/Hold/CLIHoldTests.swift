@@ -1,0 +1,125 @@
+import Foundation
+import Glibc
+import MailboxLocks
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Issue 17, item 1 from the shell: `mailboxctl hold|resume`, `status` showing the hold, and a
+/// `drain --follow` in another process that stops claiming on hold and goes on after resume.
+@Suite struct CLIHoldTests {
+  /// The `message` values of the complete JSON lines `text` holds so far.
+  func messages(_ text: String) -> [Int64] {
+    text.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
+      guard
+        let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      else { return nil }
+      return (object["message"] as? NSNumber)?.int64Value
+    }
+  }
+
+  @Test func `Hold and resume print what changed and status shows the hold in text and JSON`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let raw = try container.rawMailbox()
+    try raw.enqueue(Data("1".utf8))
+    let first = try Mailboxctl.run(["hold"] + location)
+    #expect(first.status == 0)
+    #expect(first.stdout == "jobs: held\n")
+    #expect(try Mailboxctl.run(["hold"] + location).stdout == "jobs: already held\n")
+    #expect(raw.isHeld)
+    let text = try Mailboxctl.run(["status"] + location)
+    #expect(text.stdout.hasSuffix("\nheld:             yes\n"))
+    let json = try jsonLines(try Mailboxctl.run(["status"] + location + ["--json"]).stdout)
+    #expect(json.first?["held"] as? Bool == true)
+    // A drain without --follow finds nothing to claim; producers go on.
+    let drained = try Mailboxctl.run(["drain"] + location)
+    #expect(drained.status == 0)
+    #expect(drained.stdout == "")
+    #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "2"]).status == 0)
+    #expect(try raw.inspector.status().pending == 2)
+    let resumed = try Mailboxctl.run(["resume"] + location)
+    #expect(resumed.stdout == "jobs: resumed\n")
+    #expect(try Mailboxctl.run(["resume"] + location).stdout == "jobs: not held\n")
+    #expect(try Mailboxctl.run(["status"] + location).stdout.hasSuffix("\nheld:             no\n"))
+    let after = try jsonLines(try Mailboxctl.run(["status"] + location + ["--json"]).stdout)
+    #expect(after.first?["held"] as? Bool == false)
+    let delivered = try Mailboxctl.run(["drain"] + location)
+    #expect(try jsonLines(delivered.stdout).map { $0["message"] as? Int } == [1, 2])
+  }
+
+  @Test func `Hold of a missing mailbox exits 66 and creates nothing`() throws {
+    let container = try TemporaryContainer()
+    let result = try Mailboxctl.run(["hold"] + container.arguments())
+    #expect(result.status == 66)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: hold: no such mailbox: \(container.url.path)/AppGroupMailbox/jobs\n"
+    )
+  }
+
+  /// Done-when of issue 17: a `drain --follow` in another process stops claiming within 500 ms
+  /// of `hold` (`AGM_WAKE_DEADLINE_MS` widens it) while a producer keeps enqueueing, and
+  /// delivers everything, once and in order, after `resume`.
+  @Test func `A follow drain in another process stops claiming within 500 ms of hold and resumes`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxMessages: 100_000))
+    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
+    defer {
+      drain.signal(SIGKILL)
+      _ = try? drain.finish()
+    }
+    let produced = Locked<[Int64]>([])
+    let stop = Locked(false)
+    // The producer: one message every 2 ms, its payload the time it was enqueued (µs).
+    let producer = Thread {
+      while !stop.withLock({ $0 }) {
+        let micros = WatchSupport.nowMicros()
+        guard (try? raw.enqueue(Data(String(micros).utf8))) != nil else { break }
+        produced.withLock { $0.append(micros) }
+        usleep(2_000)
+      }
+    }
+    producer.start()
+    defer { stop.withLock { $0 = true } }
+    #expect(waitUntil(deadline: 30) { messages(drain.stdout).count >= 20 })
+    let hold = try Mailboxctl.run(["hold"] + container.arguments())
+    #expect(hold.status == 0)
+    let heldAt = WatchSupport.nowMicros()
+    let window = WatchSupport.wakeDeadlineMicros
+    // The producer goes on well past the window; the drain must not take those messages.
+    #expect(
+      waitUntil(deadline: 60) {
+        (produced.withLock { $0.last } ?? 0) > heldAt + window + 500_000
+      })
+    stop.withLock { $0 = true }
+    #expect(waitUntil(deadline: 30) { producer.isFinished })
+    let all = produced.withLock { $0 }
+    // Everything the drain printed plus everything pending is everything produced (its reader
+    // thread may lag behind the pipe for a moment: waited for), and nothing is claimed.
+    #expect(
+      waitUntil(deadline: 30) {
+        (try? raw.inspector.status().pending) == all.count - messages(drain.stdout).count
+      })
+    #expect(try raw.inspector.status().claimed == 0)
+    let beforeResume = messages(drain.stdout)
+    let lateClaims = beforeResume.filter { $0 > heldAt + window }
+    #expect(lateClaims == [])
+    #expect(all.filter { $0 > heldAt + window }.count >= 10)
+    #expect(drain.process.isRunning)
+    let resume = try Mailboxctl.run(["resume"] + container.arguments())
+    #expect(resume.status == 0)
+    let resumedAt = WatchSupport.nowMicros()
+    #expect(
+      waitUntil(deadline: Double(window) / 1_000_000) {
+        messages(drain.stdout).count > beforeResume.count
+      })
+    #expect(WatchSupport.nowMicros() - resumedAt <= window)
+    #expect(waitUntil(deadline: 60) { messages(drain.stdout).count >= all.count })
+    #expect(messages(drain.stdout) == all)
+  }
+}

@@ -67,6 +67,7 @@ extension Spool {
         directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
         mode: permissions.fileMode)
     }
+    directories.adoptOwner(fd)
     var published = false
     var publishedName: String?
     defer {

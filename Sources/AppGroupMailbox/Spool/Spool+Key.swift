@@ -103,7 +103,10 @@ extension Spool {
       }
       let fd = try Syscall.open(directories.namespace, Self.keysArea, flags)
       // Explicit mode whatever the umask, only on what this process made.
-      if created { try? Syscall.chmod(fd, permissions.directoryMode) }
+      if created {
+        try? Syscall.chmod(fd, permissions.directoryMode)
+        directories.adoptOwner(fd)
+      }
       return fd
     }
   }
@@ -137,6 +140,7 @@ extension Spool {
     defer { Syscall.close(fd) }
     do {
       try Syscall.chmod(fd, permissions.fileMode)
+      directories.adoptOwner(fd)
       try bytes.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
       if isDurable { try Syscall.fsync(fd) }
       try Syscall.rename(directories.tmp, temporary, keys, key)

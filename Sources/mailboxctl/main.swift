@@ -14,7 +14,7 @@ let subcommands: [Subcommand] = [
   createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
   releaseCommand, renewCommand, holdCommand, resumeCommand, statusCommand, listCommand, showCommand,
   maintainCommand,
-  quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
+  quarantineCommand, watchCommand, eventsCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
 /// The version `mailboxctl --version` prints (semantic versioning).

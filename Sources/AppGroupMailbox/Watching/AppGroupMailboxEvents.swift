@@ -18,7 +18,10 @@ import MailboxLocks
 /// watches (`pending/`, `claimed/`, `delayed/`, `quarantine/`) until it ends. Thread safety:
 /// ``close()`` may be called from any thread.
 public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
+  /// One lifecycle event.
   public typealias Element = AppGroupMailboxEvent
+  /// The iterator: `next()` waits for the next event, returns nil once the sequence ended, and
+  /// throws ``AppGroupMailboxError/mailboxDirectoryRemoved``.
   public typealias AsyncIterator = AsyncThrowingStream<AppGroupMailboxEvent, any Error>.Iterator
 
   private struct State {

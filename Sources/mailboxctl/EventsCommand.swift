@@ -29,7 +29,7 @@ let eventsCommand = Subcommand(
     do {
       events = try inspector.events()
     } catch {
-      throw CommandFailure(error, while: "events")
+      throw CommandFailure(error, while: "")
     }
     defer { events.close() }
     // Armed: whatever happens after this note is printed.
@@ -41,7 +41,7 @@ let eventsCommand = Subcommand(
       } catch let failure as CommandFailure {
         ended.withLock { $0.failure = failure }
       } catch {
-        ended.withLock { $0.failure = CommandFailure(error, while: "events") }
+        ended.withLock { $0.failure = CommandFailure(error, while: "") }
       }
       ended.withLock { $0.done = true }
       signals.wakeup.signal()

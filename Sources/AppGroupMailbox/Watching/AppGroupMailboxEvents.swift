@@ -10,12 +10,13 @@ import MailboxLocks
 /// returns: every change after it is seen, none before. Iterate it once (a second iterator
 /// finishes at once). The sequence ends when the iterating task is cancelled, the iterator is
 /// dropped, or ``close()`` is called; it throws ``AppGroupMailboxError/mailboxDirectoryRemoved``
-/// when an area's directory is deleted, moved or unmounted. A queue overflow is an event
+/// when an area's directory is deleted, moved, replaced or unmounted. A queue overflow is an event
 /// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they
 /// are taken, without bound: keep iterating.
 ///
-/// It uses the process's one shared inotify instance (docs/WAKEUPS.md, "Resources"), and 4
-/// watches (`pending/`, `claimed/`, `delayed/`, `quarantine/`) until it ends. Thread safety:
+/// It uses the process's one shared inotify instance (docs/WAKEUPS.md, "Resources"), and 5
+/// watches (`pending/`, `claimed/`, `delayed/`, `quarantine/` and the namespace directory)
+/// until it ends. Thread safety:
 /// ``close()`` may be called from any thread.
 public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
   /// One lifecycle event.
@@ -27,6 +28,9 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
   private struct State {
     var instance: InotifyInstance?
     var areas: [Int32: EventArea] = [:]
+    /// The watch on the namespace directory, which sees an area deleted, moved or replaced
+    /// (the open descriptors of the areas delay their own `IN_DELETE_SELF`).
+    var namespaceWatch: Int32 = -1
     var watches: [InotifyWatch] = []
     var derivation: EventDerivation
     var iterated = false
@@ -36,7 +40,8 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
   private let continuation: AsyncThrowingStream<AppGroupMailboxEvent, any Error>.Continuation
   private let state: Locked<State>
 
-  /// Watches `directories` (the 4 message areas) on the shared inotify instance.
+  /// Watches `directories` (the 4 message areas and the namespace) on the shared inotify
+  /// instance.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
   ///   unavailable (`EMFILE`, `ENOSPC` at the instance or watch limits).
   init(directories: SpoolDirectories, lifetime: TimeInterval) throws {
@@ -58,10 +63,12 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
         try state.withLock { current in
           current.instance = instance
           let watches = try instance.add(
-            paths: areas.map { Syscall.procPath($0.0) }, mask: mask
+            paths: areas.map { Syscall.procPath($0.0) } + [Syscall.procPath(directories.namespace)],
+            mask: mask
           ) { batch in Self.handle(batch, state, continuation) }
           current.watches = watches
           for (watch, area) in zip(watches, areas) { current.areas[watch.watch] = area.1 }
+          current.namespaceWatch = watches.last?.watch ?? -1
         }
       } catch {
         state.withLock { $0.instance = nil }
@@ -102,6 +109,10 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
       for event in batch {
         if event.watch == -1 {
           located.append((nil, event))
+        } else if event.watch == state.namespaceWatch {
+          let area = event.name.map(Self.areaNames.contains) ?? false
+          if area && event.mask & InotifyMask.areaChanges != 0 { lost = true }
+          if event.name == nil && event.mask & InotifyMask.watchLost != 0 { lost = true }
         } else if let area = state.areas[event.watch] {
           if event.name == nil && event.mask & InotifyMask.watchLost != 0 { lost = true }
           located.append((area, event))
@@ -112,6 +123,9 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
     for event in events { continuation.yield(event) }
     if lost { continuation.finish(throwing: AppGroupMailboxError.mailboxDirectoryRemoved) }
   }
+
+  /// The names of the watched areas in the namespace directory.
+  private static let areaNames: Set<String> = ["pending", "claimed", "delayed", "quarantine"]
 
   /// Removes the watches and leaves the shared instance, once.
   private static func stop(_ state: Locked<State>) {

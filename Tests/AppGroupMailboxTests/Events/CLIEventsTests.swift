@@ -87,6 +87,19 @@ import Testing
     #expect(lines.map { $0["deliveryCount"] as? Int } == [0, 1, 1, nil, 0, 1, nil])
   }
 
+  @Test func `events exits 66 when the mailbox directory is removed`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let events = try Self.startEvents(container)
+    try FileManager.default.removeItem(at: container.url.appendingPathComponent("AppGroupMailbox"))
+    let finished = try events.finish()
+    #expect(finished.status == 66)
+    #expect(
+      finished.stderr.hasSuffix(
+        "mailboxctl: error: events: The mailbox directory was deleted, moved or replaced; "
+          + "open the mailbox again.\n"))
+  }
+
   @Test func `events prints its help and exits 0`() throws {
     let finished = try Mailboxctl.run(["events", "--help"])
     #expect(finished.status == 0)

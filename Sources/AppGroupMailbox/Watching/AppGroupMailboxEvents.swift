@@ -7,8 +7,9 @@ import MailboxLocks
 /// ``AppGroupMailboxEvent`` and docs/WAKEUPS.md, "Lifecycle events", for what is derived how).
 ///
 /// Obtain one from ``AppGroupMailboxInspector/events()``. Its watches are armed when that
-/// returns: every change after it is seen, none before. Iterate it once (a second iterator
-/// finishes at once). The sequence ends when the iterating task is cancelled, the iterator is
+/// returns: every change after it is seen, none before. Iterate it once, from one task (a
+/// second iteration after the first ended finishes at once; two at the same time trap, as for
+/// `AsyncThrowingStream`). The sequence ends when the iterating task is cancelled, the iterator is
 /// dropped, or ``close()`` is called; it throws ``AppGroupMailboxError/mailboxDirectoryRemoved``
 /// when an area's directory is deleted, moved, replaced or unmounted. A queue overflow is an event
 /// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they

@@ -22,6 +22,18 @@ import Testing
     waitUntil(deadline: deadline) { process.stdout.split(separator: "\n").count >= count }
   }
 
+  /// Waits for `count` lines within ``deadline``, stops `process` with `signal`, expects exit
+  /// status 0 and returns the lines.
+  static func stop(_ process: StreamingProcess, after count: Int, with signal: Int32) throws
+    -> [[String: Any]]
+  {
+    #expect(waitForLines(process, count))
+    process.signal(signal)
+    let finished = try process.finish()
+    #expect(finished.status == 0)
+    return try jsonLines(finished.stdout)
+  }
+
   @Test
   func
     `Another process sees one message enqueued, claimed, released, claimed and acknowledged in order`()
@@ -33,11 +45,7 @@ import Testing
     let id = try mailbox.enqueue(Data(#"{"job":1}"#.utf8)).id
     try #require(try mailbox.claimPending(limit: 1).first).release()
     try #require(try mailbox.claimPending(limit: 1).first).acknowledge()
-    #expect(Self.waitForLines(events, 5))
-    events.signal(SIGINT)
-    let finished = try events.finish()
-    #expect(finished.status == 0)
-    let lines = try jsonLines(finished.stdout)
+    let lines = try Self.stop(events, after: 5, with: SIGINT)
     #expect(
       lines.map { $0["event"] as? String }
         == ["enqueued", "claimed", "released", "claimed", "acknowledged"])
@@ -45,7 +53,7 @@ import Testing
       lines.map { $0["id"] as? String } == Array(repeating: id.uuidString.lowercased(), count: 5))
     #expect(lines.map { $0["deliveryCount"] as? Int } == [0, 1, 1, 2, 2])
     #expect(lines.allSatisfy { $0["reason"] is NSNull && $0["dueAt"] is NSNull })
-    #expect(!finished.stdout.contains("job"))
+    #expect(!lines.contains { $0.values.contains { "\($0)".contains("job") } })
   }
 
   @Test
@@ -69,11 +77,7 @@ import Testing
       + "-00000000000000000099-\(malformed.uuidString.lowercased())-0.msg"
     #expect(rename(temporary.path, namespace.appendingPathComponent("pending/" + name).path) == 0)
     #expect(try mailbox.claimPending(limit: 1).isEmpty)
-    #expect(Self.waitForLines(events, 7))
-    events.signal(SIGTERM)
-    let finished = try events.finish()
-    #expect(finished.status == 0)
-    let lines = try jsonLines(finished.stdout)
+    let lines = try Self.stop(events, after: 7, with: SIGTERM)
     #expect(
       lines.map { $0["event"] as? String }
         == [

@@ -32,7 +32,7 @@ enum MailboxOptions {
       name: "--max-quarantined-files", kind: .value("N"), help: "Quarantine bound (default 20)."),
     OptionSpec(
       name: "--max-delivery-attempts", kind: .value("N"),
-      help: "Deliveries before a dead letter is quarantined (default unlimited)."),
+      help: "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."),
     OptionSpec(
       name: "--overflow", kind: .value("POLICY"),
       help: "reject-newest (default) or discard-oldest."),
@@ -135,7 +135,9 @@ enum MailboxOptions {
     if let value = try arguments.integer("--max-quarantined-files", in: 0...1_000_000) {
       settings.maxQuarantinedFiles = value
     }
-    if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
+    if arguments.value("--max-delivery-attempts") == "unlimited" {
+      settings.maxDeliveryAttempts = nil
+    } else if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
       settings.maxDeliveryAttempts = value
     }
     if arguments.value("--overflow") != nil { settings.overflowPolicy = try overflow(arguments) }

@@ -23,6 +23,14 @@ private struct JobZero: Codable, Sendable, AppGroupMailboxVersionedMessage {
 
 private struct MigrationFailed: Error {}
 
+// The README's example ("Payload versions"), as written there.
+private struct Reminder: Codable, Sendable, AppGroupMailboxVersionedMessage {
+  static let payloadVersion = 2
+  var title: String
+  var dueAt: Date?  // new in version 2
+}
+private struct ReminderV1: Codable { var title: String }  // what version 1 encoded
+
 /// Payload versions: a type declares one, each message records it (absent for version 1),
 /// migrations read older versions, and a version a consumer does not read is left pending.
 @Suite struct PayloadVersionTests {
@@ -129,6 +137,21 @@ private struct MigrationFailed: Error {}
     #expect(claims.map(\.message) == [JobTwo(number: 5, label: "from 1")])
     try claims.first?.acknowledge()
     #expect(container.names("pending").isEmpty)
+  }
+
+  @Test func `The README's payload-version example migrates a version-1 reminder`() throws {
+    let container = try TemporaryContainer()
+    try container.mailbox(ReminderV1.self, namespace: "reminders", messageType: "Reminder")
+      .enqueue(ReminderV1(title: "call"))
+    // The README's lines, with a test container for the app group.
+    let reminders = try AppGroupMailbox<Reminder>(
+      containerURL: container.url, namespace: "reminders")
+    try reminders.registerMigration(from: 1) { json in
+      Reminder(title: try JSONDecoder().decode(ReminderV1.self, from: json).title, dueAt: nil)
+    }
+    let claims = try reminders.claimPending()
+    #expect(claims.map(\.message.title) == ["call"])
+    #expect(claims.map(\.message.dueAt) == [nil])
   }
 
   @Test func `A migration that throws quarantines the message as malformed`() throws {

@@ -21,24 +21,30 @@ struct VersionTwoJob: Codable, Sendable, AppGroupMailboxVersionedMessage {
 let versionCommands: [WorkerCommand] = [
   WorkerCommand(name: "version-consume") { args in
     let container = URL(fileURLWithPath: args[0])
-    var count = 0
-    if args[2] == "2" {
-      let mailbox = try AppGroupMailbox<VersionTwoJob>(
-        containerURL: container, namespace: args[1], messageType: "Job")
-      while let claim = try mailbox.claimPending(limit: 1).first {
-        emitLine("\(mailbox.payloadVersion) \(claim.message.number) \(claim.message.label)")
-        try claim.acknowledge()
-        count += 1
-      }
-    } else {
-      let mailbox = try AppGroupMailbox<VersionOneJob>(
-        containerURL: container, namespace: args[1], messageType: "Job")
-      while let claim = try mailbox.claimPending(limit: 1).first {
-        emitLine("\(mailbox.payloadVersion) \(claim.message.number)")
-        try claim.acknowledge()
-        count += 1
-      }
-    }
+    let count =
+      args[2] == "2"
+      ? try consumeAll(
+        AppGroupMailbox<VersionTwoJob>(
+          containerURL: container, namespace: args[1], messageType: "Job")
+      ) { "\($0.number) \($0.label)" }
+      : try consumeAll(
+        AppGroupMailbox<VersionOneJob>(
+          containerURL: container, namespace: args[1], messageType: "Job")
+      ) { "\($0.number)" }
     emitLine("claimed \(count)")
   }
 ]
+
+/// Claims one message at a time until a claim returns nothing, printing
+/// `<payload version> <describe(message)>` and acknowledging each; returns how many it took.
+private func consumeAll<Message>(
+  _ mailbox: AppGroupMailbox<Message>, _ describe: (Message) -> String
+) throws -> Int {
+  var count = 0
+  while let claim = try mailbox.claimPending(limit: 1).first {
+    emitLine("\(mailbox.payloadVersion) \(describe(claim.message))")
+    try claim.acknowledge()
+    count += 1
+  }
+  return count
+}

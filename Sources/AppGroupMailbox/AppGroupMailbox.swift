@@ -47,7 +47,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   let spool: Spool
   /// `Message`'s payload version and the migrations registered from older ones.
   let payloadMigrations: PayloadMigrations<Message>
-  private let encoder = JSONEncoder()
+  let encoder = JSONEncoder()
 
   /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
   ///

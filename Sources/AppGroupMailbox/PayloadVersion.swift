@@ -19,8 +19,9 @@ import MailboxLocks
 ///
 /// This is a Linux addition; the package we follow has no payload versions.
 public protocol AppGroupMailboxVersionedMessage {
-  /// The payload version of this type's encoded form: 1 ... ``AppGroupMailboxPayloadVersions/maximum``
-  /// (1 is what a type that does not adopt the protocol has). Read once, when a mailbox is
+  /// The payload version of this type's encoded form: 1 ...
+  /// ``AppGroupMailboxPayloadVersions/maximum`` (1 is what a type that does not adopt the
+  /// protocol has). Read once, when a mailbox is
   /// opened; it must not change while the process runs.
   static var payloadVersion: Int { get }
 }

@@ -24,6 +24,8 @@ let commands: [WorkerCommand] =
   + tagCommands
   + interopCommands
   + timeValueCommands
+  + cancelCommands
+  + keyCommands
   + versionCommands
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -177,6 +177,7 @@ extension Spool {
       if !renamed { try? Syscall.unlink(directories.tmp, temporary) }
     }
     try Syscall.chmod(fd, mode)
+    directories.adoptOwner(fd)
     try SettingsText.encode(settings).withUnsafeBytes { try Syscall.writeAll(fd, $0) }
     try Syscall.fsync(fd)
     if replacing {

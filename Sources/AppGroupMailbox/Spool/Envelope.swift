@@ -9,10 +9,13 @@ struct EnvelopeHeader: Codable, Equatable, Sendable {
   var id: String
   /// Microseconds since the Unix epoch when the message was enqueued (or its import date);
   /// equals the time in the file name except for a delayed enqueue, whose name carries its due
-  /// time (docs/FORMAT.md).
+  /// time, and a keyed replacement, which carries the replaced message's name (docs/FORMAT.md).
   var enqueuedAt: Int64
   /// The producer's message type; empty means untyped (accepted by every consumer).
   var messageType: String
+  /// The replace-by-key key of a keyed enqueue (docs/FORMAT.md, "Keys"); nil (absent) for
+  /// every other message. Older readers ignore the member.
+  var key: String? = nil
   /// The payload version of the encoded message (``AppGroupMailboxVersionedMessage``), separate
   /// from ``format``: absent (nil) means 1, and is how version 1 is written, so a version-1
   /// file is byte for byte what builds without payload versions write.
@@ -47,17 +50,20 @@ enum Envelope {
   /// The bytes of a message file: header line then `payload`. A `payloadVersion` of 1 is not
   /// written (the header member is absent).
   static func encode(
-    id: UUID, enqueuedAt: Int64, messageType: String, payloadVersion: Int = 1, payload: Data
+    id: UUID, enqueuedAt: Int64, messageType: String, key: String? = nil,
+    payloadVersion: Int = 1, payload: Data
   ) throws -> Data {
-    if let data = fastEncode(
-      id: id, enqueuedAt: enqueuedAt, messageType: messageType, payloadVersion: payloadVersion,
-      payload: payload)
+    if key == nil,
+      let data = fastEncode(
+        id: id, enqueuedAt: enqueuedAt, messageType: messageType,
+        payloadVersion: payloadVersion, payload: payload)
     {
       return data
     }
     let header = EnvelopeHeader(
       format: currentFormat, id: id.uuidString.lowercased(), enqueuedAt: enqueuedAt,
-      messageType: messageType, payloadVersion: payloadVersion == 1 ? nil : payloadVersion)
+      messageType: messageType, key: key,
+      payloadVersion: payloadVersion == 1 ? nil : payloadVersion)
     var data = try encoder.encode(header)
     data.append(UInt8(ascii: "\n"))
     data.append(payload)
@@ -110,6 +116,7 @@ enum Envelope {
       var id: String?
       var enqueuedAt: Int64?
       var messageType: String?
+      var key: String?
       var payloadVersion: Int?
     }
     struct Version: Decodable { var format: Int }
@@ -130,14 +137,14 @@ enum Envelope {
     else { throw .malformed }
     let header = EnvelopeHeader(
       format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
-      payloadVersion: loose.payloadVersion == 1 ? nil : loose.payloadVersion)
+      key: loose.key, payloadVersion: loose.payloadVersion == 1 ? nil : loose.payloadVersion)
     return (header, (newline + 1)..<bytes.count)
   }
 
   /// Reads a header line in exactly the form
   /// ``fastEncode(id:enqueuedAt:messageType:payloadVersion:payload:)`` writes (format 1, nothing
-  /// escaped, `payloadVersion` absent or 2 and above); nil for any other form, which the `JSONDecoder` path
-  /// then judges. Where it answers, it answers as that path would.
+  /// escaped, no `key`, `payloadVersion` absent or 2 and above); nil for any other form, which
+  /// the `JSONDecoder` path then judges. Where it answers, it answers as that path would.
   static func fastDecode(_ line: ArraySlice<UInt8>) -> EnvelopeHeader? {
     var rest = line[...]
     func literal(_ text: String) -> Bool {

@@ -192,15 +192,21 @@ final class Spool: Sendable {
   /// the removal and then have it subtracted a second time. Returns false, changing nothing,
   /// when the entry was already gone (ENOENT).
   func removeCounted(_ removal: () throws -> Void) throws -> Bool {
-    try withStateLock { counters in
-      do {
-        try removal()
-      } catch let error as SystemCallError where error.isNotFound {
-        return false
-      }
-      counters.depth = max(0, counters.depth - 1)
-      return true
+    try withStateLock { counters in try removeCounted(&counters, removal) }
+  }
+
+  /// ``removeCounted(_:)`` for a caller that already holds the lock (a ``withStateLock(_:)``
+  /// body) with its `counters`.
+  func removeCounted(_ counters: inout SpoolCounters, _ removal: () throws -> Void) throws
+    -> Bool
+  {
+    do {
+      try removal()
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
     }
+    counters.depth = max(0, counters.depth - 1)
+    return true
   }
 
   /// Delivers diagnostics; call only outside every lock.

@@ -78,6 +78,19 @@ private struct ReminderV1: Codable { var title: String }  // what version 1 enco
     #expect(message == JobTwo(number: 7, label: "seven"))
   }
 
+  @Test func `A keyed version-2 message carries both optional members, keys sorted`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.mailbox(JobTwo.self, messageType: "Job")
+    _ = try mailbox.enqueue(JobTwo(number: 7, label: "seven"), key: "k", onConflict: .replace)
+    let bytes = try Self.pendingFile(container)
+    let line = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    #expect(line.hasSuffix(#","key":"k","messageType":"Job","payloadVersion":2}"#))
+    let (header, _) = try Envelope.decode(bytes)
+    #expect(header.key == "k")
+    #expect(header.payloadVersion == 2)
+    #expect(try mailbox.claimPending().map(\.message) == [JobTwo(number: 7, label: "seven")])
+  }
+
   @Test func `A version-1 message is read by a version-2 consumer through its migration`() throws {
     let container = try TemporaryContainer()
     let old = try container.mailbox(JobOne.self, messageType: "Job")

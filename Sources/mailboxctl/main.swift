@@ -15,7 +15,7 @@ let subcommands: [Subcommand] = [
   releaseCommand, renewCommand, cancelCommand, holdCommand, resumeCommand, statusCommand,
   listCommand, showCommand,
   maintainCommand,
-  quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
+  quarantineCommand, watchCommand, eventsCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
 /// The version `mailboxctl --version` prints (semantic versioning).

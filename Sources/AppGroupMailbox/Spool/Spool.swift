@@ -70,10 +70,12 @@ final class Spool: Sendable {
   ) throws {
     var found: SettingsCache?
     var sharing = configuration.permissions
+    var createdNamespace = false
     self.directories = try SpoolDirectories(
       container: container, namespace: namespace, permissions: configuration.permissions,
       readOnly: readOnly
     ) { namespaceFD, created in
+      createdNamespace = created
       found = try Self.readSettings(namespaceFD)
       sharing =
         found?.settings.permissions
@@ -83,6 +85,9 @@ final class Spool: Sendable {
     self.configuration = configuration
     var initial = configuration.storedSettings
     initial.permissions = sharing
+    if found == nil, !readOnly, !createdNamespace {
+      found = try Self.awaitCreatorsSettings(directories)
+    }
     self.settingsCache = Locked(found ?? SettingsCache(settings: initial))
     if found == nil, !readOnly { try createSettings() }
     let differing = settings.differences(from: configuration.storedSettings)

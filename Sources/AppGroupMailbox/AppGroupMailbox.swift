@@ -45,6 +45,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
 
   let spool: Spool
+  /// `Message`'s payload version and the migrations registered from older ones.
+  let payloadMigrations: PayloadMigrations<Message>
   let encoder = JSONEncoder()
 
   /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
@@ -70,7 +72,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///     a new mailbox's sharing mode (stored like `limits`); nothing that exists changes mode.
   /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)`` (also
   ///   `"notificationName"` when empty or longer than 255 bytes encoded, and `"settings"` or
-  ///   `"settings format N"` for a settings file this version cannot read),
+  ///   `"settings format N"` for a settings file this version cannot read, and
+  ///   `"payloadVersion"` when `Message` declares a
+  ///   ``AppGroupMailboxVersionedMessage/payloadVersion`` outside 1 ...
+  ///   ``AppGroupMailboxPayloadVersions/maximum``),
   ///   ``MailboxError/containerUnavailable`` (a symlink, not a directory, or areas on different
   ///   filesystems), or ``MailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the
   ///   system call and errno that failed, for example `EROFS`, `EACCES` or `ENAMETOOLONG`.
@@ -102,6 +107,12 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ) throws {
     guard NamespaceRule.isValid(namespace) else { throw MailboxError.invalidNamespace }
     try limits.validate()
+    let version = AppGroupMailboxPayloadVersions.declared(by: Message.self)
+    guard (1...AppGroupMailboxPayloadVersions.maximum).contains(version) else {
+      throw MailboxError.invalidLimit("payloadVersion")
+    }
+    let versions = PayloadMigrations<Message>(current: version)
+    self.payloadMigrations = versions
     let type = messageType ?? MessageTypeTag.defaultTag(of: Message.self)
     self.messageType = type
     self.notificationName = notificationName
@@ -115,7 +126,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     let configuration = SpoolConfiguration(
       limits: limits, overflowPolicy: overflowPolicy, durability: durability,
       permissions: permissions,
-      messageTypeTag: MessageTypeTag(tag: type, isDefault: messageType == nil), clock: clock,
+      messageTypeTag: MessageTypeTag(tag: type, isDefault: messageType == nil),
+      payloadVersions: versions, clock: clock,
       diagnostic: diagnostic, onPending: onPending)
     self.spool = try Spool(
       container: containerURL, namespace: namespace, configuration: configuration)
@@ -219,6 +231,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// under foreign names and dead letters (``Limits/maxDeliveryAttempts``) are quarantined and
   /// reported and do not count toward `limit`, so up to `limit` valid claims are returned whatever
   /// sits in front of them. Nothing is read before its descriptor was checked (docs/SECURITY.md).
+  /// A message of ``payloadVersion`` is decoded as `Message`, one of an older version through its
+  /// migration (``registerMigration(from:_:)``; a migration that throws quarantines it as
+  /// malformed); a message of any other payload version is passed over and left pending, as a
+  /// message of another type is (docs/FORMAT.md, "Payload versions").
   ///
   /// A `limit` of 0 returns `[]` and touches nothing (as the package we follow does).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
@@ -237,7 +253,10 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     defer { spool.emit(diagnostics) }
     let decoder = JSONDecoder()
     return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
-      guard let message = try? decoder.decode(Message.self, from: raw.payload) else { return nil }
+      guard
+        let message = payloadMigrations.decode(
+          raw.payload, version: raw.header.declaredPayloadVersion, decoder: decoder)
+      else { return nil }
       return Claim(raw: raw, message: message, mailbox: self)
     }
   }

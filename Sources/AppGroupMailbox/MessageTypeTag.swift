@@ -71,6 +71,10 @@ extension Spool {
     return otherTypeIDs.withLock { $0.contains(name.id) }
   }
 
+  /// Forgets every id ``putBack(_:as:diagnostics:)`` remembered, so the next claim looks at
+  /// those messages again (after a migration was registered, some may now be taken).
+  func forgetOtherTypes() { otherTypeIDs.withLock { $0.removeAll() } }
+
   /// Puts a message claimed by ``claim(limit:diagnostics:decode:)`` but of another consumer's
   /// type back under its pending name `entryName` (its original position and delivery count,
   /// so passing over a message never makes it a dead letter) and remembers its id. Should the

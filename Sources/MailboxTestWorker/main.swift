@@ -26,6 +26,7 @@ let commands: [WorkerCommand] =
   + timeValueCommands
   + cancelCommands
   + keyCommands
+  + versionCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

@@ -16,6 +16,13 @@ struct EnvelopeHeader: Codable, Equatable, Sendable {
   /// The replace-by-key key of a keyed enqueue (docs/FORMAT.md, "Keys"); nil (absent) for
   /// every other message. Older readers ignore the member.
   var key: String? = nil
+  /// The payload version of the encoded message (``AppGroupMailboxVersionedMessage``), separate
+  /// from ``format``: absent (nil) means 1, and is how version 1 is written, so a version-1
+  /// file is byte for byte what builds without payload versions write.
+  var payloadVersion: Int? = nil
+
+  /// The payload version this header declares: ``payloadVersion``, 1 when absent.
+  var declaredPayloadVersion: Int { payloadVersion ?? 1 }
 }
 
 /// Why an envelope could not be read.
@@ -40,19 +47,23 @@ enum Envelope {
     return encoder
   }()
 
-  /// The bytes of a message file: header line then `payload`.
+  /// The bytes of a message file: header line then `payload`. A `payloadVersion` of 1 is not
+  /// written (the header member is absent).
   static func encode(
-    id: UUID, enqueuedAt: Int64, messageType: String, key: String? = nil, payload: Data
+    id: UUID, enqueuedAt: Int64, messageType: String, key: String? = nil,
+    payloadVersion: Int = 1, payload: Data
   ) throws -> Data {
     if key == nil,
       let data = fastEncode(
-        id: id, enqueuedAt: enqueuedAt, messageType: messageType, payload: payload)
+        id: id, enqueuedAt: enqueuedAt, messageType: messageType,
+        payloadVersion: payloadVersion, payload: payload)
     {
       return data
     }
     let header = EnvelopeHeader(
       format: currentFormat, id: id.uuidString.lowercased(), enqueuedAt: enqueuedAt,
-      messageType: messageType, key: key)
+      messageType: messageType, key: key,
+      payloadVersion: payloadVersion == 1 ? nil : payloadVersion)
     var data = try encoder.encode(header)
     data.append(UInt8(ascii: "\n"))
     data.append(payload)
@@ -61,11 +72,11 @@ enum Envelope {
 
   /// The same bytes as the `JSONEncoder` path (sorted keys, no escaped slashes) built directly,
   /// when `messageType` is printable ASCII without `"` or `\` (nothing to escape) and
-  /// `enqueuedAt` is not negative; nil otherwise.
-  static func fastEncode(id: UUID, enqueuedAt: Int64, messageType: String, payload: Data)
-    -> Data?
-  {
-    guard enqueuedAt >= 0,
+  /// `enqueuedAt` is not negative and `payloadVersion` is positive; nil otherwise.
+  static func fastEncode(
+    id: UUID, enqueuedAt: Int64, messageType: String, payloadVersion: Int = 1, payload: Data
+  ) -> Data? {
+    guard enqueuedAt >= 0, payloadVersion >= 1,
       messageType.utf8.allSatisfy({
         $0 >= 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
       })
@@ -80,7 +91,12 @@ enum Envelope {
     NameBytes.uuid(id, into: &bytes)
     bytes.append(contentsOf: #"","messageType":""#.utf8)
     bytes.append(contentsOf: messageType.utf8)
-    bytes.append(contentsOf: "\"}\n".utf8)
+    bytes.append(UInt8(ascii: "\""))
+    if payloadVersion != 1 {  // sorted keys: the last member
+      bytes.append(contentsOf: #","payloadVersion":"#.utf8)
+      NameBytes.decimal(UInt64(payloadVersion), width: 1, into: &bytes)
+    }
+    bytes.append(contentsOf: "}\n".utf8)
     bytes.append(contentsOf: payload)
     return Data(bytes)
   }
@@ -101,6 +117,7 @@ enum Envelope {
       var enqueuedAt: Int64?
       var messageType: String?
       var key: String?
+      var payloadVersion: Int?
     }
     struct Version: Decodable { var format: Int }
     let decoder = JSONDecoder()
@@ -115,17 +132,19 @@ enum Envelope {
     guard loose.format >= 1 else { throw .malformed }
     guard loose.format <= currentFormat else { throw .futureFormat }
     guard let id = loose.id, let enqueuedAt = loose.enqueuedAt,
-      let messageType = loose.messageType, UUID(uuidString: id) != nil
+      let messageType = loose.messageType, UUID(uuidString: id) != nil,
+      (loose.payloadVersion ?? 1) >= 1
     else { throw .malformed }
     let header = EnvelopeHeader(
       format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
-      key: loose.key)
+      key: loose.key, payloadVersion: loose.payloadVersion == 1 ? nil : loose.payloadVersion)
     return (header, (newline + 1)..<bytes.count)
   }
 
-  /// Reads a header line in exactly the form ``fastEncode(id:enqueuedAt:messageType:payload:)``
-  /// writes (format 1, nothing escaped); nil for any other form, which the `JSONDecoder` path
-  /// then judges. Where it answers, it answers as that path would.
+  /// Reads a header line in exactly the form
+  /// ``fastEncode(id:enqueuedAt:messageType:payloadVersion:payload:)`` writes (format 1, nothing
+  /// escaped, no `key`, `payloadVersion` absent or 2 and above); nil for any other form, which
+  /// the `JSONDecoder` path then judges. Where it answers, it answers as that path would.
   static func fastDecode(_ line: ArraySlice<UInt8>) -> EnvelopeHeader? {
     var rest = line[...]
     func literal(_ text: String) -> Bool {
@@ -155,9 +174,15 @@ enum Envelope {
       $0 >= 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
     }
     rest = rest.dropFirst(type.count)
-    guard literal("\"}"), rest.isEmpty else { return nil }
+    guard literal("\"") else { return nil }
+    var version: Int?
+    if literal(#","payloadVersion":"#) {
+      guard let number = number(), number >= 2 else { return nil }
+      version = Int(number)
+    }
+    guard literal("}"), rest.isEmpty else { return nil }
     return EnvelopeHeader(
       format: 1, id: String(decoding: idBytes, as: UTF8.self), enqueuedAt: Int64(micros),
-      messageType: String(decoding: type, as: UTF8.self))
+      messageType: String(decoding: type, as: UTF8.self), payloadVersion: version)
   }
 }

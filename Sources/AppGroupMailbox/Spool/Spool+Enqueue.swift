@@ -163,15 +163,16 @@ extension Spool {
     return outcome
   }
 
-  /// The message file for these values, or ``AppGroupMailboxError/payloadTooLarge`` before
-  /// anything is written.
+  /// The message file for these values (with the consumer's payload version), or
+  /// ``AppGroupMailboxError/payloadTooLarge`` before anything is written.
   func encodeChecked(id: UUID, micros: Int64, type: String, key: String? = nil, payload: Data)
     throws -> Data
   {
     let file: Data
     do {
       file = try Envelope.encode(
-        id: id, enqueuedAt: micros, messageType: type, key: key, payload: payload)
+        id: id, enqueuedAt: micros, messageType: type, key: key,
+        payloadVersion: configuration.payloadVersions?.current ?? 1, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }

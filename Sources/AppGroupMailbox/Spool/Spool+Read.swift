@@ -23,7 +23,8 @@ extension Spool {
     case malformed
     /// An envelope format newer than this build reads.
     case future
-    /// Another consumer's type: put back, never quarantined (see ``MessageTypeTag``).
+    /// Another consumer's type, or a payload version this consumer does not read: put back,
+    /// never quarantined (see ``MessageTypeTag`` and ``AppGroupMailboxVersionedMessage``).
     case otherType
     /// The entry is gone (another process removed or moved it), or it is no longer the file
     /// that was looked at: skipped, nothing to quarantine.
@@ -91,7 +92,7 @@ extension Spool {
   }
 
   /// Reads and checks one claimed file (see ``readMessage(_:_:id:checkType:extent:unchanged:)``):
-  /// its id must be the name's, and its type tag one the consumer takes.
+  /// its id must be the name's, and its type tag and payload version ones the consumer takes.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"claim"`).
   func read(_ claimed: ClaimedName) throws -> Result<RawClaim, ReadFailure> {
     try mapIO("claim") {
@@ -104,7 +105,8 @@ extension Spool {
   /// at the mailbox's read limit, then decodes its envelope: ``ReadFailure/future`` for a newer
   /// format, ``ReadFailure/malformed`` for any other envelope that does not decode or (given
   /// `id`) whose id is not `id`, and (with `checkType`) ``ReadFailure/otherType`` when the
-  /// consumer's ``MessageTypeTag`` does not take its type.
+  /// consumer's ``MessageTypeTag`` does not take its type or its payload version is one the
+  /// consumer does not read (``SpoolConfiguration/payloadVersions``).
   /// - Throws: ``SystemCallError`` as ``readEntry(_:_:limit:singleLink:extent:unchanged:)``.
   func readMessage(
     _ directory: Int32, _ name: some SystemName, id: UUID? = nil, checkType: Bool = false,
@@ -125,6 +127,11 @@ extension Spool {
       }
       if checkType, let tag = configuration.messageTypeTag, !tag.accepts(header.messageType) {
         return .failure(.otherType)
+      }
+      if checkType, let versions = configuration.payloadVersions,
+        !versions.accepts(header.declaredPayloadVersion)
+      {
+        return .failure(.otherType)  // a payload version it does not read: passed over alike
       }
       return .success(CheckedMessage(info: info, bytes: bytes, header: header, messageRange: range))
     }

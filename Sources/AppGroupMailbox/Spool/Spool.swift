@@ -11,6 +11,10 @@ struct SpoolConfiguration: Sendable {
   /// The consumer's message type; a message of another type is left pending for its consumer
   /// (see ``MessageTypeTag``). Nil accepts every type (untyped tools).
   var messageTypeTag: MessageTypeTag?
+  /// The consumer's payload versions: the one written with each enqueued message, and those a
+  /// claim decodes; a message of any other version is left pending like another type's (see
+  /// ``AppGroupMailboxVersionedMessage``). Nil writes version 1 and accepts every version.
+  var payloadVersions: (any PayloadVersioning)? = nil
   var clock: MailboxClock
   var diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
   /// Called (outside every lock) after a message became pending: an enqueue, a release or a

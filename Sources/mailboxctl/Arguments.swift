@@ -193,3 +193,16 @@ enum ArgumentParser {
     return padded + String(repeating: " ", count: width + 2 - padded.count) + help
   }
 }
+
+extension Subcommand {
+  /// A subcommand that takes no positional arguments: its name, its one-line summary, its
+  /// options, the text `--help` prints after them, and what it runs.
+  init(
+    name: String, summary: String, options: [OptionSpec], details: String,
+    run: @escaping @Sendable (ParsedArguments) throws -> ExitStatus
+  ) {
+    self.init(
+      spec: CommandSpec(name: name, summary: summary, options: options, details: details),
+      run: run)
+  }
+}

@@ -17,6 +17,10 @@ enum MailboxOptions {
         + "default 'default'."),
   ]
 
+  /// The options of a command that opens one mailbox: ``location``, then the command's own
+  /// options, then ``limits``.
+  static func around(_ own: [OptionSpec]) -> [OptionSpec] { location + own + limits }
+
   /// The settings a mailbox stores (`create`, and `config` without `--group-shared`).
   static let settings: [OptionSpec] = [
     OptionSpec(

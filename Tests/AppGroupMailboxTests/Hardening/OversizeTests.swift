@@ -18,15 +18,10 @@ import Testing
       id: UUID(), enqueuedAt: micros(clock), messageType: stringType,
       payload: JSONEncoder().encode(text)
     ).count
-    let (thrown, unfired) = FaultInjection.withRules([
+    let (thrown, unfired) = thrownError(under: [
       .init(call: "write", errno: 0, count: Int.max)
-    ]) { () -> (any Error)? in
-      do {
-        try mailbox.enqueue(text)
-        return nil
-      } catch {
-        return error
-      }
+    ]) {
+      try mailbox.enqueue(text)
     }
     let error = try #require(thrown as? AppGroupMailboxError)
     #expect(error == .payloadTooLarge(actualBytes: expected, maximumBytes: 1_048_576))

@@ -206,3 +206,20 @@ extension Subcommand {
       run: run)
   }
 }
+
+extension OptionSpec {
+  /// An option that is present or absent, as `--json`.
+  static func flag(_ name: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .flag, help: help)
+  }
+
+  /// An option with one value, shown in help as `name PLACEHOLDER`.
+  static func value(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .value(placeholder), help: help)
+  }
+
+  /// An option that takes every later argument verbatim; it must come last.
+  static func rest(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .rest(placeholder), help: help)
+  }
+}

@@ -28,10 +28,10 @@ let claimCommand = Subcommand(
 )
 
 private let claimOptions: [OptionSpec] = [
-  OptionSpec(name: "--limit", kind: .value("N"), help: "Claim up to N messages (default 1)."),
-  OptionSpec(
-    name: "--json", kind: .flag,
-    help: "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
+  .value("--limit", "N", "Claim up to N messages (default 1)."),
+  .flag(
+    "--json",
+    "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
       + "\"deliveryCount\", \"messageType\", \"message\"}."),
 ]
 

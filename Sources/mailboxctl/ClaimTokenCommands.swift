@@ -14,9 +14,7 @@ let ackCommand = tokenCommand(
 let releaseCommand = tokenCommand(
   name: "release", summary: "Put a claimed message (from 'claim') back in line.",
   options: [
-    OptionSpec(
-      name: "--retry-after", kind: .value("SECONDS"),
-      help: "Not claimable for SECONDS first: it waits in delayed/.")
+    .value("--retry-after", "SECONDS", "Not claimable for SECONDS first: it waits in delayed/.")
   ],
   details: """
     TOKEN is a claim token printed by 'mailboxctl claim'. The message goes back to its original

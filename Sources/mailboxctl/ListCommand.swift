@@ -11,7 +11,7 @@ let listCommand = Subcommand(
         name: "--state", kind: .value("STATE"),
         help: "pending, claimed, delayed or quarantined (repeatable).",
         repeatable: true),
-      OptionSpec(name: "--limit", kind: .value("N"), help: "Print at most N entries."),
+      .value("--limit", "N", "Print at most N entries."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """

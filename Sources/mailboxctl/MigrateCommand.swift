@@ -8,9 +8,9 @@ let migrateCommand = Subcommand(
     name: "migrate",
     summary: "Convert a spool written by AppGroupMailbox on Apple platforms into this format.",
     options: MailboxOptions.location + [
-      OptionSpec(
-        name: "--type", kind: .value("TYPE"),
-        help: "The type tag for the imported messages (default none: every consumer accepts them)."),
+      .value(
+        "--type", "TYPE",
+        "The type tag for the imported messages (default none: every consumer accepts them)."),
       MailboxOptions.json,
       OptionSpec(
         name: "--crash-after-mutations", kind: .value("N"),

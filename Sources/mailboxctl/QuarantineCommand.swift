@@ -9,8 +9,8 @@ let quarantineCommand = Subcommand(
     positionalUsage: "list | show ID | requeue ID... | purge ID...", minPositionals: 1,
     maxPositionals: Int.max,
     options: MailboxOptions.location + [
-      OptionSpec(name: "--all", kind: .flag, help: "requeue/purge: every quarantined file."),
-      OptionSpec(name: "--message", kind: .flag, help: "show: also print the encoded message."),
+      .flag("--all", "requeue/purge: every quarantined file."),
+      .flag("--message", "show: also print the encoded message."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """

@@ -8,7 +8,7 @@ let showCommand = Subcommand(
     summary: "Show one message's envelope (by id or file name); --message adds its contents.",
     positionalUsage: "ID", minPositionals: 1, maxPositionals: 1,
     options: MailboxOptions.location + [
-      OptionSpec(name: "--message", kind: .flag, help: "Also print the encoded message."),
+      .flag("--message", "Also print the encoded message."),
       MailboxOptions.json,
     ] + MailboxOptions.limits,
     details: """

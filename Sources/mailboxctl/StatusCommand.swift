@@ -8,12 +8,8 @@ let statusCommand = Subcommand(
     summary: "Show counts: pending, delayed, claimed, quarantined, temporary files, ages, bytes.",
     options: MailboxOptions.location + [
       MailboxOptions.json,
-      OptionSpec(
-        name: "--prometheus", kind: .flag,
-        help: "Print the Prometheus text format (node exporter textfile collector)."),
-      OptionSpec(
-        name: "--ages", kind: .flag,
-        help: "Print counts of messages by age bucket in minutes, as qshape(1) does."),
+      .flag("--prometheus", "Print the Prometheus text format (node exporter textfile collector)."),
+      .flag("--ages", "Print counts of messages by age bucket in minutes, as qshape(1) does."),
     ] + MailboxOptions.limits,
     details: """
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim

@@ -63,7 +63,7 @@ let watchCommand = Subcommand(
 )
 
 private let watchOptions: [OptionSpec] = [
-  OptionSpec(name: "--count", kind: .value("N"), help: "Exit after N wake-ups."),
-  OptionSpec(name: "--timeout", kind: .value("SECONDS"), help: "Exit after SECONDS."),
+  .value("--count", "N", "Exit after N wake-ups."),
+  .value("--timeout", "SECONDS", "Exit after SECONDS."),
   MailboxOptions.json,
 ]

@@ -64,7 +64,7 @@ private func tokenCommand(
   Subcommand(
     spec: CommandSpec(
       name: name, summary: summary, positionalUsage: "TOKEN", minPositionals: 1,
-      maxPositionals: 1, options: MailboxOptions.location + options + MailboxOptions.limits,
+      maxPositionals: 1, options: MailboxOptions.around(options),
       details: details + """
 
         Exit status: 0 done, 64 TOKEN is not a claim token, 66 no such mailbox or the claim no

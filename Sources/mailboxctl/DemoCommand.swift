@@ -26,10 +26,10 @@ let demoCommand = Subcommand(
 let demoProduceCommand = Subcommand(
   spec: CommandSpec(
     name: "__demo-produce", summary: "Demo producer (internal).",
-    options: MailboxOptions.location + [
+    options: MailboxOptions.around([
       .value("--producer", "P", "Producer number."),
       .value("--count", "N", "Messages to enqueue."),
-    ] + MailboxOptions.limits, hidden: true),
+    ]), hidden: true),
   run: { arguments in
     let producer = try arguments.integer("--producer", in: 0...1_000_000) ?? 0
     let count = try arguments.integer("--count", in: 0...10_000_000) ?? 0

@@ -8,11 +8,11 @@ let quarantineCommand = Subcommand(
     summary: "List, show, requeue or purge quarantined files.",
     positionalUsage: "list | show ID | requeue ID... | purge ID...", minPositionals: 1,
     maxPositionals: Int.max,
-    options: MailboxOptions.location + [
+    options: MailboxOptions.around([
       .flag("--all", "requeue/purge: every quarantined file."),
       .flag("--message", "show: also print the encoded message."),
       MailboxOptions.json,
-    ] + MailboxOptions.limits,
+    ]),
     details: """
       ID is a message id (every quarantined file with that id) or a quarantine file name.
       requeue puts a readable message back in pending at the position of its enqueue date,

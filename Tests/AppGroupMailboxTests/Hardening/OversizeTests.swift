@@ -68,9 +68,7 @@ import Testing
     `A file that grows while it is read is cut at the limit plus one byte and quarantined (C08)`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxPayloadBytes: 4096), clock: clock, diagnostics: recorder)
     let grower = try mailbox.enqueue("grows")

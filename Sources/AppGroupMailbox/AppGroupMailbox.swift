@@ -45,7 +45,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
 
   let spool: Spool
-  private let encoder = JSONEncoder()
+  let encoder = JSONEncoder()
 
   /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
   ///

@@ -166,6 +166,10 @@ public final class AppGroupRawMailbox: Sendable {
       return Receipt(id: messageID, wasAlreadyPresent: true)
     case .expired:
       return Receipt(id: messageID, wasAlreadyPresent: false, expiredBeforeDue: true)
+    case .kept(let holder):  // keyed enqueues only (RawMailbox+Key.swift)
+      return Receipt(id: holder, wasAlreadyPresent: true)
+    case .replaced(let name):
+      return Receipt(id: name.id, wasAlreadyPresent: true)
     }
   }
 

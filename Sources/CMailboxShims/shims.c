@@ -13,6 +13,10 @@ int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
   return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
 }
 
+int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+  return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_EXCHANGE);
+}
+
 int cmailbox_random_bytes(void *buffer, unsigned long length) {
   unsigned char *out = buffer;
   while (length > 0) {

@@ -24,6 +24,8 @@ let commands: [WorkerCommand] =
   + tagCommands
   + interopCommands
   + timeValueCommands
+  + cancelCommands
+  + keyCommands
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {

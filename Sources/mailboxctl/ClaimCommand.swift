@@ -39,6 +39,9 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   let limit = try arguments.integer("--limit", in: 1...Int(Int32.max)) ?? 1
   let json = arguments.flag("--json")
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+  if mailbox.isHeld {
+    Output.note("claim: the mailbox is held: nothing is claimed until 'mailboxctl resume'")
+  }
   let claims: [AppGroupRawMailbox.Claim]
   do {
     claims = try mailbox.claimPending(limit: limit)

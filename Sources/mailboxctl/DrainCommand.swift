@@ -103,6 +103,11 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
       quarantined.record($0)
       deadLetters.record($0)
     })
+  if mailbox.isHeld {
+    Output.note(
+      "drain: the mailbox is held: nothing is claimed until 'mailboxctl resume'"
+        + (arguments.flag("--follow") ? "; waiting" : ""))
+  }
   let context = DrainContext(
     mailbox: mailbox, location: location, signals: Signals.install(), retryPolicy: retryPolicy,
     handlerTimeout: handlerTimeout, jobs: jobs, deadLetters: deadLetters)

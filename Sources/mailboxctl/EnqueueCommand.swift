@@ -32,7 +32,7 @@ let enqueueCommand = Subcommand(
         name: "--wait", kind: .value("SECONDS"),
         help: "When full, wait up to SECONDS per message for room (default: fail at once)."),
       MailboxOptions.json,
-    ] + MailboxOptions.limits,
+    ] + EnqueueKey.options + MailboxOptions.limits,
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/).
@@ -48,8 +48,8 @@ let enqueueCommand = Subcommand(
       --lines it then says how many were stored and the first line not stored: every line
       before it is stored, none from it on, so `tail -n +LINE file | mailboxctl enqueue
       --lines` resumes without loss or repeats. With --wait, a message that finds the mailbox
-      full waits for room (woken when a message is acknowledged, expires, is discarded or
-      quarantined) up to SECONDS, so with --lines the whole input goes in as consumers make
+      full waits for room (woken when a message is acknowledged, expires, is discarded,
+      quarantined or cancelled) up to SECONDS, so with --lines the whole input goes in as consumers make
       room.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward the depth bound; when due it joins the line at its due time. With
@@ -58,7 +58,7 @@ let enqueueCommand = Subcommand(
       Dates for
       --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
       2286-11-20T17:46:39.999999Z; others are refused (exit 64).
-      """),
+      """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
 private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
@@ -85,9 +85,11 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   } else {
     input = EnqueueInput(try EnqueueInput.readStandardInput(), lines: lines)
   }
-  if id != nil && input.messages.count > 1 {
+  let keyed = try EnqueueKey.request(arguments)
+  for (option, given) in [("--id", id != nil), ("--key", keyed != nil)]
+  where given && input.messages.count > 1 {
     throw CommandFailure(
-      .usage, "--id applies to one message, but the input has \(input.messages.count)")
+      .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
   let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
   if let notBefore {
@@ -104,6 +106,20 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   // The exit status says whether every message was stored: 0 yes, even when printing an id
   // failed after its message was stored; otherwise the error says how far --lines got.
+  if let (key, policy) = keyed, let message = input.messages.first {
+    do {
+      try EnqueueKey.run(
+        mailbox, input.payload(message), key: key, policy: policy, type: type, wait: wait,
+        json: arguments.flag("--json"))
+    } catch AppGroupMailboxError.mailboxFull {
+      throw fullFailure(mailbox, waited: wait, lines: false)
+    } catch let failure as CommandFailure {
+      throw failure
+    } catch {
+      throw CommandFailure(error, while: "")
+    }
+    return .success
+  }
   var stored = 0
   for message in input.messages {
     let receipt: AppGroupRawMailbox.Receipt

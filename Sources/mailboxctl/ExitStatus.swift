@@ -6,7 +6,8 @@ enum ExitStatus: Int32, Sendable {
   case success = 0
   /// EX_USAGE: a wrong command line.
   case usage = 64
-  /// EX_DATAERR: input that is not JSON, a bad date, or a message too large.
+  /// EX_DATAERR: input that is not JSON, a bad date, a message too large, or a message `cancel`
+  /// found in quarantine.
   case dataError = 65
   /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
   /// claim token whose claim no longer exists, or standard input cannot be read.
@@ -22,7 +23,8 @@ enum ExitStatus: Int32, Sendable {
   case cannotCreate = 73
   /// EX_IOERR: reading or writing the mailbox or stdout failed.
   case ioError = 74
-  /// EX_TEMPFAIL: the mailbox is full, or a handler failed and its message was released.
+  /// EX_TEMPFAIL: the mailbox is full, a handler failed and its message was released, or
+  /// `cancel` found the message claimed.
   case temporaryFailure = 75
   /// EX_PROTOCOL: a `--coprocess` handler refused the handler protocol (another version, or no
   /// greeting).

@@ -29,7 +29,7 @@ enum MailboxOptions {
     .value("--max-quarantined-files", "N", "Quarantine bound (default 20)."),
     .value(
       "--max-delivery-attempts", "N",
-      "Deliveries before a dead letter is quarantined (default unlimited)."),
+      "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."),
     .value("--overflow", "POLICY", "reject-newest (default) or discard-oldest."),
     .flag("--group-shared", "Group-shared modes (02770/0660) instead of private (0700/0600)."),
   ]
@@ -126,7 +126,9 @@ enum MailboxOptions {
     if let value = try arguments.integer("--max-quarantined-files", in: 0...1_000_000) {
       settings.maxQuarantinedFiles = value
     }
-    if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
+    if arguments.value("--max-delivery-attempts") == "unlimited" {
+      settings.maxDeliveryAttempts = nil
+    } else if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
       settings.maxDeliveryAttempts = value
     }
     if arguments.value("--overflow") != nil { settings.overflowPolicy = try overflow(arguments) }

@@ -35,7 +35,10 @@ let createCommand = Subcommand(
     // Compares the settings asked for (not the largest payload limit ever stored, a record the
     // mailbox keeps itself).
     if !stored.differences(from: wanted).isEmpty {
-      Output.note("create: another process created the mailbox first; its settings apply")
+      throw CommandFailure(
+        .cannotCreate,
+        "another process created the mailbox at \(location.directory.path) first, with other "
+          + "settings; 'mailboxctl config' shows them")
     }
     try printSettings(stored, location, json: arguments.flag("--json"))
     return .success

@@ -12,9 +12,10 @@ struct Subcommand: Sendable {
 
 let subcommands: [Subcommand] = [
   createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
-  releaseCommand, renewCommand, holdCommand, resumeCommand, statusCommand, listCommand, showCommand,
+  releaseCommand, renewCommand, cancelCommand, holdCommand, resumeCommand, statusCommand,
+  listCommand, showCommand,
   maintainCommand,
-  quarantineCommand, watchCommand, demoCommand, demoProduceCommand, migrateCommand,
+  quarantineCommand, watchCommand, eventsCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]
 
 /// The version `mailboxctl --version` prints (semantic versioning).
@@ -33,10 +34,12 @@ let topLevelHelp: String = {
   }
   lines += [
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
-    "Exit status: 0 ok, 64 usage, 65 bad data, 66 no such mailbox, message or claim (or",
-    "unreadable input), 69 unavailable, 70 internal check failed (demo), 71 cannot start a",
-    "handler, 73 mailbox already exists, 74 I/O error, 75 temporary failure (full, handler",
-    "failed), 76 handler's greeting refused, 130 interrupted.",
+    "Exit status: 0 ok, 64 usage, 65 bad data (cancel: the message is in quarantine), 66 no",
+    "such mailbox, message or claim (or unreadable input), 69 unavailable (or handler not found",
+    "or not executable), 70 internal check failed (demo), 71 cannot start a handler otherwise, 73",
+    "mailbox already exists, 74 I/O error, 75",
+    "temporary failure (full, handler failed, cancel: the message is claimed), 76 handler's",
+    "greeting refused, 130 interrupted.",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()

@@ -3,8 +3,8 @@ public import Foundation
 extension AppGroupMailbox {
   /// Adds a message as ``enqueue(_:)`` does, but when the mailbox is full waits up to
   /// `timeout` seconds for room instead of failing: woken when a message leaves (a claim
-  /// acknowledged, a message expired, discarded or quarantined) through inotify, and checking
-  /// again at least every second. The same FIFO and id rules apply: the message's place in
+  /// acknowledged, a message expired, discarded, quarantined or cancelled) through inotify, and
+  /// checking again at least every second. The same FIFO and id rules apply: the message's place in
   /// line is the time it is stored. Producers waiting together are not served in any order.
   /// Blocks the calling thread; do not call it from a Swift concurrency task.
   ///

@@ -5,10 +5,10 @@ import MailboxLocks
 
 /// Wakes a producer waiting for room in a full mailbox: an inotify subscription (on the
 /// process's shared instance, ``InotifyHub``) to the events by which a message leaves the
-/// depth: an unlink in `claimed/` (acknowledge, expiry), `pending/` (expiry, discard) or
-/// `delayed/` (expiry), a rename out of `claimed/` (a claim quarantined; a release or recovery
-/// also wakes it, harmlessly), an arrival in `quarantine/`, and a new `settings` file (a raised
-/// bound). Events are hints: after one, the producer simply tries again.
+/// depth: an unlink in `claimed/` (acknowledge, expiry), `pending/` (expiry, discard, cancel)
+/// or `delayed/` (expiry, cancel), a rename out of `claimed/` (a claim quarantined; a release
+/// or recovery also wakes it, harmlessly), an arrival in `quarantine/`, and a new `settings`
+/// file (a raised bound). Events are hints: after one, the producer simply tries again.
 ///
 /// Without inotify (the instance limit, another NFS client) it wakes nobody and the caller's
 /// bounded re-check (``fallbackInterval``) alone finds the room.

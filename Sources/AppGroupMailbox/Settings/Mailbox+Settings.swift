@@ -36,6 +36,17 @@ extension AppGroupMailbox {
     spool.refreshSettings()
     return spool.settings
   }
+
+  /// Changes the mailbox's stored settings for every process that uses it, exactly as
+  /// ``AppGroupRawMailbox/updateSettings(_:)`` does (the same checks, lock, atomic write and
+  /// errors); process safe.
+  /// - Returns: The settings now stored.
+  @discardableResult
+  public func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
+    -> AppGroupMailboxSettings
+  {
+    try spool.updateSettings(change)
+  }
 }
 
 extension AppGroupMailboxInspector {

@@ -80,6 +80,31 @@ extension Spool {
     }
   }
 
+  /// How long an opener waits for the settings of a namespace another process is creating.
+  static let creatorGrace: Int64 = 2_000_000
+
+  /// The settings of a namespace this opener did not create and found without settings: when
+  /// its `state` file is still empty (a namespace being created: its creator writes settings
+  /// right after), waits up to ``creatorGrace`` for them, re-reading every 5 ms, so the
+  /// creator's settings apply whole rather than a mix of the creator's sharing mode and this
+  /// opener's limits. Nil when `state` has counters (a mailbox made before settings files: the
+  /// opener writes them) or the creator died before writing them. A rare path: only a race
+  /// with a creation waits.
+  static func awaitCreatorsSettings(_ directories: SpoolDirectories) throws -> SettingsCache? {
+    guard let info = try? Syscall.fstat(directories.state), info.st_size == 0 else { return nil }
+    func monotonicMicros() -> Int64 {
+      var spec = timespec()
+      clock_gettime(CLOCK_MONOTONIC, &spec)
+      return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1_000
+    }
+    let deadline = monotonicMicros() + creatorGrace
+    while monotonicMicros() < deadline {
+      if let found = try readSettings(directories.namespace) { return found }
+      usleep(5_000)
+    }
+    return try readSettings(directories.namespace)
+  }
+
   /// The sharing mode a namespace directory without a settings file shows: group-shared when
   /// it has the setgid bit (02770), else private.
   static func sharing(ofDirectory fd: Int32) -> AppGroupMailboxPermissions {
@@ -177,6 +202,7 @@ extension Spool {
       if !renamed { try? Syscall.unlink(directories.tmp, temporary) }
     }
     try Syscall.chmod(fd, mode)
+    directories.adoptOwner(fd)
     try SettingsText.encode(settings).withUnsafeBytes { try Syscall.writeAll(fd, $0) }
     try Syscall.fsync(fd)
     if replacing {

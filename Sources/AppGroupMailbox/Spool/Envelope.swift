@@ -9,10 +9,13 @@ struct EnvelopeHeader: Codable, Equatable, Sendable {
   var id: String
   /// Microseconds since the Unix epoch when the message was enqueued (or its import date);
   /// equals the time in the file name except for a delayed enqueue, whose name carries its due
-  /// time (docs/FORMAT.md).
+  /// time, and a keyed replacement, which carries the replaced message's name (docs/FORMAT.md).
   var enqueuedAt: Int64
   /// The producer's message type; empty means untyped (accepted by every consumer).
   var messageType: String
+  /// The replace-by-key key of a keyed enqueue (docs/FORMAT.md, "Keys"); nil (absent) for
+  /// every other message. Older readers ignore the member.
+  var key: String? = nil
 }
 
 /// Why an envelope could not be read.
@@ -38,17 +41,18 @@ enum Envelope {
   }()
 
   /// The bytes of a message file: header line then `payload`.
-  static func encode(id: UUID, enqueuedAt: Int64, messageType: String, payload: Data) throws
-    -> Data
-  {
-    if let data = fastEncode(
-      id: id, enqueuedAt: enqueuedAt, messageType: messageType, payload: payload)
+  static func encode(
+    id: UUID, enqueuedAt: Int64, messageType: String, key: String? = nil, payload: Data
+  ) throws -> Data {
+    if key == nil,
+      let data = fastEncode(
+        id: id, enqueuedAt: enqueuedAt, messageType: messageType, payload: payload)
     {
       return data
     }
     let header = EnvelopeHeader(
       format: currentFormat, id: id.uuidString.lowercased(), enqueuedAt: enqueuedAt,
-      messageType: messageType)
+      messageType: messageType, key: key)
     var data = try encoder.encode(header)
     data.append(UInt8(ascii: "\n"))
     data.append(payload)
@@ -96,6 +100,7 @@ enum Envelope {
       var id: String?
       var enqueuedAt: Int64?
       var messageType: String?
+      var key: String?
     }
     struct Version: Decodable { var format: Int }
     let decoder = JSONDecoder()
@@ -113,7 +118,8 @@ enum Envelope {
       let messageType = loose.messageType, UUID(uuidString: id) != nil
     else { throw .malformed }
     let header = EnvelopeHeader(
-      format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType)
+      format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
+      key: loose.key)
     return (header, (newline + 1)..<bytes.count)
   }
 

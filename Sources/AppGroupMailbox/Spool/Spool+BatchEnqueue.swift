@@ -110,7 +110,10 @@ extension Spool {
       directories.tmp, name, flags, mode: permissions.fileMode)
     defer { Syscall.close(fd) }
     // Explicit mode whatever the umask (open(2) applies it to the mode given).
-    if creating { try Syscall.chmod(fd, permissions.fileMode) }
+    if creating {
+      try Syscall.chmod(fd, permissions.fileMode)
+      directories.adoptOwner(fd)
+    }
     try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
     if isDurable { try Syscall.fsync(fd) }
   }

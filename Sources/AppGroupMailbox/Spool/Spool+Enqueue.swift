@@ -14,6 +14,10 @@ enum EnqueueOutcome: Equatable, Sendable {
   case duplicate
   /// Its not-before time lies past its lifetime: it expired at once; nothing written.
   case expired
+  /// Keyed with `keep`: the pending message with this id has the key; nothing written.
+  case kept(UUID)
+  /// Keyed with `replace`: the pending message under this name now holds the new message.
+  case replaced(PendingName)
 }
 
 extension Spool {
@@ -37,9 +41,14 @@ extension Spool {
   ///
   /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
   /// migration carries over deliveries made in another format).
+  ///
+  /// With `key` (never together with a not-before time) the message is stored with its key,
+  /// and ``resolveKey(_:id:temporary:counters:rewrite:diagnostics:)`` decides, under the lock
+  /// and before the depth bound, whether it is kept out, replaces the pending message with the
+  /// key, or is published as any other.
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
-    notBeforeMicros: Int64? = nil, attempts: Int = 0,
+    notBeforeMicros: Int64? = nil, attempts: Int = 0, key: KeyRequest? = nil,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
@@ -50,13 +59,15 @@ extension Spool {
       diagnostics.append(.expiredMessageRemoved)
       return .expired
     }
-    var file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
+    var file = try encodeChecked(
+      id: id, micros: micros, type: messageType, key: key?.key, payload: payload)
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
     let fd = try mapIO("enqueue") {
       try Syscall.open(
         directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
         mode: permissions.fileMode)
     }
+    directories.adoptOwner(fd)
     var published = false
     var publishedName: String?
     defer {
@@ -74,13 +85,24 @@ extension Spool {
         if isDurable { try Syscall.fsync(fd) }
         return try withStateLock { counters -> (EnqueueOutcome, Bool) in
           if unique, try containsMessage(id: id) { return (.duplicate, false) }
-          let discarded = try makeRoom(&counters, diagnostics: &diagnostics) > 0
-          if explicitMicros == nil, micros < counters.newestImplicitMicros {
-            micros = counters.newestImplicitMicros
-            file = try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
+          func rewrite(_ id: UUID) throws {
+            file = try encodeChecked(
+              id: id, micros: micros, type: messageType, key: key?.key, payload: payload)
             try Syscall.truncate(fd, 0)
             try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
             if isDurable { try Syscall.fsync(fd) }
+          }
+          if let key,
+            let decided = try resolveKey(
+              key, id: id, temporary: temporary, counters: &counters, rewrite: rewrite,
+              diagnostics: &diagnostics)
+          {
+            return (decided, false)
+          }
+          let discarded = try makeRoom(&counters, diagnostics: &diagnostics) > 0
+          if explicitMicros == nil, micros < counters.newestImplicitMicros {
+            micros = counters.newestImplicitMicros
+            try rewrite(id)
           }
           guard counters.sequence < UInt64.max else {
             throw AppGroupMailboxError.ordinalExhausted
@@ -143,10 +165,13 @@ extension Spool {
 
   /// The message file for these values, or ``AppGroupMailboxError/payloadTooLarge`` before
   /// anything is written.
-  func encodeChecked(id: UUID, micros: Int64, type: String, payload: Data) throws -> Data {
+  func encodeChecked(id: UUID, micros: Int64, type: String, key: String? = nil, payload: Data)
+    throws -> Data
+  {
     let file: Data
     do {
-      file = try Envelope.encode(id: id, enqueuedAt: micros, messageType: type, payload: payload)
+      file = try Envelope.encode(
+        id: id, enqueuedAt: micros, messageType: type, key: key, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }

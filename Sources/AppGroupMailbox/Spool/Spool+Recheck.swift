@@ -65,6 +65,7 @@ extension Spool {
         mode: configuration.permissions.fileMode)
       defer { Syscall.close(out) }
       try Syscall.chmod(out, configuration.permissions.fileMode)
+      directories.adoptOwner(out)
       try bytes.withUnsafeBytes { try Syscall.writeAll(out, $0) }
     } catch let error as SystemCallError where error.isNotFound {
       try? Syscall.unlink(directories.tmp, copy)

@@ -66,10 +66,12 @@ final class Spool: Sendable {
   ) throws {
     var found: SettingsCache?
     var sharing = configuration.permissions
+    var createdNamespace = false
     self.directories = try SpoolDirectories(
       container: container, namespace: namespace, permissions: configuration.permissions,
       readOnly: readOnly
     ) { namespaceFD, created in
+      createdNamespace = created
       found = try Self.readSettings(namespaceFD)
       sharing =
         found?.settings.permissions
@@ -79,6 +81,9 @@ final class Spool: Sendable {
     self.configuration = configuration
     var initial = configuration.storedSettings
     initial.permissions = sharing
+    if found == nil, !readOnly, !createdNamespace {
+      found = try Self.awaitCreatorsSettings(directories)
+    }
     self.settingsCache = Locked(found ?? SettingsCache(settings: initial))
     if found == nil, !readOnly { try createSettings() }
     let differing = settings.differences(from: configuration.storedSettings)
@@ -188,15 +193,21 @@ final class Spool: Sendable {
   /// the removal and then have it subtracted a second time. Returns false, changing nothing,
   /// when the entry was already gone (ENOENT).
   func removeCounted(_ removal: () throws -> Void) throws -> Bool {
-    try withStateLock { counters in
-      do {
-        try removal()
-      } catch let error as SystemCallError where error.isNotFound {
-        return false
-      }
-      counters.depth = max(0, counters.depth - 1)
-      return true
+    try withStateLock { counters in try removeCounted(&counters, removal) }
+  }
+
+  /// ``removeCounted(_:)`` for a caller that already holds the lock (a ``withStateLock(_:)``
+  /// body) with its `counters`.
+  func removeCounted(_ counters: inout SpoolCounters, _ removal: () throws -> Void) throws
+    -> Bool
+  {
+    do {
+      try removal()
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
     }
+    counters.depth = max(0, counters.depth - 1)
+    return true
   }
 
   /// Delivers diagnostics; call only outside every lock.

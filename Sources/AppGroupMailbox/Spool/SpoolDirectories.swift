@@ -24,6 +24,10 @@ final class SpoolDirectories: Sendable {
   let path: String
   /// Opened for looking only: nothing was created, `state` is read-only.
   let readOnly: Bool
+  /// The namespace directory's owner and group when this process runs as root and the
+  /// namespace belongs to another user: what root creates inside is given to them
+  /// (``adoptOwner(_:)``), so `sudo mailboxctl` never leaves a file its owner cannot read.
+  let owner: (uid: uid_t, gid: gid_t)?
 
   /// Opens the namespace directory, creating what is missing (unless `readOnly`).
   ///
@@ -66,6 +70,7 @@ final class SpoolDirectories: Sendable {
     }
     opened.append(containerFD)
     var mode = permissions
+    var owner: (uid: uid_t, gid: gid_t)?
     func openDirectory(_ parent: Int32, _ name: String) throws -> (Int32, Bool) {
       let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
       do {
@@ -90,14 +95,28 @@ final class SpoolDirectories: Sendable {
         let fd = try Syscall.open(parent, name, flags)
         opened.append(fd)
         // Explicit mode whatever the umask, only on what this call created.
-        if created { try? Syscall.chmod(fd, mode.directoryMode) }
+        if created {
+          try? Syscall.chmod(fd, mode.directoryMode)
+          if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
+        }
         return (fd, created)
       } catch {
         throw fail(error)
       }
     }
+    // The mailboxes' root directory of a group-shared container (setgid, the README's recipe)
+    // is group-shared whatever the first namespace's mode, so later group-shared namespaces
+    // stay reachable for the group.
+    let requested = mode
+    if let info = try? Syscall.fstat(containerFD), info.st_mode & S_ISGID != 0 {
+      mode = .groupShared
+    }
     let (root, _) = try openDirectory(containerFD, Self.root)
+    mode = requested
     let (namespaceFD, createdNamespace) = try openDirectory(root, name)
+    if geteuid() == 0, let info = try? Syscall.fstat(namespaceFD), info.st_uid != 0 {
+      owner = (info.st_uid, info.st_gid)
+    }
     do {
       mode = try sharing(namespaceFD, createdNamespace)
     } catch {
@@ -107,7 +126,8 @@ final class SpoolDirectories: Sendable {
     for area in Self.areas { areaFDs.append(try openDirectory(namespaceFD, area).0) }
     let stateFD: Int32
     do {
-      stateFD = try Self.openState(namespaceFD, readOnly: readOnly, mode: mode.fileMode)
+      stateFD = try Self.openState(
+        namespaceFD, readOnly: readOnly, mode: mode.fileMode, owner: owner)
     } catch {
       throw fail(error)
     }
@@ -129,11 +149,21 @@ final class SpoolDirectories: Sendable {
     self.state = stateFD
     self.path = containerPath + "/" + Self.root + "/" + name
     self.readOnly = readOnly
+    self.owner = owner
+  }
+
+  /// Gives a file or directory this process just created in the namespace to the namespace's
+  /// owner and group (see ``owner``; nothing when not running as root for another user).
+  /// fchown(2) failing leaves the file as it is.
+  func adoptOwner(_ fd: Int32) {
+    if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
   }
 
   /// Opens `state` (read-only when `readOnly`), creating it with `mode` when missing; an
   /// existing file keeps its mode.
-  private static func openState(_ namespace: Int32, readOnly: Bool, mode: mode_t) throws -> Int32 {
+  private static func openState(
+    _ namespace: Int32, readOnly: Bool, mode: mode_t, owner: (uid: uid_t, gid: gid_t)?
+  ) throws -> Int32 {
     if readOnly { return try Syscall.open(namespace, "state", O_RDONLY | O_NOFOLLOW) }
     do {
       return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)
@@ -143,6 +173,7 @@ final class SpoolDirectories: Sendable {
           namespace, "state", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         // Explicit mode whatever the umask.
         try? Syscall.chmod(fd, mode)
+        if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
         return fd
       } catch let error as SystemCallError where error.errno == EEXIST {
         return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)

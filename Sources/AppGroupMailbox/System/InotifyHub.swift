@@ -149,17 +149,44 @@ final class InotifyInstance: Sendable {
     }
   }
 
+  /// Adds (or joins) a watch on each of `paths` for `mask`, subscribing `handler` to all of them
+  /// as one subscriber: each read's events of every one of these watches reach `handler` in one
+  /// batch, in the order the kernel queued them (what pairing a rename's two halves needs).
+  /// Removes what it added when one fails.
+  /// - Throws: ``SystemCallError`` from inotify_add_watch(2).
+  func add(paths: [String], mask: UInt32, handler: @escaping Handler) throws -> [InotifyWatch] {
+    try table.withLock { table in
+      let id = table.nextID
+      table.nextID += 1
+      var added: [InotifyWatch] = []
+      do {
+        for path in paths {
+          let watch = try Syscall.inotifyAddWatch(fd, path, mask | UInt32(bitPattern: IN_MASK_ADD))
+          table.watches[watch, default: []].append(
+            Subscriber(id: id, mask: mask, handler: handler))
+          added.append(InotifyWatch(watch: watch, id: id))
+        }
+      } catch {
+        for subscription in added { Self.unsubscribe(subscription, &table, fd) }
+        throw error
+      }
+      return added
+    }
+  }
+
   /// Unsubscribes; the last subscriber of a watch removes it from the kernel.
   func remove(_ subscription: InotifyWatch) {
-    table.withLock { table in
-      guard var subscribers = table.watches[subscription.watch] else { return }
-      subscribers.removeAll { $0.id == subscription.id }
-      if subscribers.isEmpty {
-        table.watches[subscription.watch] = nil
-        Syscall.inotifyRemoveWatch(fd, subscription.watch)
-      } else {
-        table.watches[subscription.watch] = subscribers
-      }
+    table.withLock { table in Self.unsubscribe(subscription, &table, fd) }
+  }
+
+  private static func unsubscribe(_ subscription: InotifyWatch, _ table: inout Table, _ fd: Int32) {
+    guard var subscribers = table.watches[subscription.watch] else { return }
+    subscribers.removeAll { $0.id == subscription.id }
+    if subscribers.isEmpty {
+      table.watches[subscription.watch] = nil
+      Syscall.inotifyRemoveWatch(fd, subscription.watch)
+    } else {
+      table.watches[subscription.watch] = subscribers
     }
   }
 

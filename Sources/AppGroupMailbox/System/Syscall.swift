@@ -145,6 +145,18 @@ enum Syscall {
     }
   }
 
+  /// renameat2(2) with `RENAME_EXCHANGE`: swaps two existing entries atomically (ENOENT when
+  /// either is missing; EINVAL or ENOSYS where the filesystem lacks the flag). Only for a keyed
+  /// replacement (``Spool/replacePending(_:with:_:diagnostics:)``).
+  static func renameExchange(_ from: Int32, _ old: String, _ to: Int32, _ new: String) throws {
+    _ = try SystemCallRecording.observe(
+      .init(
+        name: "renameat2", descriptor: from, path: old, targetDescriptor: to, targetPath: new)
+    ) {
+      try retrying("renameat2") { cmailbox_rename_exchange(from, old, to, new) }
+    }
+  }
+
   /// linkat(2) without following a symlink source: a second name for the same inode.
   static func link(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
     try twoNameCall("linkat", from, old, to, new) { linkat(from, $0, to, new, 0) }

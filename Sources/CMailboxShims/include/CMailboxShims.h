@@ -7,6 +7,11 @@
 /// kernel lacks the flag; callers fall back to link(2) then unlink(2)).
 int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 
+/// Swaps `oldpath` (relative to `olddirfd`) and `newpath` (relative to `newdirfd`) atomically:
+/// renameat2(2) with RENAME_EXCHANGE. Both must exist (ENOENT otherwise). Returns 0 or -1 with
+/// errno (EINVAL or ENOSYS where the filesystem or kernel lacks the flag).
+int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+
 /// Fills `buffer` with `length` random bytes from getrandom(2). Returns 0 or -1 with errno.
 int cmailbox_random_bytes(void *buffer, unsigned long length);
 

@@ -38,6 +38,16 @@ import Testing
     let drained = try Mailboxctl.run(["drain"] + location)
     #expect(drained.status == 0)
     #expect(drained.stdout == "")
+    #expect(
+      drained.stderr.hasPrefix(
+        "mailboxctl: drain: the mailbox is held: nothing is claimed until 'mailboxctl resume'\n"),
+      "\(drained.stderr)")
+    let claimed = try Mailboxctl.run(["claim"] + location)
+    #expect(claimed.status == 0)
+    #expect(claimed.stdout == "")
+    #expect(
+      claimed.stderr
+        == "mailboxctl: claim: the mailbox is held: nothing is claimed until 'mailboxctl resume'\n")
     #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "2"]).status == 0)
     #expect(try raw.inspector.status().pending == 2)
     let resumed = try Mailboxctl.run(["resume"] + location)

@@ -79,6 +79,11 @@ import Testing
         + "\"overflow\":\"discard-oldest\",\"sharing\":\"private\"}\n")
     let shown = try Mailboxctl.run(["config"] + location + ["--json"])
     #expect(shown.stdout == changed.stdout)
+    let unbounded = try Mailboxctl.run(
+      ["config"] + location + ["--max-delivery-attempts", "unlimited", "--json"])
+    #expect(unbounded.status == 0)
+    #expect(unbounded.stdout.contains("\"maxDeliveryAttempts\":null"), "\(unbounded.stdout)")
+    #expect(try container.rawMailbox().settings.maxDeliveryAttempts == nil)
     let sharing = try Mailboxctl.run(["config"] + location + ["--group-shared"])
     #expect(sharing.status == 64)
     // Old limit flags still work on other subcommands, with a note; the stored bound applies.

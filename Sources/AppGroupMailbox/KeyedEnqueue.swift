@@ -1,0 +1,117 @@
+public import Foundation
+
+/// What a keyed enqueue does when a pending message already has its key (a Linux addition).
+public enum AppGroupMailboxKeyPolicy: String, Sendable, Equatable, Hashable, CaseIterable {
+  /// The pending message stays; the new one is not written.
+  case keep
+  /// The new message takes the pending one's place atomically: the pending message's file is
+  /// swapped for the new one under the same name, so the key never has zero or two pending
+  /// messages, and the new message keeps the pending one's id, position in line, lifetime
+  /// (counted from the name's `enqueuedAt`) and delivery count.
+  case replace
+}
+
+/// What a keyed enqueue did (a Linux addition).
+public enum AppGroupMailboxKeyedOutcome: Sendable, Equatable, Hashable {
+  /// No pending message had the key: the message was enqueued under this new id.
+  case enqueued(UUID)
+  /// ``AppGroupMailboxKeyPolicy/keep``: the pending message with this id has the key and stays;
+  /// nothing was written.
+  case kept(UUID)
+  /// ``AppGroupMailboxKeyPolicy/replace``: the pending message with this id now holds the new
+  /// message.
+  case replaced(UUID)
+
+  /// The id of the message pending with the key after the enqueue.
+  public var id: UUID {
+    switch self {
+    case .enqueued(let id), .kept(let id), .replaced(let id): id
+    }
+  }
+}
+
+extension AppGroupRawMailbox {
+  /// Adds `payload` under `key` so that at most one pending message has the key (for example a
+  /// "refresh widget" request that coalesces into one); `onConflict` says what happens when
+  /// one already does.
+  ///
+  /// Decided under the namespace lock, so producers in any process racing on one key leave
+  /// exactly one pending message with it. Only `pending/` counts: a claimed message with the
+  /// key is not touched (the new one is enqueued and waits behind it), nor is one waiting in
+  /// `delayed/` after a release with a delay; such a message back in `pending/` (released,
+  /// recovered, due) is a second pending message with the key until a claim takes one. The
+  /// key is stored in the message's header and in the namespace's `keys/` index
+  /// (docs/FORMAT.md, "Keys"); consumers see keyed messages as any other.
+  /// - Parameters:
+  ///   - payload: One JSON value in UTF-8, stored byte for byte.
+  ///   - key: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`.
+  ///   - onConflict: ``AppGroupMailboxKeyPolicy/keep`` or ``AppGroupMailboxKeyPolicy/replace``.
+  ///   - messageType: The stored type tag; empty (the default) is untyped.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `key` for a key outside the
+  ///   rule (nothing written); otherwise as ``enqueue(_:id:enqueuedAt:messageType:)``
+  ///   (``AppGroupMailboxError/mailboxFull`` only when a new message would be added: a
+  ///   replacement or a kept one adds nothing).
+  /// - Complexity: O(n) in the pending entries (their names are listed; no file is read).
+  @discardableResult
+  public func enqueue(
+    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String = ""
+  ) throws -> AppGroupMailboxKeyedOutcome {
+    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
+    return try spool.enqueueKeyed(
+      payload, key: key, onConflict: onConflict, messageType: messageType)
+  }
+}
+
+extension AppGroupMailbox {
+  /// What a keyed enqueue does on a conflict; see ``AppGroupMailboxKeyPolicy``.
+  public typealias KeyPolicy = AppGroupMailboxKeyPolicy
+  /// What a keyed enqueue did; see ``AppGroupMailboxKeyedOutcome``.
+  public typealias KeyedOutcome = AppGroupMailboxKeyedOutcome
+
+  /// Adds `message` under `key` so that at most one pending message has the key, as
+  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:)`` describes.
+  /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `key` for a key outside the rule;
+  ///   otherwise as ``enqueue(_:)``.
+  /// - Complexity: O(n) in the pending entries (names only).
+  @discardableResult
+  public func enqueue(_ message: Message, key: String, onConflict: KeyPolicy) throws
+    -> KeyedOutcome
+  {
+    let payload: Data
+    do {
+      payload = try encoder.encode(message)
+    } catch {
+      throw MailboxError.encodingFailure
+    }
+    return try spool.enqueueKeyed(
+      payload, key: key, onConflict: onConflict, messageType: messageType)
+  }
+}
+
+extension Spool {
+  /// The keyed enqueue behind both mailboxes' public ones.
+  func enqueueKeyed(
+    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String
+  ) throws -> AppGroupMailboxKeyedOutcome {
+    guard KeyRequest.isValid(key) else {
+      throw AppGroupMailboxError.invalidLimit(
+        "key (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .)")
+    }
+    let id = UUID()
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { emit(diagnostics) }
+    try sweepIfDue(diagnostics: &diagnostics)
+    let outcome = try enqueue(
+      payload: payload, id: id, messageType: messageType, explicitMicros: nil, unique: false,
+      key: KeyRequest(key: key, replace: onConflict == .replace), diagnostics: &diagnostics)
+    switch outcome {
+    case .kept(let holder):
+      return .kept(holder)
+    case .replaced(let name):
+      return .replaced(name.id)
+    default:
+      configuration.onPending?()
+      return .enqueued(id)
+    }
+  }
+}

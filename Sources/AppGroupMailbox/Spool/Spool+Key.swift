@@ -1,0 +1,153 @@
+import Foundation
+import Glibc
+
+/// A keyed enqueue's key and what to do when a pending message already has it.
+struct KeyRequest: Sendable, Equatable {
+  var key: String
+  var replace: Bool
+
+  /// Whether `key` may be used: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`
+  /// (it is a file name in `keys/`).
+  static func isValid(_ key: String) -> Bool {
+    let bytes = Array(key.utf8)
+    guard (1...128).contains(bytes.count), bytes[0] != UInt8(ascii: ".") else { return false }
+    return bytes.allSatisfy { byte in
+      (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        || byte == UInt8(ascii: ":")
+    }
+  }
+}
+
+extension Spool {
+  /// The name of the key index directory inside the namespace (docs/FORMAT.md, "Keys").
+  static let keysArea = "keys"
+
+  /// Decides a keyed enqueue under the lock, before the depth bound is applied
+  /// (docs/FORMAT.md, "Keys"): finds the pending message the key's index entry names, from the
+  /// names in `pending/` alone. Without one, records `id` as the key's message and returns nil:
+  /// the enqueue goes on as any other. With one, `keep` returns ``EnqueueOutcome/kept(_:)``
+  /// (nothing is written) and `replace` swaps the new file into the pending message's name
+  /// (``replacePending(_:with:_:diagnostics:)``). `rewrite` re-encodes the temporary file
+  /// `temporary` for a given id.
+  /// - Complexity: O(n) in the pending entries (one listing of names; no file is read).
+  func resolveKey(
+    _ request: KeyRequest, id: UUID, temporary: String, counters: inout SpoolCounters,
+    rewrite: (UUID) throws -> Void, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> EnqueueOutcome? {
+    let keys = try keysDirectory()
+    defer { Syscall.close(keys) }
+    if let holder = try indexedID(keys, request.key),
+      let pending = try pendingName(of: holder)
+    {
+      guard request.replace else { return .kept(holder) }
+      try rewrite(holder)
+      if try replacePending(pending, with: temporary, &counters, diagnostics: &diagnostics) {
+        return .replaced(pending)
+      }
+      try rewrite(id)
+    }
+    try writeIndex(keys, request.key, id)
+    return nil
+  }
+
+  /// Swaps the temporary file (already carrying the pending message's id) into the pending
+  /// message's name in one renameat2(2) `RENAME_EXCHANGE`, so the key is never without a
+  /// pending message nor with two; the old file, now under the temporary name, is deleted by
+  /// the caller. Returns false, changing nothing, when the pending message was claimed (or
+  /// removed) first. Where the filesystem lacks the flag, the old message is unlinked (the
+  /// depth lowered in this hold of the lock) and false returned: the new one is then published
+  /// as any message, and for that instant the key has no pending message.
+  func replacePending(
+    _ pending: PendingName, with temporary: String, _ counters: inout SpoolCounters,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Bool {
+    do {
+      try Syscall.renameExchange(
+        directories.tmp, temporary, directories.pending, pending.fileName)
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
+    } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
+      _ = try removeCounted(&counters) {
+        try Syscall.unlink(directories.pending, pending.fileName)
+      }
+      return false
+    }
+    try flushDirectory(directories.pending)
+    return true
+  }
+
+  /// The pending name carrying `id` (any delivery count), or nil.
+  /// - Complexity: O(n) in the pending entries.
+  private func pendingName(of id: UUID) throws -> PendingName? {
+    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
+      if let name = PendingName(parsing: entry.name), name.id == id { return name }
+    }
+    return nil
+  }
+
+  /// Opens `keys/`, creating it (with the mailbox's directory mode) when missing.
+  private func keysDirectory() throws -> Int32 {
+    let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+    do {
+      return try Syscall.open(directories.namespace, Self.keysArea, flags)
+    } catch let error as SystemCallError where error.isNotFound {
+      var created = true
+      do {
+        try Syscall.makeDirectory(
+          directories.namespace, Self.keysArea, mode: permissions.directoryMode)
+      } catch let error as SystemCallError where error.errno == EEXIST {
+        created = false  // another producer was faster; its mode stays
+      }
+      let fd = try Syscall.open(directories.namespace, Self.keysArea, flags)
+      // Explicit mode whatever the umask, only on what this process made.
+      if created {
+        try? Syscall.chmod(fd, permissions.directoryMode)
+        directories.adoptOwner(fd)
+      }
+      return fd
+    }
+  }
+
+  /// The id `keys/<key>` holds (one lower-case UUID and a line feed), or nil when the entry is
+  /// missing or does not read as one.
+  private func indexedID(_ keys: Int32, _ key: String) throws -> UUID? {
+    let fd: Int32
+    do {
+      fd = try Syscall.open(keys, key, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    } catch let error as SystemCallError where error.isNotFound {
+      return nil
+    }
+    defer { Syscall.close(fd) }
+    guard let info = try? Syscall.fstat(fd), info.st_mode & S_IFMT == S_IFREG else { return nil }
+    let bytes = try Syscall.pread(fd, limit: 38)
+    guard bytes.count == 37, bytes[36] == UInt8(ascii: "\n") else { return nil }
+    return NameBytes.parseUUID(bytes[..<36])
+  }
+
+  /// Points `keys/<key>` at `id`: written to `tmp/`, flushed (with full durability) and renamed
+  /// over the entry, then `keys/` flushed.
+  private func writeIndex(_ keys: Int32, _ key: String, _ id: UUID) throws {
+    var bytes: [UInt8] = []
+    NameBytes.uuid(id, into: &bytes)
+    bytes.append(UInt8(ascii: "\n"))
+    let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).key.tmp"
+    let fd = try Syscall.open(
+      directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+      mode: permissions.fileMode)
+    defer { Syscall.close(fd) }
+    do {
+      try Syscall.chmod(fd, permissions.fileMode)
+      directories.adoptOwner(fd)
+      try bytes.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
+      if isDurable { try Syscall.fsync(fd) }
+      try Syscall.rename(directories.tmp, temporary, keys, key)
+    } catch {
+      try? Syscall.unlink(directories.tmp, temporary)
+      throw error
+    }
+    try flushDirectory(keys)
+  }
+}

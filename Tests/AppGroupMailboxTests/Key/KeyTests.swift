@@ -1,0 +1,147 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Replace by key (issue 17 item 2) within one process.
+@Suite struct KeyTests {
+  @Test func `A claimed message with the key is untouched; the new one waits behind it`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.mailbox(String.self)
+    let first = try mailbox.enqueue("first", key: "widget", onConflict: .replace)
+    guard case .enqueued(let firstID) = first else { throw KeyFailure(first) }
+    let claim = try #require(try mailbox.claimPending().first)
+    #expect(claim.id == firstID)
+    let second = try mailbox.enqueue("second", key: "widget", onConflict: .replace)
+    guard case .enqueued(let secondID) = second else { throw KeyFailure(second) }
+    #expect(secondID != firstID)
+    #expect(claim.message == "first")
+    #expect(container.names("claimed").count == 1)
+    let third = try mailbox.enqueue("third", key: "widget", onConflict: .replace)
+    #expect(third == .replaced(secondID))
+    try claim.acknowledge()
+    let next = try mailbox.claimPending()
+    #expect(next.map(\.message) == ["third"])
+    #expect(next.map(\.id) == [secondID])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 1])
+  }
+
+  @Test func `Replace keeps the pending message's id, place and name; keep writes nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    try mailbox.enqueue(Data("0".utf8))
+    let keyed = try mailbox.enqueue(Data("1".utf8), key: "a:b", onConflict: .keep)
+    try mailbox.enqueue(Data("2".utf8))
+    let before = container.names("pending")
+    #expect(try mailbox.enqueue(Data("3".utf8), key: "a:b", onConflict: .keep) == .kept(keyed.id))
+    #expect(try container.pendingFiles().map(\.message) == ["0", "1", "2"])
+    #expect(
+      try mailbox.enqueue(Data("4".utf8), key: "a:b", onConflict: .replace) == .replaced(keyed.id))
+    #expect(container.names("pending") == before)
+    #expect(try container.pendingFiles().map(\.message) == ["0", "4", "2"])
+    #expect(
+      try mailbox.claimPending().map { String(decoding: $0.payload, as: UTF8.self) } == [
+        "0", "4", "2",
+      ])
+    #expect(container.names("tmp").isEmpty)
+  }
+
+  @Test func `An invalid key is refused before anything is written`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    for key in ["", ".hidden", "a/b", "a b", String(repeating: "k", count: 129)] {
+      #expect(throws: AppGroupMailboxError.self) {
+        try mailbox.enqueue(Data("1".utf8), key: key, onConflict: .replace)
+      }
+    }
+    #expect(container.names("pending").isEmpty)
+    #expect(
+      try mailbox.enqueue(
+        Data("1".utf8), key: String(repeating: "k", count: 128), onConflict: .keep
+      ).id != UUID())
+  }
+
+  @Test func `A keyed message reads as any other; a stale index entry is passed over`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let first = try mailbox.enqueue(Data("{\"n\":1}".utf8), key: "k", onConflict: .keep)
+    let file = try #require(try container.pendingFiles().first)
+    #expect(file.key == "k")
+    let claim = try #require(try mailbox.claimPending().first)
+    #expect(String(decoding: claim.payload, as: UTF8.self) == "{\"n\":1}")
+    try claim.acknowledge()
+    #expect(container.indexedID("k") == first.id.uuidString.lowercased())
+    let second = try mailbox.enqueue(Data("2".utf8), key: "k", onConflict: .keep)
+    guard case .enqueued = second else { throw KeyFailure(second) }
+    #expect(container.indexedID("k") == second.id.uuidString.lowercased())
+  }
+}
+
+/// The two ways a replacement cannot swap: the pending message was claimed in the instant
+/// before, or the filesystem lacks `RENAME_EXCHANGE`.
+@Suite struct KeyReplacementFallbackTests {
+  @Test
+  func
+    `A claim just before the swap leaves the claimed file whole; the new message waits behind it`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let old = try mailbox.enqueue(Data("\"old\"".utf8), key: "k", onConflict: .replace)
+    let pending = try #require(container.names("pending").first)
+    let claimedName = try #require(PendingName(parsing: pending)).claimedForTest.fileName
+    let pendingURL = container.area("pending").appendingPathComponent(pending)
+    let claimedURL = container.area("claimed").appendingPathComponent(claimedName)
+    // A consumer's rename, made in the instant between the lookup and the swap.
+    let (outcome, unfired) = try FaultInjection.withRules([
+      .init(call: "renameat2", errno: 0) {
+        _ = rename(pendingURL.path, claimedURL.path)
+      }
+    ]) { try mailbox.enqueue(Data("\"new\"".utf8), key: "k", onConflict: .replace) }
+    #expect(unfired.isEmpty)
+    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    #expect(newID != old.id)
+    #expect(try String(contentsOf: claimedURL, encoding: .utf8).hasSuffix("\n\"old\""))
+    #expect(try container.pendingFiles().map(\.message) == ["\"new\""])
+    #expect(try container.pendingFiles().map(\.id) == [newID.uuidString.lowercased()])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 2])
+    #expect(container.names("tmp").isEmpty)
+  }
+
+  @Test func `Without RENAME_EXCHANGE the old message is unlinked and the new one published`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let old = try mailbox.enqueue(Data("\"old\"".utf8), key: "k", onConflict: .replace)
+    let (outcome, unfired) = try FaultInjection.withRules([
+      .init(call: "renameat2", errno: EINVAL)
+    ]) { try mailbox.enqueue(Data("\"new\"".utf8), key: "k", onConflict: .replace) }
+    #expect(unfired.isEmpty)
+    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    #expect(newID != old.id)
+    #expect(try container.pendingFiles().map(\.message) == ["\"new\""])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 1])
+    #expect(container.indexedID("k") == newID.uuidString.lowercased())
+    #expect(container.names("tmp").isEmpty)
+  }
+}
+
+extension PendingName {
+  /// The claimed name a consumer's claim of this message would take (fixed token, lease in an
+  /// hour).
+  var claimedForTest: ClaimedName {
+    ClaimedName(
+      message: PendingName(key: key, id: id, attempts: attempts + 1), token: 0xabc,
+      leaseUntilMicros: Int64(Date().timeIntervalSince1970 * 1_000_000) + 3_600_000_000)
+  }
+}
+
+struct KeyFailure: Error, CustomStringConvertible {
+  var outcome: AppGroupMailboxKeyedOutcome
+  init(_ outcome: AppGroupMailboxKeyedOutcome) { self.outcome = outcome }
+  var description: String { "unexpected outcome \(outcome)" }
+}

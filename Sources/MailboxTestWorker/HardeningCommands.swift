@@ -38,14 +38,7 @@ let hardeningCommands: [WorkerCommand] = [
     let mailbox = try AppGroupMailbox<String>(
       containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
       limits: AppGroupMailboxLimits(maxPayloadBytes: Int(args[2])!))
-    while true {
-      let claims = try mailbox.claimPending(limit: 1)
-      if claims.isEmpty { break }
-      for claim in claims {
-        print("message \(claim.message)")
-        try claim.acknowledge()
-      }
-    }
+    try printAndAcknowledgeAll(mailbox)
     print("rss-after \(peakResidentKiB())")
   },
   WorkerCommand(name: "umask-open") { args in
@@ -63,14 +56,7 @@ let hardeningCommands: [WorkerCommand] = [
           Data("diagnostic: \(event) \(String(reflecting: event))\n".utf8))
       })
     do {
-      while true {
-        let claims = try mailbox.claimPending(limit: 1)
-        if claims.isEmpty { break }
-        for claim in claims {
-          print("message \(claim.message)")
-          try claim.acknowledge()
-        }
-      }
+      try printAndAcknowledgeAll(mailbox)
       try mailbox.performMaintenance()
     } catch {
       FileHandle.standardError.write(
@@ -78,6 +64,19 @@ let hardeningCommands: [WorkerCommand] = [
     }
   },
 ]
+
+/// Claims the mailbox's messages one at a time, printing `message M` for each before
+/// acknowledging it, until none is pending.
+private func printAndAcknowledgeAll(_ mailbox: AppGroupMailbox<String>) throws {
+  while true {
+    let claims = try mailbox.claimPending(limit: 1)
+    if claims.isEmpty { return }
+    for claim in claims {
+      print("message \(claim.message)")
+      try claim.acknowledge()
+    }
+  }
+}
 
 /// The peak resident set size of this process in KiB (getrusage(2), `ru_maxrss`).
 func peakResidentKiB() -> Int {

@@ -3,10 +3,8 @@ import AppGroupMailbox
 /// Batch enqueue (``AppGroupMailbox/enqueue(contentsOf:)``): many messages, one lock and one
 /// directory flush per batch, against the C baseline doing the same (a flush per file, one per
 /// batch for the directory).
-struct BatchMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct BatchMeasure: MeasureGroup {
+  let context: BenchContext
 
   static let batch = 64
   static let size = 256

@@ -8,10 +8,8 @@ import Glibc
 /// start-up and connection included, on both sides) to its exit. Skipped, with the reason
 /// printed, when nats-server or nats-py (`.build/nats-venv`, installed by scripts/test) is
 /// missing.
-struct BridgeMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct BridgeMeasure: MeasureGroup {
+  let context: BenchContext
 
   static let jobs = 128
 
@@ -116,7 +114,7 @@ struct BridgeMeasure {
     _ mailboxctl: String, _ python: String, _ scripts: String, _ nats: NATSProcess,
     count: Int, durable: Bool, subject: String
   ) throws -> Double {
-    try DrainMeasure(options: options, workspace: workspace, report: report).drainRate(
+    try DrainMeasure(context: context).drainRate(
       mailboxctl, count: count, durable: durable,
       handler: [
         "--jobs", String(Self.jobs), "--coprocess", python, "\(scripts)/forward.py", "--server",

@@ -4,10 +4,8 @@ import Foundation
 /// 4 producer and 4 consumer processes on one spool at once; messages per second from a common
 /// start time to the last consumer's exit. Children of both sides are this executable, started
 /// the same way and released at the same instant, so start-up cost is outside the timed span.
-struct ConcurrencyMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct ConcurrencyMeasure: MeasureGroup {
+  let context: BenchContext
 
   static let producers = 4
   static let consumers = 4

@@ -8,10 +8,8 @@ import AppGroupMailbox
 /// it found it: K enqueued, K consumed, K cycles). Each round
 /// opens its side afresh and makes its first claim untimed (reported apart as "first claim":
 /// the one listing a long-lived consumer makes), then times steady-state operations.
-struct DepthMeasures {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct DepthMeasures: MeasureGroup {
+  let context: BenchContext
 
   static let depths = [100, 10_000, 100_000]
   static let size = 256
@@ -23,6 +21,20 @@ struct DepthMeasures {
 
   /// Per-depth results kept for the target check (claim cost at 100,000 vs 100).
   private(set) var claimCost: [Int: Double] = [:]
+
+  /// One round on one side, in microseconds per operation: enqueue, claim+read+ack and the
+  /// full cycle over `k` operations each, and last the first claim, timed from `start`.
+  private static func sample(_ side: some TimedSide, since start: Int64, k: Int, size: Int)
+    throws -> [Double]
+  {
+    _ = try side.timeConsume(count: 1)
+    let firstClaim = Double(nowNanoseconds() - start) / 1e3
+    _ = try side.timeEnqueue(count: 1, size: size)
+    let enqueue = Rounds.cost(k, try side.timeEnqueue(count: k, size: size))
+    let consume = Rounds.cost(k, try side.timeConsume(count: k))
+    let cycle = Rounds.cost(k, try side.timeCycle(count: k, size: size))
+    return [enqueue, consume, cycle, firstClaim]
+  }
 
   mutating func run() throws {
     for depth in Self.depths {
@@ -41,35 +53,16 @@ struct DepthMeasures {
     let size = Self.size
     var c: [[Double]] = [[], [], [], []]
     var lib: [[Double]] = [[], [], [], []]
-    for round in 0..<options.roundCount {
-      func baseline() throws {
-        let side = try BaselineSide(root: cPath, durable: durable)
-        let start = nowNanoseconds()
-        try side.refresh()
-        _ = try side.timeConsume(count: 1)
-        c[3].append(Double(nowNanoseconds() - start) / 1e3)
-        _ = try side.timeEnqueue(count: 1, size: size)
-        c[0].append(Rounds.cost(k, try side.timeEnqueue(count: k, size: size)))
-        c[1].append(Rounds.cost(k, try side.timeConsume(count: k)))
-        c[2].append(Rounds.cost(k, try side.timeCycle(count: k, size: size)))
-      }
-      func library() throws {
-        let side = try LibrarySide(container: libPath, durability: durable ? .full : .relaxed)
-        let start = nowNanoseconds()
-        _ = try side.timeConsume(count: 1)
-        lib[3].append(Double(nowNanoseconds() - start) / 1e3)
-        _ = try side.timeEnqueue(count: 1, size: size)
-        lib[0].append(Rounds.cost(k, try side.timeEnqueue(count: k, size: size)))
-        lib[1].append(Rounds.cost(k, try side.timeConsume(count: k)))
-        lib[2].append(Rounds.cost(k, try side.timeCycle(count: k, size: size)))
-      }
-      if round % 2 == 0 {
-        try baseline()
-        try library()
-      } else {
-        try library()
-        try baseline()
-      }
+    try Rounds.interleave(options.roundCount) {
+      let side = try BaselineSide(root: cPath, durable: durable)
+      let start = nowNanoseconds()
+      try side.refresh()
+      let samples = try Self.sample(side, since: start, k: k, size: size)
+      for (index, value) in samples.enumerated() { c[index].append(value) }
+    } library: {
+      let side = try LibrarySide(container: libPath, durability: durable ? .full : .relaxed)
+      let samples = try Self.sample(side, since: nowNanoseconds(), k: k, size: size)
+      for (index, value) in samples.enumerated() { lib[index].append(value) }
     }
     let names = ["enqueue", "claim+read+ack", "full cycle", "first claim (one listing)"]
     let label = durable ? "full" : "relaxed"

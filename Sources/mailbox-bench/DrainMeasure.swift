@@ -8,10 +8,8 @@ import Glibc
 /// claim per call), at both durabilities. Each row's baseline is that library rate, so its ratio
 /// is the share of it drain reaches. Each drain run is timed from its start (handler start-up
 /// included) to its exit, in a fresh mailbox filled beforehand.
-struct DrainMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct DrainMeasure: MeasureGroup {
+  let context: BenchContext
 
   /// The `--exec` handler: reads the message from stdin and parses it.
   static let execHandler = ["python3", "-c", "import json, sys; json.load(sys.stdin)"]

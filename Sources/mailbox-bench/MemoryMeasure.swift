@@ -14,10 +14,8 @@ import Foundation
 /// `swift build -c release` first). When it is missing, ``DrainStandIn`` (the library's
 /// claim/acknowledge loop in a child process, its own `VmHWM`) is measured instead and the note
 /// says so.
-struct MemoryMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct MemoryMeasure: MeasureGroup {
+  let context: BenchContext
 
   static let size = 65_536
 

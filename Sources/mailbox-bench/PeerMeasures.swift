@@ -7,10 +7,8 @@ import Foundation
 /// Install: `python3 -m venv .venv-peers && .venv-peers/bin/pip install dirq` (the benchmark
 /// looks for `.venv-peers/bin/python` in the working directory, else `python3`; `--python`
 /// overrides). `mailbox` is in Python's standard library.
-struct PeerMeasures {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct PeerMeasures: MeasureGroup {
+  let context: BenchContext
 
   static let size = 256
 
@@ -20,13 +18,15 @@ struct PeerMeasures {
     data = b"x" * size
     now = time.perf_counter_ns
     result = {}
+    def time_adds(queue):
+        start = now()
+        for _ in range(count):
+            queue.add(data)
+        result["enqueue"] = now() - start
     if kind == "dirq":
         from dirq.QueueSimple import QueueSimple
         q = QueueSimple(path + "/enqueue")
-        start = now()
-        for _ in range(count):
-            q.add(data)
-        result["enqueue"] = now() - start
+        time_adds(q)
         start = now()
         done = 0
         for name in q:
@@ -47,10 +47,7 @@ struct PeerMeasures {
     else:
         import mailbox
         box = mailbox.Maildir(path + "/enqueue", create=True)
-        start = now()
-        for _ in range(count):
-            box.add(data)
-        result["enqueue"] = now() - start
+        time_adds(box)
         start = now()
         done = 0
         for key in box.keys():
@@ -86,49 +83,39 @@ struct PeerMeasures {
       var cSamples: [[Double]] = [[], [], []]
       var peerSamples: [[Double]] = [[], [], []]
       var available = true
-      for round in 0..<options.roundCount where available {
-        func baseline() throws {
-          for (index, measure) in ["enqueue", "consume", "cycle"].enumerated() {
-            let path = workspace.fresh("c-peer")
-            defer { workspace.remove(path) }
-            let side = try BaselineSide(root: path, durable: false)
-            let nanoseconds: Int64
-            switch measure {
-            case "enqueue": nanoseconds = try side.timeEnqueue(count: count, size: Self.size)
-            case "consume":
-              try side.prefill(count: count, size: Self.size, durable: false)
-              nanoseconds = try side.timeConsume(count: count)
-            default: nanoseconds = try side.timeCycle(count: count, size: Self.size)
-            }
-            cSamples[index].append(Rounds.rate(count, nanoseconds))
-          }
-        }
-        func peerRun() throws {
-          let path = workspace.fresh("\(peer)-peer")
+      try Rounds.interleave(options.roundCount, while: { available }) {
+        for (index, measure) in ["enqueue", "consume", "cycle"].enumerated() {
+          let path = workspace.fresh("c-peer")
           defer { workspace.remove(path) }
-          try FileManager.default.createDirectory(
-            atPath: path, withIntermediateDirectories: true)
-          let out = path + "/result.json"
-          let pid = try Children.spawn(
-            pythonArguments + [scriptPath, peer, path, String(count), String(Self.size), out],
-            executable: python)
-          guard try Children.wait(pid).status == 0,
-            let data = FileManager.default.contents(atPath: out),
-            let object = try JSONSerialization.jsonObject(with: data) as? [String: Int64]
-          else {
-            available = false
-            return
+          let side = try BaselineSide(root: path, durable: false)
+          let nanoseconds: Int64
+          switch measure {
+          case "enqueue": nanoseconds = try side.timeEnqueue(count: count, size: Self.size)
+          case "consume":
+            try side.prefill(count: count, size: Self.size, durable: false)
+            nanoseconds = try side.timeConsume(count: count)
+          default: nanoseconds = try side.timeCycle(count: count, size: Self.size)
           }
-          for (index, measure) in ["enqueue", "consume", "cycle"].enumerated() {
-            peerSamples[index].append(Rounds.rate(count, object[measure] ?? 0))
-          }
+          cSamples[index].append(Rounds.rate(count, nanoseconds))
         }
-        if round % 2 == 0 {
-          try baseline()
-          try peerRun()
-        } else {
-          try peerRun()
-          try baseline()
+      } library: {
+        let path = workspace.fresh("\(peer)-peer")
+        defer { workspace.remove(path) }
+        try FileManager.default.createDirectory(
+          atPath: path, withIntermediateDirectories: true)
+        let out = path + "/result.json"
+        let pid = try Children.spawn(
+          pythonArguments + [scriptPath, peer, path, String(count), String(Self.size), out],
+          executable: python)
+        guard try Children.wait(pid).status == 0,
+          let data = FileManager.default.contents(atPath: out),
+          let object = try JSONSerialization.jsonObject(with: data) as? [String: Int64]
+        else {
+          available = false
+          return
+        }
+        for (index, measure) in ["enqueue", "consume", "cycle"].enumerated() {
+          peerSamples[index].append(Rounds.rate(count, object[measure] ?? 0))
         }
       }
       let names = ["enqueue", "claim+read+ack", "full cycle"]

@@ -7,16 +7,29 @@ enum Rounds {
   ) throws -> (baseline: Double, library: Double) {
     var baselineSamples: [Double] = []
     var librarySamples: [Double] = []
-    for round in 0..<count {
-      if round % 2 == 0 {
-        baselineSamples.append(try baseline())
-        librarySamples.append(try library())
-      } else {
-        librarySamples.append(try library())
-        baselineSamples.append(try baseline())
-      }
+    try interleave(count) {
+      baselineSamples.append(try baseline())
+    } library: {
+      librarySamples.append(try library())
     }
     return (Statistics.median(baselineSamples), Statistics.median(librarySamples))
+  }
+
+  /// Runs `count` rounds of both sides, the baseline first in even rounds and the library (or
+  /// the peer standing in for it) first in odd ones; stops early once `proceed` says no.
+  static func interleave(
+    _ count: Int, while proceed: () -> Bool = { true }, baseline: () throws -> Void,
+    library: () throws -> Void
+  ) throws {
+    for round in 0..<count where proceed() {
+      if round % 2 == 0 {
+        try baseline()
+        try library()
+      } else {
+        try library()
+        try baseline()
+      }
+    }
   }
 
   /// Messages per second for `count` messages in `nanoseconds`.

@@ -2,10 +2,8 @@ import AppGroupMailbox
 
 /// Enqueue, claim+read+acknowledge and the full cycle, in messages per second, at both
 /// durabilities and both sizes; every run in a fresh directory.
-struct ThroughputMeasures {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct ThroughputMeasures: MeasureGroup {
+  let context: BenchContext
 
   static let sizes = [256, 65_536]
 
@@ -24,11 +22,8 @@ struct ThroughputMeasures {
       for durable in [true, false] {
         let count = count(durable: durable, size: size)
         let label = durable ? "full" : "relaxed"
-        let enqueue = try measure(durable: durable) { path in
-          try BaselineSide(root: path, durable: durable).timeEnqueue(count: count, size: size)
-        } library: { path in
-          try LibrarySide(container: path, durability: durable ? .full : .relaxed)
-            .timeEnqueue(count: count, size: size)
+        let enqueue = try measureBoth(durable: durable) {
+          try $0.timeEnqueue(count: count, size: size)
         }
         add("enqueue", label, size, count, enqueue)
         let consume = try measure(durable: durable) { path in
@@ -42,14 +37,21 @@ struct ThroughputMeasures {
             .timeConsume(count: count)
         }
         add("claim+read+ack", label, size, count, consume)
-        let cycle = try measure(durable: durable) { path in
-          try BaselineSide(root: path, durable: durable).timeCycle(count: count, size: size)
-        } library: { path in
-          try LibrarySide(container: path, durability: durable ? .full : .relaxed)
-            .timeCycle(count: count, size: size)
-        }
+        let cycle = try measureBoth(durable: durable) { try $0.timeCycle(count: count, size: size) }
         add("full cycle", label, size, count, cycle)
       }
+    }
+  }
+
+  /// ``measure(durable:baseline:library:)`` with the same operation on each side, opened at
+  /// `durable`.
+  private func measureBoth(durable: Bool, _ operation: (any TimedSide) throws -> Int64) throws
+    -> (baseline: Double, library: Double)
+  {
+    try measure(durable: durable) { path in
+      try operation(BaselineSide(root: path, durable: durable))
+    } library: { path in
+      try operation(LibrarySide(container: path, durability: durable ? .full : .relaxed))
     }
   }
 

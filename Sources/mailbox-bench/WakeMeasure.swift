@@ -4,10 +4,8 @@ import Foundation
 /// Wake-up latency between two processes: a producer stamps the monotonic clock into a message
 /// and enqueues it (relaxed durability, one message every 2 ms); the consumer, blocked waiting,
 /// wakes, claims and reads it and records now minus the stamp. p50 and p99 over the samples.
-struct WakeMeasure {
-  let options: BenchOptions
-  let workspace: Workspace
-  let report: Report
+struct WakeMeasure: MeasureGroup {
+  let context: BenchContext
 
   static let gapMicroseconds = 2_000
 

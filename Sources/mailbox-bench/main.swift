@@ -25,6 +25,7 @@ do {
   exit(73)
 }
 defer { workspace.removeAll() }
+let context = BenchContext(options: options, workspace: workspace, report: report)
 
 var failed = false
 @MainActor func group(_ name: String, _ body: () throws -> Void) {
@@ -38,22 +39,16 @@ var failed = false
 }
 
 if !options.json { print(Machine.describe(base: workspace.base)) }
-group("throughput") {
-  try ThroughputMeasures(options: options, workspace: workspace, report: report).run()
-}
-var depth = DepthMeasures(options: options, workspace: workspace, report: report)
+group("throughput") { try ThroughputMeasures(context: context).run() }
+var depth = DepthMeasures(context: context)
 group("depth") { try depth.run() }
-group("batch") { try BatchMeasure(options: options, workspace: workspace, report: report).run() }
-group("concurrency") {
-  try ConcurrencyMeasure(options: options, workspace: workspace, report: report).run()
-}
-group("wake") { try WakeMeasure(options: options, workspace: workspace, report: report).run() }
-group("memory") {
-  try MemoryMeasure(options: options, workspace: workspace, report: report).run()
-}
-group("drain") { try DrainMeasure(options: options, workspace: workspace, report: report).run() }
-group("bridge") { try BridgeMeasure(options: options, workspace: workspace, report: report).run() }
-group("peers") { try PeerMeasures(options: options, workspace: workspace, report: report).run() }
+group("batch") { try BatchMeasure(context: context).run() }
+group("concurrency") { try ConcurrencyMeasure(context: context).run() }
+group("wake") { try WakeMeasure(context: context).run() }
+group("memory") { try MemoryMeasure(context: context).run() }
+group("drain") { try DrainMeasure(context: context).run() }
+group("bridge") { try BridgeMeasure(context: context).run() }
+group("peers") { try PeerMeasures(context: context).run() }
 Targets.check(report.rows, claimCost: depth.claimCost, json: options.json)
 if !options.json {
   print(String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9))

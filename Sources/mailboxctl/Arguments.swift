@@ -193,3 +193,33 @@ enum ArgumentParser {
     return padded + String(repeating: " ", count: width + 2 - padded.count) + help
   }
 }
+
+extension Subcommand {
+  /// A subcommand that takes no positional arguments: its name, its one-line summary, its
+  /// options, the text `--help` prints after them, and what it runs.
+  init(
+    name: String, summary: String, options: [OptionSpec], details: String,
+    run: @escaping @Sendable (ParsedArguments) throws -> ExitStatus
+  ) {
+    self.init(
+      spec: CommandSpec(name: name, summary: summary, options: options, details: details),
+      run: run)
+  }
+}
+
+extension OptionSpec {
+  /// An option that is present or absent, as `--json`.
+  static func flag(_ name: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .flag, help: help)
+  }
+
+  /// An option with one value, shown in help as `name PLACEHOLDER`.
+  static func value(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .value(placeholder), help: help)
+  }
+
+  /// An option that takes every later argument verbatim; it must come last.
+  static func rest(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    OptionSpec(name: name, kind: .rest(placeholder), help: help)
+  }
+}

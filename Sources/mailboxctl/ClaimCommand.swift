@@ -5,33 +5,35 @@ import Foundation
 /// deadline, so a script can handle a message and only then acknowledge it (`ack TOKEN`), put
 /// it back (`release TOKEN`) or keep it longer (`renew TOKEN`).
 let claimCommand = Subcommand(
-  spec: CommandSpec(
-    name: "claim",
-    summary: "Claim pending messages for a script; print each with its claim token.",
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--limit", kind: .value("N"), help: "Claim up to N messages (default 1)."),
-      OptionSpec(
-        name: "--json", kind: .flag,
-        help: "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
-          + "\"deliveryCount\", \"messageType\", \"message\"}."),
-    ] + MailboxOptions.limits,
-    details: """
-      Claims up to N pending messages oldest first (due delayed messages join the line first)
-      and prints one line each: TOKEN LEASE-UNTIL ID MESSAGE, separated by single spaces, the
-      message JSON last and on one line (so `read -r token lease id message` splits it). Nothing
-      pending: no output, exit 0.
-      Each message stays claimed until `mailboxctl ack TOKEN` (handled: deleted), `mailboxctl
-      release TOKEN` (back in line at its original position; --retry-after SECONDS waits first)
-      or until its lease (--claim-timeout, default 600 s) runs out; then any process's
-      maintenance gives it to the next consumer and the token no longer works. `mailboxctl
-      renew TOKEN` starts a fresh lease. A token is `<message id>.<16 hex digits>` and works
-      from any process. Delivery is at least once: a script that dies before `ack` gets the
-      message again after the lease.
-      When a line cannot be written (a closed pipe), that message and the ones after it are
-      released, and the command exits 74.
-      Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 74 I/O error.
-      """),
-  run: { arguments in try runClaim(arguments) })
+  name: "claim",
+  summary: "Claim pending messages for a script; print each with its claim token.",
+  options: MailboxOptions.around(claimOptions),
+  details: """
+    Claims up to N pending messages oldest first (due delayed messages join the line first)
+    and prints one line each: TOKEN LEASE-UNTIL ID MESSAGE, separated by single spaces, the
+    message JSON last and on one line (so `read -r token lease id message` splits it). Nothing
+    pending: no output, exit 0.
+    Each message stays claimed until `mailboxctl ack TOKEN` (handled: deleted), `mailboxctl
+    release TOKEN` (back in line at its original position; --retry-after SECONDS waits first)
+    or until its lease (--claim-timeout, default 600 s) runs out; then any process's
+    maintenance gives it to the next consumer and the token no longer works. `mailboxctl
+    renew TOKEN` starts a fresh lease. A token is `<message id>.<16 hex digits>` and works
+    from any process. Delivery is at least once: a script that dies before `ack` gets the
+    message again after the lease.
+    When a line cannot be written (a closed pipe), that message and the ones after it are
+    released, and the command exits 74.
+    Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 74 I/O error.
+    """,
+  run: { arguments in try runClaim(arguments) }
+)
+
+private let claimOptions: [OptionSpec] = [
+  .value("--limit", "N", "Claim up to N messages (default 1)."),
+  .flag(
+    "--json",
+    "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
+      + "\"deliveryCount\", \"messageType\", \"message\"}."),
+]
 
 private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   let limit = try arguments.integer("--limit", in: 1...Int(Int32.max)) ?? 1

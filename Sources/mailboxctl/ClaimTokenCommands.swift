@@ -14,9 +14,7 @@ let ackCommand = tokenCommand(
 let releaseCommand = tokenCommand(
   name: "release", summary: "Put a claimed message (from 'claim') back in line.",
   options: [
-    OptionSpec(
-      name: "--retry-after", kind: .value("SECONDS"),
-      help: "Not claimable for SECONDS first: it waits in delayed/.")
+    .value("--retry-after", "SECONDS", "Not claimable for SECONDS first: it waits in delayed/.")
   ],
   details: """
     TOKEN is a claim token printed by 'mailboxctl claim'. The message goes back to its original
@@ -66,7 +64,7 @@ private func tokenCommand(
   Subcommand(
     spec: CommandSpec(
       name: name, summary: summary, positionalUsage: "TOKEN", minPositionals: 1,
-      maxPositionals: 1, options: MailboxOptions.location + options + MailboxOptions.limits,
+      maxPositionals: 1, options: MailboxOptions.around(options),
       details: details + """
 
         Exit status: 0 done, 64 TOKEN is not a claim token, 66 no such mailbox or the claim no

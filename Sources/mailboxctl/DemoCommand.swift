@@ -9,10 +9,9 @@ let demoCommand = Subcommand(
     name: "demo",
     summary: "Fill a fresh mailbox from several producer processes, drain it, print a summary.",
     options: [
-      OptionSpec(name: "--producers", kind: .value("N"), help: "Producer processes (default 4)."),
-      OptionSpec(
-        name: "--messages", kind: .value("N"), help: "Messages per producer (default 250)."),
-      OptionSpec(name: "--keep", kind: .flag, help: "Keep the temporary mailbox directory."),
+      .value("--producers", "N", "Producer processes (default 4)."),
+      .value("--messages", "N", "Messages per producer (default 250)."),
+      .flag("--keep", "Keep the temporary mailbox directory."),
       MailboxOptions.json,
     ],
     details: """
@@ -27,10 +26,10 @@ let demoCommand = Subcommand(
 let demoProduceCommand = Subcommand(
   spec: CommandSpec(
     name: "__demo-produce", summary: "Demo producer (internal).",
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--producer", kind: .value("P"), help: "Producer number."),
-      OptionSpec(name: "--count", kind: .value("N"), help: "Messages to enqueue."),
-    ] + MailboxOptions.limits, hidden: true),
+    options: MailboxOptions.around([
+      .value("--producer", "P", "Producer number."),
+      .value("--count", "N", "Messages to enqueue."),
+    ]), hidden: true),
   run: { arguments in
     let producer = try arguments.integer("--producer", in: 0...1_000_000) ?? 0
     let count = try arguments.integer("--count", in: 0...10_000_000) ?? 0

@@ -6,50 +6,40 @@ import Glibc
 /// Lines on stdout, appended to a file (`--output`), to a program per message (`--exec`) or to
 /// a long-running handler (`--coprocess`). See ``Drainer``.
 let drainCommand = Subcommand(
-  spec: CommandSpec(
-    name: "drain",
-    summary: "Deliver pending messages oldest first: to stdout, a file, or a handler program.",
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--limit", kind: .value("N"), help: "Deliver at most N messages."),
-      OptionSpec(
-        name: "--timeout", kind: .value("SECONDS"),
-        help: "Stop claiming after SECONDS; running handlers finish."),
-      OptionSpec(
-        name: "--handler-timeout", kind: .value("SECONDS"),
-        help: "Stop a handler that takes longer than SECONDS for one message (SIGTERM to its "
-          + "process group, then SIGKILL 5 s later); release the message."),
-      OptionSpec(
-        name: "--jobs", kind: .value("N"),
-        help: "Up to N messages in flight at once (default 1, which keeps FIFO order)."),
-      OptionSpec(
-        name: "--follow", kind: .flag,
-        help: "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
-      OptionSpec(
-        name: "--shutdown-timeout", kind: .value("SECONDS"),
-        help: "After SIGINT/SIGTERM/SIGHUP, let running handlers finish this long (default 30)."),
-      OptionSpec(
-        name: "--retry-delay", kind: .value("SECONDS"),
-        help: "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
-      OptionSpec(
-        name: "--retry-max-delay", kind: .value("SECONDS"),
-        help: "The longest retry delay (default 300)."),
-      OptionSpec(
-        name: "--retry-jitter", kind: .value("FRACTION"),
-        help: "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1)."),
-      OptionSpec(name: "--json", kind: .flag, help: "Print the summary on stderr as JSON."),
-      OptionSpec(
-        name: "--output", kind: .value("FILE"),
-        help: "Append the JSON lines to FILE and fsync it before acknowledging."),
-      OptionSpec(
-        name: "--exec", kind: .rest("CMD [ARG...]"),
-        help: "Run CMD once per message, message JSON on stdin; must come last."),
-      OptionSpec(
-        name: "--coprocess", kind: .rest("CMD [ARG...]"),
-        help: "Start CMD once and hand it every message (docs/HANDLER-PROTOCOL.md); must come "
-          + "last."),
-    ] + MailboxOptions.limits,
-    details: drainDetails),
-  run: { arguments in try makeDrainer(arguments).run() })
+  name: "drain",
+  summary: "Deliver pending messages oldest first: to stdout, a file, or a handler program.",
+  options: MailboxOptions.around(drainOptions),
+  details: drainDetails,
+  run: { arguments in try makeDrainer(arguments).run() }
+)
+
+private let drainOptions: [OptionSpec] = [
+  .value("--limit", "N", "Deliver at most N messages."),
+  .value("--timeout", "SECONDS", "Stop claiming after SECONDS; running handlers finish."),
+  .value(
+    "--handler-timeout", "SECONDS",
+    "Stop a handler that takes longer than SECONDS for one message (SIGTERM to its "
+      + "process group, then SIGKILL 5 s later); release the message."),
+  .value("--jobs", "N", "Up to N messages in flight at once (default 1, which keeps FIFO order)."),
+  .flag("--follow", "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
+  .value(
+    "--shutdown-timeout", "SECONDS",
+    "After SIGINT/SIGTERM/SIGHUP, let running handlers finish this long (default 30)."),
+  .value(
+    "--retry-delay", "SECONDS",
+    "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
+  .value("--retry-max-delay", "SECONDS", "The longest retry delay (default 300)."),
+  .value(
+    "--retry-jitter", "FRACTION",
+    "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1)."),
+  .flag("--json", "Print the summary on stderr as JSON."),
+  .value("--output", "FILE", "Append the JSON lines to FILE and fsync it before acknowledging."),
+  .rest(
+    "--exec", "CMD [ARG...]", "Run CMD once per message, message JSON on stdin; must come last."),
+  .rest(
+    "--coprocess", "CMD [ARG...]",
+    "Start CMD once and hand it every message (docs/HANDLER-PROTOCOL.md); must come last."),
+]
 
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:

@@ -6,14 +6,14 @@ let listCommand = Subcommand(
   spec: CommandSpec(
     name: "list",
     summary: "List messages: id, state, enqueue time, size, deliveries, due time (no contents).",
-    options: MailboxOptions.location + [
+    options: MailboxOptions.around([
       OptionSpec(
         name: "--state", kind: .value("STATE"),
         help: "pending, claimed, delayed or quarantined (repeatable).",
         repeatable: true),
-      OptionSpec(name: "--limit", kind: .value("N"), help: "Print at most N entries."),
+      .value("--limit", "N", "Print at most N entries."),
       MailboxOptions.json,
-    ] + MailboxOptions.limits,
+    ]),
     details: """
       Pending and claimed oldest first, then delayed by due time, then quarantined by
       quarantine time. DUE AT is when a delayed message becomes claimable ("-" for the

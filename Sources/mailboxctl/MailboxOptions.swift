@@ -6,48 +6,40 @@ import Glibc
 /// mailbox stores (`create`, `config`), and the per-process choices (claim timeout, flushes).
 enum MailboxOptions {
   static let location: [OptionSpec] = [
-    OptionSpec(name: "--container", kind: .value("DIR"), help: "The container directory."),
-    OptionSpec(
-      name: "--app-group", kind: .value("ID"),
-      help: "The app group whose container to use ($APP_GROUP_CONTAINER_ROOT/ID, else "
+    .value("--container", "DIR", "The container directory."),
+    .value(
+      "--app-group", "ID",
+      "The app group whose container to use ($APP_GROUP_CONTAINER_ROOT/ID, else "
         + "$XDG_DATA_HOME/app-groups/ID, else ~/.local/share/app-groups/ID)."),
-    OptionSpec(
-      name: "--namespace", kind: .value("NS"),
-      help: "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -, not starting with '-'); "
+    .value(
+      "--namespace", "NS",
+      "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -, not starting with '-'); "
         + "default 'default'."),
   ]
 
+  /// The options of a command that opens one mailbox: ``location``, then the command's own
+  /// options, then ``limits``.
+  static func around(_ own: [OptionSpec]) -> [OptionSpec] { location + own + limits }
+
   /// The settings a mailbox stores (`create`, and `config` without `--group-shared`).
   static let settings: [OptionSpec] = [
-    OptionSpec(
-      name: "--max-messages", kind: .value("N"),
-      help: "Depth bound: pending + delayed + claimed (default 100)."),
-    OptionSpec(
-      name: "--max-payload-bytes", kind: .value("N"),
-      help: "Largest message file in bytes (default 65536)."),
-    OptionSpec(
-      name: "--message-lifetime", kind: .value("SECONDS"),
-      help: "Lifetime from enqueue (default 86400)."),
-    OptionSpec(
-      name: "--max-quarantined-files", kind: .value("N"), help: "Quarantine bound (default 20)."),
-    OptionSpec(
-      name: "--max-delivery-attempts", kind: .value("N"),
-      help: "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."),
-    OptionSpec(
-      name: "--overflow", kind: .value("POLICY"),
-      help: "reject-newest (default) or discard-oldest."),
-    OptionSpec(
-      name: "--group-shared", kind: .flag,
-      help: "Group-shared modes (02770/0660) instead of private (0700/0600)."),
+    .value("--max-messages", "N", "Depth bound: pending + delayed + claimed (default 100)."),
+    .value("--max-payload-bytes", "N", "Largest message file in bytes (default 65536)."),
+    .value("--message-lifetime", "SECONDS", "Lifetime from enqueue (default 86400)."),
+    .value("--max-quarantined-files", "N", "Quarantine bound (default 20)."),
+    .value(
+      "--max-delivery-attempts", "N",
+      "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."),
+    .value("--overflow", "POLICY", "reject-newest (default) or discard-oldest."),
+    .flag("--group-shared", "Group-shared modes (02770/0660) instead of private (0700/0600)."),
   ]
 
   /// Per-process choices: this process's claim lease and flushes.
   static let process: [OptionSpec] = [
-    OptionSpec(
-      name: "--claim-timeout", kind: .value("SECONDS"),
-      help: "Lease of this command's claims before recovery (default 600, at most 31622400)."),
-    OptionSpec(
-      name: "--relaxed", kind: .flag, help: "Skip flushes (survives crashes, not power loss)."),
+    .value(
+      "--claim-timeout", "SECONDS",
+      "Lease of this command's claims before recovery (default 600, at most 31622400)."),
+    .flag("--relaxed", "Skip flushes (survives crashes, not power loss)."),
   ]
 
   /// What subcommands other than `create` and `config` accept: the process options, and the
@@ -61,8 +53,7 @@ enum MailboxOptions {
       return hidden
     }
 
-  static let json = OptionSpec(
-    name: "--json", kind: .flag, help: "Print JSON (JSON Lines for lists).")
+  static let json = OptionSpec.flag("--json", "Print JSON (JSON Lines for lists).")
 
   /// Where a mailbox is: its container and namespace.
   struct Location {

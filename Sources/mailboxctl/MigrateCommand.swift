@@ -7,16 +7,16 @@ let migrateCommand = Subcommand(
   spec: CommandSpec(
     name: "migrate",
     summary: "Convert a spool written by AppGroupMailbox on Apple platforms into this format.",
-    options: MailboxOptions.location + [
-      OptionSpec(
-        name: "--type", kind: .value("TYPE"),
-        help: "The type tag for the imported messages (default none: every consumer accepts them)."),
+    options: MailboxOptions.around([
+      .value(
+        "--type", "TYPE",
+        "The type tag for the imported messages (default none: every consumer accepts them)."),
       MailboxOptions.json,
       OptionSpec(
         name: "--crash-after-mutations", kind: .value("N"),
         help: "Debug builds: end the process after N file-system changes (crash tests).",
         hidden: true),
-    ] + MailboxOptions.limits,
+    ]),
     details: """
       The namespace directory of the Apple package holds every file flat: pending-ORDINAL-ID.json,
       claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on

@@ -8,11 +8,11 @@ let quarantineCommand = Subcommand(
     summary: "List, show, requeue or purge quarantined files.",
     positionalUsage: "list | show ID | requeue ID... | purge ID...", minPositionals: 1,
     maxPositionals: Int.max,
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--all", kind: .flag, help: "requeue/purge: every quarantined file."),
-      OptionSpec(name: "--message", kind: .flag, help: "show: also print the encoded message."),
+    options: MailboxOptions.around([
+      .flag("--all", "requeue/purge: every quarantined file."),
+      .flag("--message", "show: also print the encoded message."),
       MailboxOptions.json,
-    ] + MailboxOptions.limits,
+    ]),
     details: """
       ID is a message id (every quarantined file with that id) or a quarantine file name.
       requeue puts a readable message back in pending at the position of its enqueue date,
@@ -128,14 +128,7 @@ private func report(_ name: String, _ id: UUID?, _ outcome: String, json: Bool)
 private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
   -> ExitStatus
 {
-  var status = ExitStatus.success
-  for name in names {
-    let outcome: AppGroupMailboxRequeueOutcome
-    do {
-      outcome = try inspector.requeueQuarantined(name)
-    } catch {
-      throw CommandFailure(error, while: "requeue \(name)")
-    }
+  try forEachName(names, "requeue", inspector.requeueQuarantined) { name, outcome, status in
     switch outcome {
     case .requeued(let id): try report(name, id, "requeued", json: json)
     case .alreadyPresent(let id):
@@ -154,22 +147,33 @@ private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, j
       status = .dataError
     }
   }
-  return status
 }
 
 private func purge(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
   -> ExitStatus
 {
-  var status = ExitStatus.success
-  for name in names {
-    let removed: Bool
-    do {
-      removed = try inspector.purgeQuarantined(name)
-    } catch {
-      throw CommandFailure(error, while: "purge \(name)")
-    }
+  try forEachName(names, "purge", inspector.purgeQuarantined) { name, removed, status in
     try report(name, nil, removed ? "purged" : "notFound", json: json)
     if !removed { status = .noInput }
+  }
+}
+
+/// Runs `operation` on each quarantined file name in turn and hands its result to `outcome`,
+/// which may lower the exit status; an error thrown by `operation` stops the loop and names
+/// the verb and the file.
+private func forEachName<Result>(
+  _ names: [String], _ verb: String, _ operation: (String) throws -> Result,
+  outcome: (String, Result, inout ExitStatus) throws -> Void
+) throws -> ExitStatus {
+  var status = ExitStatus.success
+  for name in names {
+    let result: Result
+    do {
+      result = try operation(name)
+    } catch {
+      throw CommandFailure(error, while: "\(verb) \(name)")
+    }
+    try outcome(name, result, &status)
   }
   return status
 }

@@ -4,16 +4,15 @@ import Glibc
 
 /// `mailboxctl create`: creates a mailbox with the settings it will keep.
 let createCommand = Subcommand(
-  spec: CommandSpec(
-    name: "create",
-    summary: "Create a mailbox with its settings (bounds, overflow policy, sharing mode).",
-    options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
-    details: """
-      The settings are stored in the mailbox (its settings file, docs/FORMAT.md) and every
-      producer and consumer follows them; no other command needs them again. 'mailboxctl
-      config' shows and changes them. Prints the settings stored. Exit status 73 when the
-      mailbox already exists (nothing is changed).
-      """),
+  name: "create",
+  summary: "Create a mailbox with its settings (bounds, overflow policy, sharing mode).",
+  options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
+  details: """
+    The settings are stored in the mailbox (its settings file, docs/FORMAT.md) and every
+    producer and consumer follows them; no other command needs them again. 'mailboxctl
+    config' shows and changes them. Prints the settings stored. Exit status 73 when the
+    mailbox already exists (nothing is changed).
+    """,
   run: { arguments in
     let location = try MailboxOptions.location(arguments)
     let wanted = try MailboxOptions.settings(arguments, over: AppGroupMailboxSettings())
@@ -43,23 +42,23 @@ let createCommand = Subcommand(
     }
     try printSettings(stored, location, json: arguments.flag("--json"))
     return .success
-  })
+  }
+)
 
 /// `mailboxctl config`: shows or changes a mailbox's stored settings.
 let configCommand = Subcommand(
-  spec: CommandSpec(
-    name: "config",
-    summary: "Show a mailbox's stored settings, or change them for every process.",
-    options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
-    details: """
-      Without options, prints the settings (read only: works on a read-only file system and
-      for a user who may only read). With options, changes those settings atomically under
-      the lock every enqueue takes for the depth bound; producers and consumers already
-      running follow the new values from their next operation. Lowering --max-payload-bytes
-      never makes a stored message unreadable (consumers read up to the largest limit the
-      mailbox ever had); lowering --max-messages below the depth removes nothing. The
-      sharing mode is fixed at creation (--group-shared is refused here).
-      """),
+  name: "config",
+  summary: "Show a mailbox's stored settings, or change them for every process.",
+  options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
+  details: """
+    Without options, prints the settings (read only: works on a read-only file system and
+    for a user who may only read). With options, changes those settings atomically under
+    the lock every enqueue takes for the depth bound; producers and consumers already
+    running follow the new values from their next operation. Lowering --max-payload-bytes
+    never makes a stored message unreadable (consumers read up to the largest limit the
+    mailbox ever had); lowering --max-messages below the depth removes nothing. The
+    sharing mode is fixed at creation (--group-shared is refused here).
+    """,
   run: { arguments in
     if arguments.flag("--group-shared") {
       throw CommandFailure(
@@ -95,7 +94,8 @@ let configCommand = Subcommand(
     }
     try printSettings(updated, location, json: json)
     return .success
-  })
+  }
+)
 
 /// Prints `settings` as `name: value` rows, or one JSON object.
 private func printSettings(

@@ -7,10 +7,10 @@ let showCommand = Subcommand(
     name: "show",
     summary: "Show one message's envelope (by id or file name); --message adds its contents.",
     positionalUsage: "ID", minPositionals: 1, maxPositionals: 1,
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--message", kind: .flag, help: "Also print the encoded message."),
+    options: MailboxOptions.around([
+      .flag("--message", "Also print the encoded message."),
       MailboxOptions.json,
-    ] + MailboxOptions.limits,
+    ]),
     details: """
       ID is a message id or a file name in pending/, claimed/ or quarantine/. The file is
       opened without following links and read only up to the mailbox's payload limit.

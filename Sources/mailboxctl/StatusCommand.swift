@@ -6,15 +6,11 @@ let statusCommand = Subcommand(
   spec: CommandSpec(
     name: "status",
     summary: "Show counts: pending, delayed, claimed, quarantined, temporary files, ages, bytes.",
-    options: MailboxOptions.location + [
+    options: MailboxOptions.around([
       MailboxOptions.json,
-      OptionSpec(
-        name: "--prometheus", kind: .flag,
-        help: "Print the Prometheus text format (node exporter textfile collector)."),
-      OptionSpec(
-        name: "--ages", kind: .flag,
-        help: "Print counts of messages by age bucket in minutes, as qshape(1) does."),
-    ] + MailboxOptions.limits,
+      .flag("--prometheus", "Print the Prometheus text format (node exporter textfile collector)."),
+      .flag("--ages", "Print counts of messages by age bucket in minutes, as qshape(1) does."),
+    ]),
     details: """
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
       since it was taken or last renewed. Delayed messages (a not-before time, or released

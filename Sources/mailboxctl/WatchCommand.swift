@@ -3,26 +3,21 @@ import Foundation
 
 /// `mailboxctl watch`: prints a line for each wake-up of the mailbox's watcher.
 let watchCommand = Subcommand(
-  spec: CommandSpec(
-    name: "watch",
-    summary: "Print a line for each wake-up (a message made pending) as it happens.",
-    options: MailboxOptions.location + [
-      OptionSpec(name: "--count", kind: .value("N"), help: "Exit after N wake-ups."),
-      OptionSpec(name: "--timeout", kind: .value("SECONDS"), help: "Exit after SECONDS."),
-      MailboxOptions.json,
-    ] + MailboxOptions.limits,
-    details: """
-      Watches pending/ with inotify (the library's watcher; it polls every second when inotify
-      is unavailable): a wake-up follows each message made pending by any process (an
-      enqueue, a release, a recovered claim, a delayed message made due), and with inotify
-      each change of the mailbox's settings ('hold', 'resume', 'config'). Wake-ups that come
-      close together coalesce into one; the first comes at once when messages are already
-      pending. watch only looks: it makes nothing pending itself, so a delayed message shows
-      up when some other process's operation makes it pending.
-      Each line: the time, and the pending, delayed and claimed counts after the wake-up (with
-      --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM or
-      SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
-      """),
+  name: "watch",
+  summary: "Print a line for each wake-up (a message made pending) as it happens.",
+  options: MailboxOptions.around(watchOptions),
+  details: """
+    Watches pending/ with inotify (the library's watcher; it polls every second when inotify
+    is unavailable): a wake-up follows each message made pending by any process (an
+    enqueue, a release, a recovered claim, a delayed message made due), and with inotify
+    each change of the mailbox's settings ('hold', 'resume', 'config'). Wake-ups that come
+    close together coalesce into one; the first comes at once when messages are already
+    pending. watch only looks: it makes nothing pending itself, so a delayed message shows
+    up when some other process's operation makes it pending.
+    Each line: the time, and the pending, delayed and claimed counts after the wake-up (with
+    --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM or
+    SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
+    """,
   run: { arguments in
     let count = try arguments.integer("--count", in: 1...Int.max)
     let timeout = try arguments.seconds("--timeout")
@@ -64,4 +59,11 @@ let watchCommand = Subcommand(
       }
     }
     return signals.stopSignal != nil ? signals.stoppedStatus : .success
-  })
+  }
+)
+
+private let watchOptions: [OptionSpec] = [
+  .value("--count", "N", "Exit after N wake-ups."),
+  .value("--timeout", "SECONDS", "Exit after SECONDS."),
+  MailboxOptions.json,
+]

@@ -117,15 +117,7 @@ enum Syscall {
 
   /// renameat(2): replaces an existing destination.
   static func rename(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
-    _ = try old.withSystemName { path in
-      try SystemCallRecording.observe(
-        .init(
-          name: "renameat", descriptor: from, path: String(cString: path), targetDescriptor: to,
-          targetPath: new)
-      ) {
-        try retrying("renameat") { renameat(from, path, to, new) }
-      }
-    }
+    try twoNameCall("renameat", from, old, to, new) { renameat(from, $0, to, new) }
   }
 
   /// renameat2(2) with `RENAME_NOREPLACE`: fails with EEXIST rather than replace the destination.
@@ -139,14 +131,8 @@ enum Syscall {
     _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String, linkFallback: Bool = true
   ) throws {
     do {
-      _ = try old.withSystemName { path in
-        try SystemCallRecording.observe(
-          .init(
-            name: "renameat2", descriptor: from, path: String(cString: path),
-            targetDescriptor: to, targetPath: new)
-        ) {
-          try retrying("renameat2") { cmailbox_rename_noreplace(from, path, to, new) }
-        }
+      try twoNameCall("renameat2", from, old, to, new) {
+        cmailbox_rename_noreplace(from, $0, to, new)
       }
     } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
       guard linkFallback else { return try rename(from, old, to, new) }
@@ -173,13 +159,22 @@ enum Syscall {
 
   /// linkat(2) without following a symlink source: a second name for the same inode.
   static func link(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
+    try twoNameCall("linkat", from, old, to, new) { linkat(from, $0, to, new, 0) }
+  }
+
+  /// The system call `name` from `old` in directory `from` to `new` in directory `to`, made by
+  /// `call` with `old`'s path: recorded, and retried after EINTR like every call here.
+  private static func twoNameCall(
+    _ name: String, _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String,
+    _ call: (UnsafePointer<CChar>) -> Int32
+  ) throws {
     _ = try old.withSystemName { path in
       try SystemCallRecording.observe(
         .init(
-          name: "linkat", descriptor: from, path: String(cString: path), targetDescriptor: to,
+          name: name, descriptor: from, path: String(cString: path), targetDescriptor: to,
           targetPath: new)
       ) {
-        try retrying("linkat") { linkat(from, path, to, new, 0) }
+        try retrying(name) { call(path) }
       }
     }
   }

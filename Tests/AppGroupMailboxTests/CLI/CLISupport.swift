@@ -85,14 +85,8 @@ final class StreamingProcess: Sendable {
   }
 
   init(_ executable: URL, _ arguments: [String], environment: [String: String]) throws {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let outPipe = Pipe()
-    let errPipe = Pipe()
-    process.standardOutput = outPipe
-    process.standardError = errPipe
+    let (process, outPipe, errPipe) = Processes.prepare(
+      executable, arguments, environment: environment)
     process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
     self.process = process
     for (pipe, buffer) in [(outPipe, out), (errPipe, err)] {

@@ -9,14 +9,8 @@ import Testing
 @Suite struct ErrorCompatibilityTests {
   /// An enqueue whose rename fails with EIO (a debug build's fault injection).
   private func failingEnqueue(_ mailbox: AppGroupMailbox<String>) throws {
-    let (thrown, _) = FaultInjection.withRules([.init(call: "renameat2", errno: EIO)]) {
-      () -> (any Error)? in
-      do {
-        try mailbox.enqueue("x")
-        return nil
-      } catch {
-        return error
-      }
+    let (thrown, _) = thrownError(under: [.init(call: "renameat2", errno: EIO)]) {
+      try mailbox.enqueue("x")
     }
     if let thrown { throw thrown }
   }

@@ -67,9 +67,7 @@ import Testing
   }
 
   @Test func `discardOldest deletes the oldest pending message and never a claim`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: clock,
       diagnostics: diagnostics)

@@ -83,9 +83,7 @@ import Testing
     `C05a: a zero-length and a NUL-filled file under message names are quarantined, the valid message delivered`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: diagnostics)
     let base = micros(clock.now)

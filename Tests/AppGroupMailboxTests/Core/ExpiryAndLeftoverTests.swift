@@ -7,9 +7,7 @@ import Testing
 @Suite struct ExpiryAndLeftoverTests {
   @Test func `Messages older than messageLifetime are removed by claim and by maintenance`() throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(messageLifetime: 100), clock: clock, diagnostics: diagnostics)
     try mailbox.enqueue("A")
@@ -28,9 +26,7 @@ import Testing
   }
 
   @Test func `Release does not extend the lifetime and an active claim never expires`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(messageLifetime: 100, claimTimeout: 1_000), clock: clock,
       diagnostics: diagnostics)
@@ -63,9 +59,7 @@ import Testing
   }
 
   @Test func `An abandoned claim whose message also expired is removed, not restored`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(messageLifetime: 100, claimTimeout: 50), clock: clock,
       diagnostics: diagnostics)

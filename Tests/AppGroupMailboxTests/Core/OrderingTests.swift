@@ -40,9 +40,7 @@ import Testing
   @Test func `C11b: after the clock steps back an hour B stays after A and A is discarded first`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     // Created with the bound and policy the second opener uses: they are stored.
     let first: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 2), overflowPolicy: .discardOldest, clock: clock)

@@ -15,9 +15,7 @@ import Testing
   func `A claim older than claimTimeout is restored in its original position by the next operation`(
     trigger: Trigger
   ) throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(claimTimeout: 10), clock: clock, diagnostics: diagnostics)
     let a = try mailbox.enqueue("A")
@@ -170,9 +168,7 @@ import Testing
   }
 
   @Test func `renew starts a fresh lease from now`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(claimTimeout: 10), clock: clock, diagnostics: diagnostics)
     try mailbox.enqueue("A")

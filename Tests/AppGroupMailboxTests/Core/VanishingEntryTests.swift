@@ -76,9 +76,7 @@ import Testing
   }
 
   @Test func `An expired message another process removed first is skipped`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let diagnostics = DiagnosticRecorder()
+    let (container, clock, diagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let ours: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(messageLifetime: 10), clock: clock, diagnostics: diagnostics)
     try ours.enqueue("old")
@@ -102,9 +100,7 @@ import Testing
   }
 
   @Test func `Two processes sweeping the same abandoned claim at once make one copy`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let ourDiagnostics = DiagnosticRecorder()
+    let (container, clock, ourDiagnostics) = try TemporaryContainer.withClockAndDiagnostics()
     let theirDiagnostics = DiagnosticRecorder()
     let limits = AppGroupMailboxLimits(claimTimeout: 5)
     let ours: AppGroupMailbox<String> = try container.mailbox(

@@ -82,15 +82,10 @@ import Testing
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: FakeClock())
     try mailbox.enqueue("warm-up")
-    let (thrown, unfired) = FaultInjection.withRules([
+    let (thrown, unfired) = thrownError(under: [
       .init(call: "renameat2", errno: EIO, skip: 1)
-    ]) { () -> (any Error)? in
-      do {
-        try mailbox.enqueue(contentsOf: ["A", "B", "C"])
-        return nil
-      } catch {
-        return error
-      }
+    ]) {
+      try mailbox.enqueue(contentsOf: ["A", "B", "C"])
     }
     #expect(unfired.isEmpty)
     #expect(

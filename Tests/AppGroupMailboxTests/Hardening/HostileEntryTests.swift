@@ -406,9 +406,7 @@ let noteType = String(reflecting: Note.self)
     `Hostile entries under claimed names are recovered or removed and then quarantined, never followed`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(messageLifetime: 3_600, claimTimeout: 60), clock: clock, diagnostics: recorder)
     let outside = container.url.appendingPathComponent("outside")

@@ -71,9 +71,7 @@ import Testing
     `discardOldest evicts the oldest pending message, never a claimed one, and reports it (C12 1)`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: clock,
       diagnostics: recorder)
@@ -117,9 +115,7 @@ import Testing
   func `Before discardOldest evicts a valid message, malformed pending files are quarantined`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: clock,
       diagnostics: recorder)

@@ -56,9 +56,7 @@ import Testing
   func `A corrupt message between two good ones is quarantined once and never retried (C04)`(
     kind: String, reason: String
   ) throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: recorder)
     try mailbox.enqueue("A")
@@ -83,9 +81,7 @@ import Testing
   @Test func `Ten thousand malformed files never push quarantine past its bound of 100 (C04)`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 20_000, maxQuarantinedFiles: 100), clock: clock,
       diagnostics: recorder)
@@ -126,9 +122,7 @@ import Testing
     `A zero-length file and 4096 NUL bytes under message names are quarantined beside a valid message (C05a)`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: recorder)
     let empty = UUID()

@@ -18,15 +18,10 @@ import Testing
       id: UUID(), enqueuedAt: micros(clock), messageType: stringType,
       payload: JSONEncoder().encode(text)
     ).count
-    let (thrown, unfired) = FaultInjection.withRules([
+    let (thrown, unfired) = thrownError(under: [
       .init(call: "write", errno: 0, count: Int.max)
-    ]) { () -> (any Error)? in
-      do {
-        try mailbox.enqueue(text)
-        return nil
-      } catch {
-        return error
-      }
+    ]) {
+      try mailbox.enqueue(text)
     }
     let error = try #require(thrown as? AppGroupMailboxError)
     #expect(error == .payloadTooLarge(actualBytes: expected, maximumBytes: 1_048_576))
@@ -73,9 +68,7 @@ import Testing
     `A file that grows while it is read is cut at the limit plus one byte and quarantined (C08)`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxPayloadBytes: 4096), clock: clock, diagnostics: recorder)
     let grower = try mailbox.enqueue("grows")

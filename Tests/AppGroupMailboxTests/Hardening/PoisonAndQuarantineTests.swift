@@ -12,9 +12,7 @@ import Testing
     `A message released maxDeliveryAttempts times becomes a dead letter and the next message is delivered`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxDeliveryAttempts: 3), clock: clock, diagnostics: recorder)
     let a = try mailbox.enqueue("A \(secretMarker)")
@@ -49,9 +47,7 @@ import Testing
     `Abandoned claims count as deliveries: the third recovery of a two-attempt message quarantines it`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(claimTimeout: 10, maxDeliveryAttempts: 2), clock: clock, diagnostics: recorder)
     let a = try mailbox.enqueue("A")
@@ -68,9 +64,7 @@ import Testing
   }
 
   @Test func `A name at the largest delivery count is a dead letter even without a limit`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: recorder)
     let id = UUID()
@@ -84,9 +78,7 @@ import Testing
   }
 
   @Test func `Quarantine keeps the newest maxQuarantinedFiles entries`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxQuarantinedFiles: 3), clock: clock, diagnostics: recorder)
     var ids: [UUID] = []
@@ -104,9 +96,7 @@ import Testing
   }
 
   @Test func `A quarantine bound of 0 deletes instead of keeping`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxQuarantinedFiles: 0), clock: clock, diagnostics: recorder)
     try container.plant("pending", pendingName(micros: micros(clock), sequence: 1), [])
@@ -121,9 +111,7 @@ import Testing
   }
 
   @Test func `Quarantine names never collide: a taken name is retried with a fresh one`() throws {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: recorder)
     let id = UUID()
@@ -141,9 +129,7 @@ import Testing
   @Test(arguments: [ENOSPC, EDQUOT, EIO])
   func `A quarantine that cannot take the file deletes it and delivery goes on`(code: Int32) throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       clock: clock, diagnostics: recorder)
     try container.plant("pending", pendingName(micros: micros(clock) - 1, sequence: 1), [])
@@ -163,9 +149,7 @@ import Testing
     `A hostile directory tree 100 levels deep is removed from quarantine without touching a link target`()
     throws
   {
-    let container = try TemporaryContainer()
-    let clock = FakeClock()
-    let recorder = DiagnosticRecorder()
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxQuarantinedFiles: 1), clock: clock, diagnostics: recorder)
     let outside = container.url.appendingPathComponent("outside")

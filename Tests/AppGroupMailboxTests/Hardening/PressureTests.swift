@@ -42,15 +42,10 @@ import Testing
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
     try mailbox.enqueue("before")
     let pendingBefore = container.names("pending")
-    let (thrown, unfired) = FaultInjection.withRules([
+    let (thrown, unfired) = thrownError(under: [
       .init(call: fault.call, errno: fault.errno, skip: fault.skip)
-    ]) { () -> (any Error)? in
-      do {
-        try mailbox.enqueue("lost \(secretMarker)")
-        return nil
-      } catch {
-        return error
-      }
+    ]) {
+      try mailbox.enqueue("lost \(secretMarker)")
     }
     #expect(unfired.isEmpty)
     let error = try #require(thrown as? AppGroupMailboxError)
@@ -80,13 +75,8 @@ import Testing
     let rule: FaultInjection.Rule =
       code == EIO
       ? .init(call: "renameat2", errno: code) : .init(call: "openat", errno: code, skip: 1)
-    let (thrown, unfired) = FaultInjection.withRules([rule]) { () -> (any Error)? in
-      do {
-        _ = try mailbox.claimPending()
-        return nil
-      } catch {
-        return error
-      }
+    let (thrown, unfired) = thrownError(under: [rule]) {
+      _ = try mailbox.claimPending()
     }
     #expect(unfired.isEmpty)
     #expect(
@@ -113,14 +103,8 @@ import Testing
       ("acknowledge", EIO, "unlinkat", { try claims[1].acknowledge() }),
     ]
     for (operation, code, call, body) in attempts {
-      let (thrown, _) = FaultInjection.withRules([.init(call: call, errno: code)]) {
-        () -> (any Error)? in
-        do {
-          try body()
-          return nil
-        } catch {
-          return error
-        }
+      let (thrown, _) = thrownError(under: [.init(call: call, errno: code)]) {
+        try body()
       }
       #expect(
         (thrown as? AppGroupMailboxError)?.ioFailureCause

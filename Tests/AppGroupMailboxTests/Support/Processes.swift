@@ -23,6 +23,20 @@ enum Processes {
     _ executable: URL, _ arguments: [String], environment: [String: String] = [:],
     stdin: Data? = nil
   ) throws -> RunningProcess {
+    let (process, out, err) = prepare(executable, arguments, environment: environment)
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try? input.fileHandleForWriting.close()
+    return RunningProcess(process: process, stdout: out, stderr: err)
+  }
+
+  /// A process for `executable` with `arguments`, this process's environment overlaid with
+  /// `environment`, and stdout and stderr going to the pipes returned; not started yet.
+  static func prepare(
+    _ executable: URL, _ arguments: [String], environment: [String: String]
+  ) -> (process: Process, stdout: Pipe, stderr: Pipe) {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -31,12 +45,7 @@ enum Processes {
     let err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try? input.fileHandleForWriting.close()
-    return RunningProcess(process: process, stdout: out, stderr: err)
+    return (process, out, err)
   }
 
   /// Runs the worker to completion within `deadline` seconds (a hang fails the test).

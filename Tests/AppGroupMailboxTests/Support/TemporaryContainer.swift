@@ -14,6 +14,14 @@ final class TemporaryContainer: @unchecked Sendable {
 
   deinit { try? FileManager.default.removeItem(at: url) }
 
+  /// A fresh container with a fake clock and a diagnostics recorder, the set-up most expiry,
+  /// recovery and quarantine tests share (pass both to ``mailbox(_:namespace:limits:overflowPolicy:messageType:durability:clock:diagnostics:)``).
+  static func withClockAndDiagnostics() throws -> (
+    TemporaryContainer, FakeClock, DiagnosticRecorder
+  ) {
+    (try TemporaryContainer(), FakeClock(), DiagnosticRecorder())
+  }
+
   /// `<container>/AppGroupMailbox/<namespace>/<area>`.
   func area(_ area: String, namespace: String = "jobs") -> URL {
     url.appendingPathComponent("AppGroupMailbox/\(namespace)/\(area)", isDirectory: true)

@@ -7,30 +7,24 @@ let enqueueCommand = Subcommand(
     name: "enqueue",
     summary: "Add a message (JSON from stdin or --data), or one per line with --lines.",
     options: MailboxOptions.location + [
-      OptionSpec(name: "--data", kind: .value("JSON"), help: "The message JSON (else stdin)."),
-      OptionSpec(
-        name: "--lines", kind: .flag,
-        help: "Read JSON Lines: one message a line (blank lines skipped)."),
-      OptionSpec(
-        name: "--id", kind: .value("UUID"),
-        help:
-          "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
+      .value("--data", "JSON", "The message JSON (else stdin)."),
+      .flag("--lines", "Read JSON Lines: one message a line (blank lines skipped)."),
+      .value(
+        "--id", "UUID",
+        "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
       ),
-      OptionSpec(
-        name: "--enqueued-at", kind: .value("DATE"),
-        help: "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
-      OptionSpec(
-        name: "--delay", kind: .value("SECONDS"),
-        help: "Not claimable for SECONDS: it waits in delayed/, then joins the line."),
-      OptionSpec(
-        name: "--not-before", kind: .value("DATE"),
-        help: "Not claimable before this ISO 8601 date (a past date: at once)."),
-      OptionSpec(
-        name: "--type", kind: .value("TYPE"),
-        help: "The message type tag (default none: every consumer accepts it)."),
-      OptionSpec(
-        name: "--wait", kind: .value("SECONDS"),
-        help: "When full, wait up to SECONDS per message for room (default: fail at once)."),
+      .value(
+        "--enqueued-at", "DATE",
+        "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
+      .value(
+        "--delay", "SECONDS",
+        "Not claimable for SECONDS: it waits in delayed/, then joins the line."),
+      .value(
+        "--not-before", "DATE", "Not claimable before this ISO 8601 date (a past date: at once)."),
+      .value("--type", "TYPE", "The message type tag (default none: every consumer accepts it)."),
+      .value(
+        "--wait", "SECONDS",
+        "When full, wait up to SECONDS per message for room (default: fail at once)."),
       MailboxOptions.json,
     ] + EnqueueKey.options + MailboxOptions.limits,
     details: """

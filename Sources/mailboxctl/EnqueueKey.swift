@@ -4,12 +4,10 @@ import Foundation
 /// The options of a keyed enqueue (`enqueue --key K --on-conflict keep|replace`).
 enum EnqueueKey {
   static let options: [OptionSpec] = [
-    OptionSpec(
-      name: "--key", kind: .value("KEY"),
-      help: "At most one pending message with KEY (see --on-conflict)."),
-    OptionSpec(
-      name: "--on-conflict", kind: .value("keep|replace"),
-      help: "With --key, when one is pending: keep it, or replace it (default)."),
+    .value("--key", "KEY", "At most one pending message with KEY (see --on-conflict)."),
+    .value(
+      "--on-conflict", "keep|replace",
+      "With --key, when one is pending: keep it, or replace it (default)."),
   ]
 
   static let details = """

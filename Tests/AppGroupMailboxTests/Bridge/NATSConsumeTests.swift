@@ -60,9 +60,12 @@ import Testing
     var consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
     // A failed expectation must not leave the consumer running after the test.
     defer { if consumer.process.isRunning { consumer.signal(SIGKILL) } }
+    // Bounds on a stall, not on speed: under a sanitizer each `mailboxctl enqueue` starts
+    // slowly, and 1,000 of them take minutes.
+    let depth = { try mailbox.inspector.status().depth }
     for target in [Self.count / 4, Self.count / 2] {
-      let reached = try NATSBridge.waitUntil(deadline: 120) {
-        try mailbox.inspector.status().depth >= target
+      let reached = try NATSBridge.waitUntil(stalledFor: 120, progress: depth) {
+        try depth() >= target
       }
       try #require(reached, "stuck before \(target)")
       consumer.signal(SIGKILL)
@@ -70,8 +73,8 @@ import Testing
       consumer = try Processes.start(NATSBridge.python, arguments + enqueue)
     }
     var pending: [String: Any] = [:]
-    let settled = try NATSBridge.waitUntil(deadline: 120) {
-      guard try mailbox.inspector.status().depth >= Self.count else { return false }
+    let settled = try NATSBridge.waitUntil(stalledFor: 120, progress: depth) {
+      guard try depth() >= Self.count else { return false }
       pending = try NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])
       return pending["numPending"] as? Int == 0 && pending["numAckPending"] as? Int == 0
     }

@@ -82,6 +82,26 @@ enum NATSBridge {
     return try condition()
   }
 
+  /// Polls `condition` until it holds (true) or `progress` has not changed for `stall` seconds
+  /// (false): a bound on a hang, not on speed, so a run slowed by a sanitizer or a loaded
+  /// machine passes while it moves, and a stuck bridge still fails.
+  static func waitUntil(
+    stalledFor stall: TimeInterval, progress: () throws -> Int, _ condition: () throws -> Bool
+  ) rethrows -> Bool {
+    var last = try progress()
+    var lastChange = Date()
+    while true {
+      if try condition() { return true }
+      let now = try progress()
+      if now != last {
+        (last, lastChange) = (now, Date())
+      } else if Date().timeIntervalSince(lastChange) > stall {
+        return try condition()
+      }
+      usleep(100_000)
+    }
+  }
+
   /// The real-data corpus: every entry of /var/lib/dpkg/status (Debian's package database).
   static func dpkgEntries() throws -> [String] {
     let text = try Data(contentsOf: URL(fileURLWithPath: "/var/lib/dpkg/status"))

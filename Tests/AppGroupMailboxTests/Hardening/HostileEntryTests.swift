@@ -220,7 +220,7 @@ let noteType = String(reflecting: Note.self)
     #expect(recorder.count(.malformedMessageQuarantined) == expected.count - unsafe)
     #expect(recorder.all.count == expected.count)
     // Targets: never read, moved or deleted.
-    #expect(watch.eventCount() == 0)
+    #expect(watch.events() == [])
     #expect(try Data(contentsOf: outside.appendingPathComponent("secret.txt")) == secret)
     #expect(try Array(Data(contentsOf: outside.appendingPathComponent("valid.msg"))) == elsewhere)
     let linked = try FileManager.default.contentsOfDirectory(atPath: outside.path).filter {
@@ -396,7 +396,7 @@ let noteType = String(reflecting: Note.self)
     #expect(quarantined.count == swaps)
     #expect(quarantined.allSatisfy { $0.reason == .unsafe })
     #expect(values.count + swaps >= total)
-    #expect(watch.eventCount() == 0)
+    #expect(watch.events() == [])
     #expect(try Data(contentsOf: URL(fileURLWithPath: secretPath)) == secret)
     #expect(try depth(drain) == 0)
   }
@@ -442,7 +442,7 @@ let noteType = String(reflecting: Note.self)
     #expect(recorder.count(.abandonedClaimRecovered) == 4)
     #expect(recorder.count(.unsafeFileQuarantined) == 4)
     #expect(recorder.count(.malformedMessageQuarantined) == 1)
-    #expect(watch.eventCount() == 0)
+    #expect(watch.events() == [])
     #expect(try depth(mailbox) == 1)
   }
 

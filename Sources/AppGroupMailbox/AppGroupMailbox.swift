@@ -1,7 +1,7 @@
 public import Foundation
 
 /// A bounded, durable, file-backed mailbox through which processes that share a directory pass
-/// typed messages, at least once, oldest first.
+/// typed messages, at least once, oldest first within a priority level.
 ///
 /// Each namespace is a directory `<container>/AppGroupMailbox/<namespace>/` (see docs/FORMAT.md).
 /// A message is one file, published by an atomic rename; a consumer claims it by another rename,
@@ -237,7 +237,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     return id
   }
 
-  /// Claims up to `limit` pending messages (all when nil), oldest first.
+  /// Claims up to `limit` pending messages (all when nil): the highest priority level first
+  /// (``enqueue(_:priority:)``), oldest first within a level.
   ///
   /// Each claim is an atomic rename, so no other consumer holds the same message until this
   /// claim is acknowledged, released, or abandoned past ``Limits/claimTimeout``. Abandoned claims

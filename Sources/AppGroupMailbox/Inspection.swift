@@ -202,7 +202,8 @@ public struct AppGroupMailboxInspector: Sendable {
   }
 
   /// Moves the quarantined file `fileName` back to pending, keeping its id, `enqueuedAt` and
-  /// type, with a fresh insertion sequence and its delivery count reset to 0, under the same
+  /// type, with a fresh insertion sequence, its delivery count reset to 0 and the default
+  /// priority level (``AppGroupMailboxPriority/default``: a quarantine name keeps no level), under the same
   /// lock and depth bound as an enqueue. A message past its lifetime is then deleted by the
   /// next claim.
   /// - Throws: ``AppGroupMailboxError/mailboxFull`` (the file stays in quarantine);

@@ -183,7 +183,8 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// Claims up to `limit` pending messages (all when nil), oldest first, as
+  /// Claims up to `limit` pending messages (all when nil), the highest priority level first and
+  /// oldest first within a level, as
   /// ``AppGroupMailbox/claimPending(limit:)`` does; a file whose message is not JSON is
   /// quarantined as malformed. Delayed messages that are due are made pending first.
   ///

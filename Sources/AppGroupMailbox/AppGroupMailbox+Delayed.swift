@@ -9,41 +9,49 @@ extension AppGroupMailbox {
   /// maintenance) moves it into line at its due time. ``Limits/messageLifetime`` still counts from
   /// its `enqueuedAt` (now): if `notBefore` lies past its lifetime it expires at once (nothing is
   /// written; ``Diagnostic/expiredMessageRemoved``). A `notBefore` not in the future is a plain
-  /// enqueue.
+  /// enqueue. When due, it joins the line of its `priority` (as ``enqueue(_:priority:)``).
   /// - Returns: The new message id.
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `notBefore` and the accepted range when
   ///   it lies outside ``AppGroupRawMailbox/representableDates`` or is NaN (nothing written);
-  ///   otherwise as ``enqueue(_:)``.
+  ///   otherwise as ``enqueue(_:priority:)``.
   @discardableResult
-  public func enqueue(_ message: Message, notBefore: Date) throws -> UUID {
+  public func enqueue(
+    _ message: Message, notBefore: Date, priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
     try enqueue(
       message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"))
+      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"), priority: priority)
   }
 
-  /// Adds a message that cannot be claimed for `delay` seconds; see ``enqueue(_:notBefore:)``.
+  /// Adds a message that cannot be claimed for `delay` seconds; see ``enqueue(_:notBefore:priority:)``.
   /// A `delay` of 0 or less is a plain enqueue; one reaching past the last representable
   /// instant (2286, up to infinity) is clamped to it, so the message expires by its lifetime
   /// instead of becoming claimable.
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `delay` when it is NaN (nothing
-  ///   written); otherwise as ``enqueue(_:)``.
+  ///   written); otherwise as ``enqueue(_:priority:)``.
   @discardableResult
-  public func enqueue(_ message: Message, delay: TimeInterval) throws -> UUID {
+  public func enqueue(
+    _ message: Message, delay: TimeInterval, priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
     try enqueue(
       message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"))
+      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
+      priority: priority)
   }
 
   /// Adds a message with a caller-chosen id that cannot be claimed before `notBefore`; writes
   /// nothing while that id is pending, delayed, claimed or quarantined. See
-  /// ``enqueue(_:notBefore:)`` and ``enqueue(_:id:)``.
-  /// - Throws: as ``enqueue(_:)``.
+  /// ``enqueue(_:notBefore:priority:)`` and ``enqueue(_:id:priority:)``.
+  /// - Throws: as ``enqueue(_:priority:)``.
   /// - Complexity: O(n) in the entries of the namespace (the duplicate check reads names).
   @discardableResult
-  public func enqueue(_ message: Message, id: UUID, notBefore: Date) throws -> UUID {
+  public func enqueue(
+    _ message: Message, id: UUID, notBefore: Date,
+    priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
     try enqueue(
       message, id: id, explicitMicros: nil, unique: true,
-      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"))
+      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"), priority: priority)
   }
 
   /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with

@@ -1,7 +1,7 @@
 public import Foundation
 
 /// A bounded, durable, file-backed mailbox through which processes that share a directory pass
-/// typed messages, at least once, oldest first.
+/// typed messages, at least once, oldest first within a priority level.
 ///
 /// Each namespace is a directory `<container>/AppGroupMailbox/<namespace>/` (see docs/FORMAT.md).
 /// A message is one file, published by an atomic rename; a consumer claims it by another rename,
@@ -166,12 +166,21 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// Its `enqueuedAt` is now, or the newest implicit `enqueuedAt` already recorded in this
   /// namespace if the clock stepped back, so insertion order holds. With ``Durability/full`` the
   /// message survives a crash or power loss once this returns.
+  ///
+  /// `priority` is the message's level (a Linux addition), ``AppGroupMailboxPriority/lowest``
+  /// (0) to ``AppGroupMailboxPriority/highest`` (9), default ``AppGroupMailboxPriority/default``
+  /// (5): claims take the highest level first and keep FIFO order within a level. Every enqueue
+  /// of this type takes it the same way.
   /// - Throws: ``MailboxError/mailboxFull``, ``MailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
-  ///   (nothing written), ``MailboxError/encodingFailure``, ``MailboxError/ioFailure(_:)``.
+  ///   (nothing written), ``MailboxError/encodingFailure``, ``MailboxError/ioFailure(_:)``;
+  ///   ``MailboxError/invalidLimit(_:)`` naming `priority` and the range for a level outside 0
+  ///   to 9 (nothing written).
   /// - Complexity: O(1) system calls; O(n) in the depth only when the depth counter says full.
   @discardableResult
-  public func enqueue(_ message: Message) throws -> UUID {
-    try enqueue(message, id: UUID(), explicitMicros: nil, unique: false)
+  public func enqueue(_ message: Message, priority: Int = AppGroupMailboxPriority.default) throws
+    -> UUID
+  {
+    try enqueue(message, id: UUID(), explicitMicros: nil, unique: false, priority: priority)
   }
 
   /// Adds a message with a caller-chosen id, writing nothing while a message with that id is
@@ -180,11 +189,13 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// An id that was acknowledged (or expired, or discarded) is gone: the mailbox keeps no
   /// tombstones, so enqueueing it again adds it again.
-  /// - Throws: as ``enqueue(_:)``.
+  /// - Throws: as ``enqueue(_:priority:)``.
   /// - Complexity: O(n) in the entries of the namespace (the duplicate check reads names only).
   @discardableResult
-  public func enqueue(_ message: Message, id: UUID) throws -> UUID {
-    try enqueue(message, id: id, explicitMicros: nil, unique: true)
+  public func enqueue(
+    _ message: Message, id: UUID, priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
+    try enqueue(message, id: id, explicitMicros: nil, unique: true, priority: priority)
   }
 
   /// Imports a message at its original position: ordered by `enqueuedAt` as given (to the
@@ -194,19 +205,22 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// file).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the accepted range
   ///   when `enqueuedAt` lies outside ``AppGroupRawMailbox/representableDates`` (1970 to 2286) or
-  ///   is NaN (nothing written); otherwise as ``enqueue(_:)``.
-  /// - Complexity: as ``enqueue(_:id:)``.
+  ///   is NaN (nothing written); otherwise as ``enqueue(_:priority:)``.
+  /// - Complexity: as ``enqueue(_:id:priority:)``.
   @discardableResult
-  public func enqueue(_ message: Message, id: UUID, enqueuedAt: Date) throws -> UUID {
+  public func enqueue(
+    _ message: Message, id: UUID, enqueuedAt: Date, priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
     try enqueue(
       message, id: id, explicitMicros: try TimeValue.micros(enqueuedAt, parameter: "enqueuedAt"),
-      unique: true)
+      unique: true, priority: priority)
   }
 
   func enqueue(
     _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool,
-    notBeforeMicros: Int64? = nil
+    notBeforeMicros: Int64? = nil, priority: Int
   ) throws -> UUID {
+    let level = try AppGroupMailboxPriority.validated(priority)
     let payload: Data
     do {
       payload = try encoder.encode(message)
@@ -218,12 +232,13 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let outcome = try spool.enqueue(
       payload: payload, id: id, messageType: messageType, explicitMicros: explicitMicros,
-      unique: unique, notBeforeMicros: notBeforeMicros, diagnostics: &diagnostics)
+      unique: unique, notBeforeMicros: notBeforeMicros, level: level, diagnostics: &diagnostics)
     if case .published = outcome { spool.configuration.onPending?() }
     return id
   }
 
-  /// Claims up to `limit` pending messages (all when nil), oldest first.
+  /// Claims up to `limit` pending messages (all when nil): the highest priority level first
+  /// (``enqueue(_:priority:)``), oldest first within a level.
   ///
   /// Each claim is an atomic rename, so no other consumer holds the same message until this
   /// claim is acknowledged, released, or abandoned past ``Limits/claimTimeout``. Abandoned claims

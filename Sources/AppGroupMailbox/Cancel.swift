@@ -40,7 +40,7 @@ extension AppGroupMailbox {
   /// What ``cancel(id:)`` found; see ``AppGroupMailboxCancelOutcome``.
   public typealias CancelOutcome = AppGroupMailboxCancelOutcome
 
-  /// Cancels the pending or delayed message `id` (as returned by ``enqueue(_:)``): deletes it so
+  /// Cancels the pending or delayed message `id` (as returned by ``enqueue(_:priority:)``): deletes it so
   /// that no consumer gets it; a claimed or quarantined message is left alone, as
   /// ``AppGroupRawMailbox/cancel(id:)`` describes. Any message type may be cancelled.
   /// - Throws: ``MailboxError/ioFailure(_:)`` (operation `"cancel"`).

@@ -17,7 +17,8 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// A message file that could not be read as a message (empty, truncated, not JSON, wrong
   /// type, a future format, too large, or undecodable) was moved to quarantine.
   case malformedMessageQuarantined
-  /// ``AppGroupMailboxOverflowPolicy/discardOldest`` deleted the oldest pending message.
+  /// ``AppGroupMailboxOverflowPolicy/discardOldest`` deleted the oldest pending message of the
+  /// lowest priority level.
   case oldestMessageDiscarded
   /// The mailbox is full of entries nothing can claim (compatibility with the package we follow).
   case unclaimableFilesPresent

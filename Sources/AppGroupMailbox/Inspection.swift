@@ -90,13 +90,18 @@ public struct AppGroupMailboxEntry: Sendable, Equatable, Hashable {
   /// `foreign`; `wrongtype` from earlier versions); nil unless quarantined with a quarantine
   /// name.
   public var quarantineReason: String?
+  /// The message's priority level from its name, ``AppGroupMailboxPriority/lowest`` (0) to
+  /// ``AppGroupMailboxPriority/highest`` (9); ``AppGroupMailboxPriority/default`` (5) for a
+  /// name without a level (every name written before levels). Nil for a quarantined file.
+  public var priority: Int?
 
   /// Creates an entry.
   public init(
     id: UUID?, state: State, enqueuedAt: Date?, size: Int, deliveryCount: Int?,
     fileName: String, leaseExpiresAt: Date? = nil, quarantinedAt: Date? = nil,
-    quarantineReason: String? = nil, dueAt: Date? = nil
+    quarantineReason: String? = nil, dueAt: Date? = nil, priority: Int? = nil
   ) {
+    self.priority = priority
     self.id = id
     self.state = state
     self.enqueuedAt = enqueuedAt
@@ -173,7 +178,8 @@ public struct AppGroupMailboxInspector: Sendable {
     try mapIO("status") { try spool.inspectStatus() }
   }
 
-  /// The entries in `states`: pending and claimed oldest first, then delayed by due time, then
+  /// The entries in `states`: pending, then claimed, each in claim order (the highest priority
+  /// level first, oldest first within a level), then delayed by due time, then
   /// quarantined by quarantine time.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n log n) in the listed entries, one fstatat(2) each.
@@ -196,7 +202,8 @@ public struct AppGroupMailboxInspector: Sendable {
   }
 
   /// Moves the quarantined file `fileName` back to pending, keeping its id, `enqueuedAt` and
-  /// type, with a fresh insertion sequence and its delivery count reset to 0, under the same
+  /// type, with a fresh insertion sequence, its delivery count reset to 0 and the default
+  /// priority level (``AppGroupMailboxPriority/default``: a quarantine name keeps no level), under the same
   /// lock and depth bound as an enqueue. A message past its lifetime is then deleted by the
   /// next claim.
   /// - Throws: ``AppGroupMailboxError/mailboxFull`` (the file stays in quarantine);

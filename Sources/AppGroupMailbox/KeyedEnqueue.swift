@@ -47,18 +47,21 @@ extension AppGroupRawMailbox {
   ///   - key: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`.
   ///   - onConflict: ``AppGroupMailboxKeyPolicy/keep`` or ``AppGroupMailboxKeyPolicy/replace``.
   ///   - messageType: The stored type tag; empty (the default) is untyped.
+  ///   - priority: The level (0 to 9, default 5) of a message this enqueue adds. A replacement
+  ///     takes the pending message's name, so it keeps that message's level and place.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `key` for a key outside the
-  ///   rule (nothing written); otherwise as ``enqueue(_:id:enqueuedAt:messageType:)``
+  ///   rule, or `priority` for a level outside 0 to 9 (nothing written); otherwise as ``enqueue(_:id:enqueuedAt:messageType:priority:)``
   ///   (``AppGroupMailboxError/mailboxFull`` only when a new message would be added: a
   ///   replacement or a kept one adds nothing).
   /// - Complexity: O(n) in the pending entries (their names are listed; no file is read).
   @discardableResult
   public func enqueue(
-    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String = ""
+    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String = "",
+    priority: Int = AppGroupMailboxPriority.default
   ) throws -> AppGroupMailboxKeyedOutcome {
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     return try spool.enqueueKeyed(
-      payload, key: key, onConflict: onConflict, messageType: messageType)
+      payload, key: key, onConflict: onConflict, messageType: messageType, priority: priority)
   }
 }
 
@@ -69,14 +72,15 @@ extension AppGroupMailbox {
   public typealias KeyedOutcome = AppGroupMailboxKeyedOutcome
 
   /// Adds `message` under `key` so that at most one pending message has the key, as
-  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:)`` describes.
+  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:priority:)`` describes.
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `key` for a key outside the rule;
-  ///   otherwise as ``enqueue(_:)``.
+  ///   otherwise as ``enqueue(_:priority:)``.
   /// - Complexity: O(n) in the pending entries (names only).
   @discardableResult
-  public func enqueue(_ message: Message, key: String, onConflict: KeyPolicy) throws
-    -> KeyedOutcome
-  {
+  public func enqueue(
+    _ message: Message, key: String, onConflict: KeyPolicy,
+    priority: Int = AppGroupMailboxPriority.default
+  ) throws -> KeyedOutcome {
     let payload: Data
     do {
       payload = try encoder.encode(message)
@@ -84,15 +88,17 @@ extension AppGroupMailbox {
       throw MailboxError.encodingFailure
     }
     return try spool.enqueueKeyed(
-      payload, key: key, onConflict: onConflict, messageType: messageType)
+      payload, key: key, onConflict: onConflict, messageType: messageType, priority: priority)
   }
 }
 
 extension Spool {
   /// The keyed enqueue behind both mailboxes' public ones.
   func enqueueKeyed(
-    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String
+    _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String,
+    priority: Int
   ) throws -> AppGroupMailboxKeyedOutcome {
+    let level = try AppGroupMailboxPriority.validated(priority)
     guard KeyRequest.isValid(key) else {
       throw AppGroupMailboxError.invalidLimit(
         "key (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .)")
@@ -103,7 +109,8 @@ extension Spool {
     try sweepIfDue(diagnostics: &diagnostics)
     let outcome = try enqueue(
       payload: payload, id: id, messageType: messageType, explicitMicros: nil, unique: false,
-      key: KeyRequest(key: key, replace: onConflict == .replace), diagnostics: &diagnostics)
+      key: KeyRequest(key: key, replace: onConflict == .replace), level: level,
+      diagnostics: &diagnostics)
     switch outcome {
     case .kept(let holder):
       return .kept(holder)

@@ -82,9 +82,9 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
 public enum AppGroupMailboxOverflowPolicy: Sendable, Equatable, Hashable {
   /// Refuse the new message with ``AppGroupMailboxError/mailboxFull``; nothing is written.
   case rejectNewest
-  /// Delete the oldest pending message (never a claimed one) and report
-  /// ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``; when every message is claimed the
-  /// enqueue fails with ``AppGroupMailboxError/mailboxFull``.
+  /// Delete the oldest pending message of the lowest priority level (never a claimed one) and
+  /// report ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``; when every message is claimed
+  /// the enqueue fails with ``AppGroupMailboxError/mailboxFull``.
   case discardOldest
 }
 

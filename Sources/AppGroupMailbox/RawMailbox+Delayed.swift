@@ -2,7 +2,7 @@ public import Foundation
 
 extension AppGroupRawMailbox {
   /// Adds one message whose encoded JSON is `payload` and that cannot be claimed before
-  /// `notBefore` (a Linux addition), as ``AppGroupMailbox/enqueue(_:notBefore:)`` does.
+  /// `notBefore` (a Linux addition), as ``AppGroupMailbox/enqueue(_:notBefore:priority:)`` does.
   ///
   /// Until then it waits in the namespace's `delayed/` area: not pending (a consumer or a
   /// systemd `DirectoryNotEmpty=` unit on `pending/` sees nothing), but counting toward
@@ -20,34 +20,36 @@ extension AppGroupRawMailbox {
   ///     ``representableDates`` or NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)``
   ///     naming `notBefore` and the range, nothing written.
   ///   - messageType: The stored type tag; empty (the default) is untyped.
+  ///   - priority: The level (0 to 9, default 5) the message has when due, as
+  ///     ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
   /// - Returns: The receipt; ``Receipt/notBefore`` is set when the message waits in `delayed/`.
-  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
-  /// - Complexity: as ``enqueue(_:id:enqueuedAt:messageType:)``.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
+  /// - Complexity: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, notBefore: Date,
-    messageType: String = ""
+    messageType: String = "", priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt,
       notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"),
-      messageType: messageType)
+      messageType: messageType, priority: priority)
   }
 
   /// Adds a message that cannot be claimed for `delay` seconds from now; see
-  /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:)``. A `delay` of 0 or less is a plain
+  /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:priority:)``. A `delay` of 0 or less is a plain
   /// enqueue; one reaching past the last representable instant (up to infinity) is clamped to
   /// it; NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)`` naming `delay`.
-  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:)``.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, delay: TimeInterval,
-    messageType: String = ""
+    messageType: String = "", priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt,
       notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
-      messageType: messageType)
+      messageType: messageType, priority: priority)
   }
 
   /// The earliest time a delayed message becomes due, or nil when none waits; see

@@ -19,7 +19,7 @@ public final class AppGroupRawMailbox: Sendable {
     /// so nothing was written.
     public var wasAlreadyPresent: Bool
     /// When the message becomes claimable, if it was written to `delayed/` (a not-before time in
-    /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:)``);
+    /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:priority:)``);
     /// nil when it was published pending or nothing was written.
     public var notBefore: Date?
     /// True when its not-before time lay past its ``AppGroupMailboxLimits/messageLifetime``: it
@@ -121,31 +121,40 @@ public final class AppGroupRawMailbox: Sendable {
   /// - Parameters:
   ///   - payload: One JSON value in UTF-8 without a byte order mark, stored byte for byte.
   ///   - id: A caller-chosen id: nothing is written while a message with it is pending, delayed,
-  ///     claimed or quarantined (as ``AppGroupMailbox/enqueue(_:id:)``). Nil means a fresh random
+  ///     claimed or quarantined (as ``AppGroupMailbox/enqueue(_:id:priority:)``). Nil means a fresh random
   ///     id.
   ///   - enqueuedAt: Places the message by this date (as
-  ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:)``); nil means now, clamped so insertion
+  ///     ``AppGroupMailbox/enqueue(_:id:enqueuedAt:priority:)``); nil means now, clamped so insertion
   ///     order holds. A date outside ``representableDates`` or NaN is refused with
   ///     ``AppGroupMailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the range.
   ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
   ///     consumer.
+  ///   - priority: The message's level, ``AppGroupMailboxPriority/lowest`` (0) to
+  ///     ``AppGroupMailboxPriority/highest`` (9); claims take higher levels first, FIFO within a
+  ///     level. The default is ``AppGroupMailboxPriority/default`` (5).
   /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8 or
-  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:)``); the errors of ``AppGroupMailbox/enqueue(_:)``.
-  /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:)`` when `id` is given, else O(1) system
+  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:)``);
+  ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `priority` and the range for a level
+  ///   outside 0 to 9 (nothing written); the errors of ``AppGroupMailbox/enqueue(_:priority:)``.
+  /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:priority:)`` when `id` is given, else O(1) system
   ///   calls; O(n) in the payload bytes for the JSON check.
   @discardableResult
   public func enqueue(
-    _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = ""
+    _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = "",
+    priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: nil, messageType: messageType)
+      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: nil, messageType: messageType,
+      priority: priority)
   }
 
   /// The one enqueue every public variant calls; `notBeforeMicros` nil (or not in the future)
   /// publishes to `pending/`.
   func enqueue(
-    _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String
+    _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String,
+    priority: Int
   ) throws -> Receipt {
+    let level = try AppGroupMailboxPriority.validated(priority)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
@@ -154,7 +163,8 @@ public final class AppGroupRawMailbox: Sendable {
     let outcome = try spool.enqueue(
       payload: payload, id: messageID, messageType: messageType,
       explicitMicros: try enqueuedAt.map { try TimeValue.micros($0, parameter: "enqueuedAt") },
-      unique: id != nil, notBeforeMicros: notBeforeMicros, diagnostics: &diagnostics)
+      unique: id != nil, notBeforeMicros: notBeforeMicros, level: level,
+      diagnostics: &diagnostics)
     switch outcome {
     case .published:
       spool.configuration.onPending?()
@@ -173,7 +183,8 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// Claims up to `limit` pending messages (all when nil), oldest first, as
+  /// Claims up to `limit` pending messages (all when nil), the highest priority level first and
+  /// oldest first within a level, as
   /// ``AppGroupMailbox/claimPending(limit:)`` does; a file whose message is not JSON is
   /// quarantined as malformed. Delayed messages that are due are made pending first.
   ///

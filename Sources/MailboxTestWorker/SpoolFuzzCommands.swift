@@ -100,13 +100,18 @@ struct SpoolFuzzWorker {
     let id = SoakSettings.id(for: payload)
     let offset = Double(Int64(random.next() % 5_184_000) - 2_592_000)
     let delay = Double(random.next() % 1_500) / 1_000
+    // Every priority level, from the id (the random stream stays as it was).
+    let level = Int(id.uuid.0 % 10)
     note("\(kind) \(payload)")
     do {
       switch kind {
-      case "I": try mailbox.enqueue(payload, id: id, enqueuedAt: Date(timeIntervalSinceNow: offset))
+      case "I":
+        try mailbox.enqueue(
+          payload, id: id, enqueuedAt: Date(timeIntervalSinceNow: offset), priority: level)
       case "Y":
-        _ = try mailbox.enqueue(payload, id: id, notBefore: Date(timeIntervalSinceNow: delay))
-      default: try mailbox.enqueue(payload, id: id)
+        _ = try mailbox.enqueue(
+          payload, id: id, notBefore: Date(timeIntervalSinceNow: delay), priority: level)
+      default: try mailbox.enqueue(payload, id: id, priority: level)
       }
       note("E \(payload)")
       if kind == "T" { note("W \(payload) \(Self.nowMicros)") }

@@ -26,6 +26,7 @@ let commands: [WorkerCommand] =
   + timeValueCommands
   + cancelCommands
   + keyCommands
+  + priorityCommands
   + versionCommands
 
 let arguments = CommandLine.arguments.dropFirst()

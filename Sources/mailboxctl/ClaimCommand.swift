@@ -9,7 +9,8 @@ let claimCommand = Subcommand(
   summary: "Claim pending messages for a script; print each with its claim token.",
   options: MailboxOptions.around(claimOptions),
   details: """
-    Claims up to N pending messages oldest first (due delayed messages join the line first)
+    Claims up to N pending messages, the highest priority level first and oldest first within
+    a level (due delayed messages join the line first),
     and prints one line each: TOKEN LEASE-UNTIL ID MESSAGE, separated by single spaces, the
     message JSON last and on one line (so `read -r token lease id message` splits it). Nothing
     pending: no output, exit 0.

@@ -2,12 +2,13 @@ import AppGroupMailbox
 import Foundation
 import Glibc
 
-/// `mailboxctl drain`: claims pending messages oldest first and delivers each one: as JSON
-/// Lines on stdout, appended to a file (`--output`), to a program per message (`--exec`) or to
-/// a long-running handler (`--coprocess`). See ``Drainer``.
+/// `mailboxctl drain`: claims pending messages in claim order (the highest priority level first,
+/// oldest first within a level) and delivers each one: as JSON Lines on stdout, appended to a
+/// file (`--output`), to a program per message (`--exec`) or to a long-running handler
+/// (`--coprocess`). See ``Drainer``.
 let drainCommand = Subcommand(
   name: "drain",
-  summary: "Deliver pending messages oldest first: to stdout, a file, or a handler program.",
+  summary: "Deliver pending messages by priority, oldest first: to stdout, a file, or a handler.",
   options: MailboxOptions.around(drainOptions),
   details: drainDetails,
   run: { arguments in try makeDrainer(arguments).run() }

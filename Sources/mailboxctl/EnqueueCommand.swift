@@ -23,6 +23,9 @@ let enqueueCommand = Subcommand(
         "--not-before", "DATE", "Not claimable before this ISO 8601 date (a past date: at once)."),
       .value("--type", "TYPE", "The message type tag (default none: every consumer accepts it)."),
       .value(
+        "--priority", "N",
+        "Priority level 0 to 9 (default 5): higher levels are claimed first, FIFO within one."),
+      .value(
         "--wait", "SECONDS",
         "When full, wait up to SECONDS per message for room (default: fail at once)."),
       MailboxOptions.json,
@@ -52,6 +55,11 @@ let enqueueCommand = Subcommand(
       Dates for
       --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
       2286-11-20T17:46:39.999999Z; others are refused (exit 64).
+      --priority N (0 to 9, default 5; others exit 64) gives every message that level:
+      consumers claim the highest level first and FIFO within a level; a release, a retry
+      delay, the recovery of an abandoned claim and a delay keep it. A level other than 5 is
+      stored in the file name, which consumers built before priority levels quarantine as
+      foreign: upgrade them first (docs/FORMAT.md, "Priority levels").
       """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -72,6 +80,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   let notBefore = try notBeforeDate(arguments)
   let wait = try arguments.seconds("--wait") ?? 0
   let type = arguments.value("--type") ?? ""
+  let priority =
+    try arguments.integer("--priority", in: AppGroupMailboxPriority.levels)
+    ?? AppGroupMailboxPriority.default
   let lines = arguments.flag("--lines")
   let input: EnqueueInput
   if let data = arguments.value("--data") {
@@ -103,8 +114,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   if let (key, policy) = keyed, let message = input.messages.first {
     do {
       try EnqueueKey.run(
-        mailbox, input.payload(message), key: key, policy: policy, type: type, wait: wait,
-        json: arguments.flag("--json"))
+        mailbox, input.payload(message), key: key, policy: policy, type: type,
+        priority: priority, wait: wait, json: arguments.flag("--json"))
     } catch AppGroupMailboxError.mailboxFull {
       throw fullFailure(mailbox, waited: wait, lines: false)
     } catch let failure as CommandFailure {
@@ -123,9 +134,11 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         receipt = try mailbox.waitingForRoom(upTo: wait) {
           if let notBefore {
             return try mailbox.enqueue(
-              payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type)
+              payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type,
+              priority: priority)
           }
-          return try mailbox.enqueue(payload, id: id, enqueuedAt: date, messageType: type)
+          return try mailbox.enqueue(
+            payload, id: id, enqueuedAt: date, messageType: type, priority: priority)
         }
       } catch AppGroupMailboxError.mailboxFull {
         throw fullFailure(mailbox, waited: wait, lines: lines)

@@ -14,7 +14,7 @@ enum EnqueueKey {
     --key KEY (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .) keeps at most one
     pending message with KEY, across processes: with --on-conflict replace (the default) the new
     message takes the pending one's place atomically (its id, position in line, lifetime and
-    delivery count; the id printed is that message's), with keep the pending one stays and
+    delivery count and priority level; the id printed is that message's), with keep the pending one stays and
     nothing is written (a note says so). A claimed message with KEY is not touched: the new one
     is enqueued and waits behind it. --key takes one message and no --id, --enqueued-at, --delay
     or --not-before. With --json a keyed enqueue adds "keyOutcome": "enqueued", "kept" or
@@ -46,12 +46,13 @@ enum EnqueueKey {
   /// the message pending with the key (with `json`, an object with its outcome).
   static func run(
     _ mailbox: AppGroupRawMailbox, _ payload: Data, key: String,
-    policy: AppGroupMailboxKeyPolicy, type: String, wait: Double, json: Bool
+    policy: AppGroupMailboxKeyPolicy, type: String, priority: Int, wait: Double, json: Bool
   ) throws {
     let outcome: AppGroupMailboxKeyedOutcome
     do {
       outcome = try mailbox.waitingForRoom(upTo: wait) {
-        try mailbox.enqueue(payload, key: key, onConflict: policy, messageType: type)
+        try mailbox.enqueue(
+          payload, key: key, onConflict: policy, messageType: type, priority: priority)
       }
     } catch AppGroupMailboxError.invalidLimit(let name) where name.hasPrefix("key") {
       throw CommandFailure(

@@ -5,10 +5,10 @@ import Foundation
 enum EntryFormat {
   static let header =
     "STATE        ID                                    ENQUEUED AT                  SIZE  "
-    + "DELIVERIES  DUE AT"
+    + "PRI  DELIVERIES  DUE AT"
 
-  /// One text row: state, id, enqueue time, size, deliveries, due time (`-` where unknown or
-  /// not delayed).
+  /// One text row: state, id, enqueue time, size, priority level, deliveries, due time (`-`
+  /// where unknown or not delayed).
   static func row(_ entry: AppGroupMailboxEntry) -> String {
     func pad(_ text: String, _ width: Int) -> String {
       text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
@@ -18,6 +18,7 @@ enum EntryFormat {
     let size = String(entry.size)
     return pad(entry.state.rawValue, 13) + pad(id, 38) + pad(date, 28)
       + String(repeating: " ", count: max(0, 5 - size.count)) + size + "  "
+      + pad(entry.priority.map(String.init) ?? "-", 5)
       + pad(entry.deliveryCount.map(String.init) ?? "-", 12)
       + (entry.dueAt.map(ISO8601.format) ?? "-")
   }
@@ -30,6 +31,7 @@ enum EntryFormat {
     object.add("enqueuedAt", date: entry.enqueuedAt)
     object.add("size", entry.size)
     object.add("deliveryCount", entry.deliveryCount)
+    object.add("priority", entry.priority)
     object.add("fileName", entry.fileName)
     if entry.state == .claimed { object.add("leaseExpiresAt", date: entry.leaseExpiresAt) }
     if entry.state == .delayed { object.add("dueAt", date: entry.dueAt) }
@@ -68,6 +70,7 @@ enum EntryFormat {
       ("size", String(entry.size)),
     ]
     if let count = entry.deliveryCount { rows.append(("deliveries", String(count))) }
+    if let priority = entry.priority { rows.append(("priority", String(priority))) }
     if let lease = entry.leaseExpiresAt { rows.append(("lease expires", ISO8601.format(lease))) }
     if let due = entry.dueAt { rows.append(("due at", ISO8601.format(due))) }
     if let reason = entry.quarantineReason { rows.append(("reason", reason)) }

@@ -5,7 +5,8 @@ import Foundation
 let listCommand = Subcommand(
   spec: CommandSpec(
     name: "list",
-    summary: "List messages: id, state, enqueue time, size, deliveries, due time (no contents).",
+    summary:
+      "List messages: id, state, enqueue time, size, priority, deliveries, due time (no contents).",
     options: MailboxOptions.around([
       OptionSpec(
         name: "--state", kind: .value("STATE"),
@@ -15,11 +16,12 @@ let listCommand = Subcommand(
       MailboxOptions.json,
     ]),
     details: """
-      Pending and claimed oldest first, then delayed by due time, then quarantined by
-      quarantine time. DUE AT is when a delayed message becomes claimable ("-" for the
+      Pending, then claimed, each in claim order (the highest priority level first, oldest
+      first within a level), then delayed by due time, then quarantined by quarantine time.
+      PRI is the priority level, 0 to 9 ("-" for quarantined files). DUE AT is when a delayed message becomes claimable ("-" for the
       others); for a message enqueued with a delay, ENQUEUED AT shows its place in line (its
       due time) and `show` the enqueue time. JSON: {"id", "state", "enqueuedAt", "size",
-      "deliveryCount", "fileName"}, plus "leaseExpiresAt" when claimed, "dueAt" when delayed,
+      "deliveryCount", "priority", "fileName"} ("priority" null when quarantined), plus "leaseExpiresAt" when claimed, "dueAt" when delayed,
       "quarantinedAt" and "reason" when quarantined.
       """),
   run: { arguments in

@@ -18,8 +18,11 @@ let statusCommand = Subcommand(
       claimable. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
       file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
       "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
-      "oldestClaimAgeSeconds", "bytes", "held"}; absent values are null. "held" is true
-      while delivery is held ('mailboxctl hold'; claims return nothing until 'resume').
+      "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values are null.
+      "held" is true while delivery is held ('mailboxctl hold'; claims return nothing until
+      'resume'). "pendingByPriority" counts the pending messages of each priority level
+      present, as {"LEVEL": COUNT} (text: "by priority", highest level first, "-" when
+      none pending).
 
       --prometheus prints gauges labelled namespace="NS", each with HELP and TYPE lines:
       appgroupmailbox_messages{area="pending|delayed|claimed"}, _max_messages,
@@ -43,8 +46,12 @@ let statusCommand = Subcommand(
     let status: AppGroupMailboxStatus
     let now = Date()
     var metrics: StatusMetrics?
+    var byPriority: [(level: Int, count: Int)] = []
     do {
       status = try inspector.status()
+      if !arguments.flag("--prometheus"), !arguments.flag("--ages") {
+        byPriority = try pendingByPriority(inspector)
+      }
       if arguments.flag("--prometheus") || arguments.flag("--ages") {
         metrics = StatusMetrics(
           namespace: location.namespace, status: status,
@@ -74,6 +81,9 @@ let statusCommand = Subcommand(
       object.add("oldestClaimAgeSeconds", seconds: claimAge)
       object.add("bytes", status.bytes)
       object.add("held", inspector.isHeld)
+      var levels = JSONObject()
+      for (level, count) in byPriority { levels.add(String(level), count) }
+      object.add("pendingByPriority", rawJSON: Data(levels.text.utf8))
       try Output.data(object.text + "\n")
     } else {
       func age(_ seconds: Double?) -> String {
@@ -95,6 +105,11 @@ let statusCommand = Subcommand(
         ("next due", nextDue ?? "-"),
         ("oldest claim", age(claimAge)),
         ("bytes", String(status.bytes)),
+        (
+          "by priority",
+          byPriority.isEmpty
+            ? "-" : byPriority.map { "\($0.level): \($0.count)" }.joined(separator: ", ")
+        ),
         ("held", inspector.isHeld ? "yes" : "no"),
       ]
       try Output.data(
@@ -103,3 +118,15 @@ let statusCommand = Subcommand(
     }
     return .success
   })
+
+/// The pending messages of each priority level present, highest level first (from the names;
+/// no message is read).
+private func pendingByPriority(_ inspector: AppGroupMailboxInspector) throws -> [(
+  level: Int, count: Int
+)] {
+  var counts: [Int: Int] = [:]
+  for entry in try inspector.entries(in: [.pending]) {
+    counts[entry.priority ?? AppGroupMailboxPriority.default, default: 0] += 1
+  }
+  return counts.sorted { $0.key > $1.key }.map { (level: $0.key, count: $0.value) }
+}

@@ -1,7 +1,7 @@
 public import Foundation
 
 extension AppGroupMailbox {
-  /// Adds a message as ``enqueue(_:)`` does, but when the mailbox is full waits up to
+  /// Adds a message as ``enqueue(_:priority:)`` does, but when the mailbox is full waits up to
   /// `timeout` seconds for room instead of failing: woken when a message leaves (a claim
   /// acknowledged, a message expired, discarded, quarantined or cancelled) through inotify, and
   /// checking again at least every second. The same FIFO and id rules apply: the message's place in
@@ -10,7 +10,7 @@ extension AppGroupMailbox {
   ///
   /// - Parameter timeout: Seconds to wait for room; 0 tries once. Finite, not negative.
   /// - Throws: ``MailboxError/mailboxFull`` when no room appeared in time; ``MailboxError/invalidLimit(_:)``
-  ///   (`"timeout"`); the other errors of ``enqueue(_:)``.
+  ///   (`"timeout"`); the other errors of ``enqueue(_:priority:)``.
   @discardableResult
   public func enqueue(_ message: Message, waitingUpTo timeout: TimeInterval) throws -> UUID {
     try spool.waitingForRoom(timeout) { try enqueue(message) }
@@ -18,7 +18,7 @@ extension AppGroupMailbox {
 }
 
 extension AppGroupRawMailbox {
-  /// Adds one message as ``enqueue(_:id:enqueuedAt:messageType:)`` does, waiting up to
+  /// Adds one message as ``enqueue(_:id:enqueuedAt:messageType:priority:)`` does, waiting up to
   /// `timeout` seconds for room when the mailbox is full; see
   /// ``AppGroupMailbox/enqueue(_:waitingUpTo:)``.
   @discardableResult

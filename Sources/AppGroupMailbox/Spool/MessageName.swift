@@ -1,13 +1,20 @@
 import Foundation
 
-/// The ordering key of a message: `enqueuedAt` in microseconds since the Unix epoch, then the
-/// namespace's insertion sequence. Sorting names as text sorts keys, because both are fixed width.
+/// The ordering key of a message: its priority level (higher first), then `enqueuedAt` in
+/// microseconds since the Unix epoch, then the namespace's insertion sequence. Within one level,
+/// sorting names as text sorts keys, because both numbers are fixed width.
 struct MessageKey: Comparable, Hashable, Sendable {
   var micros: Int64
   var sequence: UInt64
+  /// The priority level, ``AppGroupMailboxPriority/lowest`` to ``AppGroupMailboxPriority/highest``;
+  /// a name without a level prefix has ``AppGroupMailboxPriority/default``.
+  var level: Int = AppGroupMailboxPriority.default
 
+  /// Claim order: the higher level first, then FIFO (`enqueuedAt`, then `sequence`).
+  @inline(__always)
   static func < (lhs: Self, rhs: Self) -> Bool {
-    (lhs.micros, lhs.sequence) < (rhs.micros, rhs.sequence)
+    if lhs.level != rhs.level { return lhs.level > rhs.level }
+    return (lhs.micros, lhs.sequence) < (rhs.micros, rhs.sequence)
   }
 
   /// The latest time a name can hold: 16 decimal digits of microseconds (year 2286).
@@ -16,7 +23,9 @@ struct MessageKey: Comparable, Hashable, Sendable {
 
 /// The name of a pending message: `<micros:16>-<sequence:20>-<uuid>-<attempts>.msg`, all digits
 /// decimal and zero-padded, the UUID in lower case; `attempts` is how many times the message has
-/// been claimed so far (0 for a new message). See docs/FORMAT.md.
+/// been claimed so far (0 for a new message). A message of a level other than
+/// ``AppGroupMailboxPriority/default`` has the prefix `p<level>-` (one digit); the default level
+/// has none, so its names are those of spools written before levels. See docs/FORMAT.md.
 struct PendingName: Hashable, Sendable {
   var key: MessageKey
   var id: UUID
@@ -45,6 +54,11 @@ struct PendingName: Hashable, Sendable {
   /// Appends the stem's bytes (see ``NameBytes``).
   static func stem(_ key: MessageKey, _ id: UUID, _ attempts: Int, into bytes: inout [UInt8]) {
     bytes.reserveCapacity(bytes.count + 128)
+    if key.level != AppGroupMailboxPriority.default {
+      bytes.append(UInt8(ascii: "p"))
+      bytes.append(UInt8(ascii: "0") + UInt8(clamping: max(0, min(key.level, 9))))
+      bytes.append(UInt8(ascii: "-"))
+    }
     NameBytes.decimal(UInt64(max(0, key.micros)), width: 16, into: &bytes)
     bytes.append(UInt8(ascii: "-"))
     NameBytes.decimal(key.sequence, width: 20, into: &bytes)
@@ -69,10 +83,23 @@ struct PendingName: Hashable, Sendable {
     self.attempts = attempts
   }
 
-  /// Parses `<micros:16>-<sequence:20>-<uuid:36>-<attempts>`.
+  /// Parses `[p<level>-]<micros:16>-<sequence:20>-<uuid:36>-<attempts>`; a level prefix with
+  /// the default level is not canonical and does not parse (every parsed name formats back to
+  /// the same bytes).
   static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
     // A native string's bytes are contiguous: copy them at once, not byte by byte.
-    let array = bytes.withContiguousStorageIfAvailable { Array($0) } ?? Array(bytes)
+    var array = bytes.withContiguousStorageIfAvailable { Array($0) } ?? Array(bytes)
+    var level = AppGroupMailboxPriority.default
+    if array.first == UInt8(ascii: "p") {
+      guard array.count > 3, array[2] == UInt8(ascii: "-"),
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(array[1])
+      else { return nil }
+      level = Int(array[1] - UInt8(ascii: "0"))
+      guard AppGroupMailboxPriority.levels.contains(level),
+        level != AppGroupMailboxPriority.default
+      else { return nil }
+      array.removeFirst(3)
+    }
     // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
     guard array.count >= 76, array.count <= 85 else { return nil }
     guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
@@ -87,7 +114,8 @@ struct PendingName: Hashable, Sendable {
       let id = NameBytes.parseUUID(uuidBytes)
     else { return nil }
     return PendingName(
-      key: MessageKey(micros: Int64(micros), sequence: sequence), id: id, attempts: Int(attempts))
+      key: MessageKey(micros: Int64(micros), sequence: sequence, level: level), id: id,
+      attempts: Int(attempts))
   }
 
   static func digits(_ bytes: ArraySlice<UInt8>) -> UInt64? {
@@ -150,7 +178,7 @@ struct ClaimedName: Hashable, Sendable {
     guard name.hasSuffix(Self.suffix) else { return nil }
     let body = name.utf8.dropLast(Self.suffix.utf8.count)
     let bytes = Array(body)
-    // stem . token(16) . lease(16)
+    // [p<level>-] stem . token(16) . lease(16)
     guard bytes.count >= 76 + 34 else { return nil }
     let leaseStart = bytes.count - 16
     let tokenStart = leaseStart - 17

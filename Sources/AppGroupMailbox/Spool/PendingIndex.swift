@@ -12,8 +12,8 @@ import MailboxLocks
 /// recovered claim (rename back under the original name, so the original position), a
 /// promotion from `delayed/` (rename), an outside `mv` (rename) or `ln` (link) — queues an
 /// event in the kernel before that system call returns. Each claim call first drains the queued events without
-/// blocking and pushes each named message into a min-heap ordered by (enqueuedAt, sequence), so
-/// an import with an older date, a release or a recovery goes ahead of newer messages exactly
+/// blocking and pushes each named message into a min-heap ordered by ``MessageKey`` (priority level, highest
+/// first, then enqueuedAt and sequence), so an import with an older date, a release or a recovery goes ahead of newer messages exactly
 /// as a fresh sorted listing would order them. Names are hints: a name another consumer already
 /// claimed fails its rename with ENOENT and is skipped, duplicates are harmless, and the file
 /// itself is checked as before (lstat, links, expiry, dead letters: see ``Spool/claim``). A
@@ -184,7 +184,8 @@ final class PendingIndex: Sendable {
   }
 }
 
-/// A binary min-heap of pending names by ordering key (then id, for a stable order).
+/// A binary min-heap of pending names by ordering key, the claim order (then id, for a stable
+/// order).
 struct NameHeap {
   private var items: [PendingName] = []
 

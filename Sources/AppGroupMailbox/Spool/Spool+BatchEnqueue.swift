@@ -11,13 +11,13 @@ extension Spool {
   /// their order. Capacity is checked for the whole batch before anything is published: with
   /// ``AppGroupMailboxOverflowPolicy/rejectNewest`` a batch that does not fit publishes nothing
   /// and throws ``AppGroupMailboxError/mailboxFull``; with `discardOldest` the oldest pending
-  /// messages make room. An I/O error while renaming leaves the messages renamed so far
+  /// messages make room. Every message gets `level` (validated by the caller). An I/O error while renaming leaves the messages renamed so far
   /// published (and counted) and throws. Returns how many were published.
   /// - Complexity: O(k) system calls for k messages, plus O(n log n) in the depth only when the
   ///   depth counter says the batch does not fit.
   func enqueueBatch(
     payloads: [Data], ids: [UUID], messageType: String,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     precondition(payloads.count == ids.count)
     guard !payloads.isEmpty else { return 0 }
@@ -68,7 +68,8 @@ extension Spool {
         do {
           for index in files.indices {
             let name = PendingName(
-              key: MessageKey(micros: micros, sequence: before.sequence + 1 + UInt64(index)),
+              key: MessageKey(
+                micros: micros, sequence: before.sequence + 1 + UInt64(index), level: level),
               id: ids[index], attempts: 0)
             let moved = try move(
               directories.tmp, temporaries[index], to: directories.pending, name.fileName,

@@ -17,7 +17,8 @@ extension Spool {
   /// unlink(2) update and nobody can set, so every process agrees without keeping state.
   static let linkedEntryGrace: Int64 = 1_000_000
 
-  /// Claims up to `limit` messages oldest first, each by one rename into `claimed/`.
+  /// Claims up to `limit` messages in claim order (``MessageKey``: the highest priority level
+  /// first, oldest first within a level), each by one rename into `claimed/`.
   ///
   /// Entries are checked before anything is read: a name that is not a message name, or an entry
   /// that is not a regular file (symlink, FIFO, socket, device, directory), is moved to
@@ -243,7 +244,7 @@ extension Spool {
     }
   }
 
-  /// The pending entries under message names, sorted oldest first, and the entries under any
+  /// The pending entries under message names, sorted in claim order, and the entries under any
   /// other name. - Complexity: O(n log n) in the pending entries.
   func pendingListing() throws -> (
     messages: [(PendingName, DirectoryEntry)], foreign: [DirectoryEntry]

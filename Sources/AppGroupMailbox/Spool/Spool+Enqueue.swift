@@ -40,7 +40,8 @@ extension Spool {
   /// once (nothing written, ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   ///
   /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
-  /// migration carries over deliveries made in another format).
+  /// migration carries over deliveries made in another format). `level` is the priority level
+  /// (validated by the caller, ``AppGroupMailboxPriority/levels``), stored in the name.
   ///
   /// With `key` (never together with a not-before time) the message is stored with its key,
   /// and ``resolveKey(_:id:temporary:counters:rewrite:diagnostics:)`` decides, under the lock
@@ -49,7 +50,7 @@ extension Spool {
   func enqueue(
     payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
     notBeforeMicros: Int64? = nil, attempts: Int = 0, key: KeyRequest? = nil,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
@@ -108,8 +109,9 @@ extension Spool {
             throw AppGroupMailboxError.ordinalExhausted
           }
           let name = PendingName(
-            key: MessageKey(micros: due ?? micros, sequence: counters.sequence + 1), id: id,
-            attempts: attempts)
+            key: MessageKey(
+              micros: due ?? micros, sequence: counters.sequence + 1, level: level),
+            id: id, attempts: attempts)
           let target =
             due.map { DelayedName(dueMicros: $0, message: name).fileName } ?? name.fileName
           let before = counters
@@ -206,7 +208,8 @@ extension Spool {
 
   /// Ensures `room` free slots under the depth bound, with the lock held: recounts when the
   /// counter says they are not free (it may be high after a crash), then applies the overflow
-  /// policy. Returns how many valid pending messages were discarded. `discardOldest` evicts
+  /// policy. Returns how many valid pending messages were discarded: the lowest level first,
+  /// oldest first within a level. `discardOldest` evicts
   /// nothing unless enough valid messages exist to make all the room (else it throws
   /// ``AppGroupMailboxError/mailboxFull``).
   ///
@@ -265,6 +268,11 @@ extension Spool {
     }
     guard valid.count >= counters.depth + room - limits.maxMessages else {
       throw AppGroupMailboxError.mailboxFull
+    }
+    // Evict from the lowest level up (the listing is in claim order: highest level first).
+    valid.sort { lhs, rhs in
+      let (left, right) = (lhs.0.key, rhs.0.key)
+      return left.level != right.level ? left.level < right.level : left < right
     }
     var discarded = 0
     for (_, entry) in valid where counters.depth + room > limits.maxMessages {

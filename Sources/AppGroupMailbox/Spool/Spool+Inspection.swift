@@ -97,7 +97,7 @@ extension Spool {
   {
     AppGroupMailboxEntry(
       id: name.id, state: .pending, enqueuedAt: Date(mailboxMicros: name.key.micros), size: size,
-      deliveryCount: name.attempts, fileName: fileName)
+      deliveryCount: name.attempts, fileName: fileName, priority: name.key.level)
   }
 
   private func claimedEntry(_ name: ClaimedName, size: Int) -> AppGroupMailboxEntry {
@@ -105,7 +105,7 @@ extension Spool {
       id: name.message.id, state: .claimed,
       enqueuedAt: Date(mailboxMicros: name.message.key.micros),
       size: size, deliveryCount: name.message.attempts, fileName: name.fileName,
-      leaseExpiresAt: Date(mailboxMicros: name.leaseUntilMicros))
+      leaseExpiresAt: Date(mailboxMicros: name.leaseUntilMicros), priority: name.message.key.level)
   }
 
   private func delayedEntry(_ name: DelayedName, size: Int) -> AppGroupMailboxEntry {
@@ -113,7 +113,7 @@ extension Spool {
       id: name.message.id, state: .delayed,
       enqueuedAt: Date(mailboxMicros: name.message.key.micros), size: size,
       deliveryCount: name.message.attempts, fileName: name.fileName,
-      dueAt: Date(mailboxMicros: name.dueMicros))
+      dueAt: Date(mailboxMicros: name.dueMicros), priority: name.message.key.level)
   }
 
   private func quarantinedEntry(_ fileName: String, size: Int) -> AppGroupMailboxEntry {

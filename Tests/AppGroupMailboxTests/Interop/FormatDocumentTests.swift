@@ -18,7 +18,7 @@ import Testing
   @Test func `The longest names FORMAT.md gives are the longest the code formats`() throws {
     let id = UUID()
     let longest = PendingName(
-      key: MessageKey(micros: MessageKey.maxMicros, sequence: .max), id: id,
+      key: MessageKey(micros: MessageKey.maxMicros, sequence: .max, level: 9), id: id,
       attempts: PendingName.maxAttempts)
     let claimed = ClaimedName(message: longest, token: .max, leaseUntilMicros: MessageKey.maxMicros)
     let delayed = DelayedName(dueMicros: MessageKey.maxMicros, message: longest)
@@ -26,9 +26,9 @@ import Testing
       QuarantineName(micros: MessageKey.maxMicros, reason: $0, id: id, nonce: .max).fileName.utf8
         .count
     }.max()
-    #expect(longest.fileName.utf8.count == 89)
-    #expect(claimed.fileName.utf8.count == 125)
-    #expect(delayed.fileName.utf8.count == 106)
+    #expect(longest.fileName.utf8.count == 92)
+    #expect(claimed.fileName.utf8.count == 128)
+    #expect(delayed.fileName.utf8.count == 109)
     #expect(quarantined == 75)
     // Each parses back to itself, so a longer variant of a field is not a name at all.
     #expect(PendingName(parsing: longest.fileName) == longest)
@@ -36,7 +36,7 @@ import Testing
     #expect(DelayedName(parsing: delayed.fileName) == delayed)
     #expect(
       try Self.document().contains(
-        "= 125 bytes (a pending name is at most 89, a delayed name 106, a quarantine name 75)"))
+        "= 128 bytes (a pending name is at most 92, a delayed name 109, a quarantine name 75)"))
   }
 
   @Test func `The state line FORMAT.md gives is the one the code writes and parses`() throws {

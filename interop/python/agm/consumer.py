@@ -103,8 +103,8 @@ class Consumer:
             if now - info.st_ctime_ns // 1000 < LINK_GRACE_MICROS:
                 return None
             return "removed" if self.quarantine("pending", name.file, name.id, "unsafe") else None
-        claimed = ClaimedName(Name(name.micros, name.sequence, name.id, name.attempts + 1),
-                              secrets.token_hex(8), now + self.claim_timeout)
+        next_name = Name(name.micros, name.sequence, name.id, name.attempts + 1, name.level)
+        claimed = ClaimedName(next_name, secrets.token_hex(8), now + self.claim_timeout)
         try:
             os.rename(path, self.area("claimed", claimed.file))
         except FileNotFoundError:

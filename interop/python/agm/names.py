@@ -10,7 +10,9 @@ MAX_MICROS = 9_999_999_999_999_999
 MAX_ATTEMPTS = 2_147_483_647
 NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-STEM = re.compile(r"(\d{16})-(\d{20})-(" + UUID_TEXT + r")-(0|[1-9]\d{0,9})", re.ASCII)
+DEFAULT_LEVEL = 5
+STEM = re.compile(
+    r"(?:p([0-46-9])-)?(\d{16})-(\d{20})-(" + UUID_TEXT + r")-(0|[1-9]\d{0,9})", re.ASCII)
 CLAIMED = re.compile(r"(.+)\.([0-9a-f]{16})\.(\d{16})\.claim", re.ASCII)
 DELAYED = re.compile(r"(\d{16})-(.+\.msg)", re.ASCII)
 QUARANTINED = re.compile(
@@ -24,18 +26,27 @@ def valid_namespace(namespace):
 
 
 class Name:
-    """A pending name: <enqueuedAt:16>-<sequence:20>-<id>-<attempts>.msg."""
+    """A pending name: [p<level>-]<enqueuedAt:16>-<sequence:20>-<id>-<attempts>.msg; the prefix
+    only for a priority level other than 5 (FORMAT.md, "Priority levels")."""
 
-    def __init__(self, micros, sequence, id, attempts):
+    def __init__(self, micros, sequence, id, attempts, level=DEFAULT_LEVEL):
         self.micros, self.sequence, self.id, self.attempts = micros, sequence, id, attempts
+        self.level = level
 
     @property
     def key(self):
-        return (self.micros, self.sequence)
+        """Claim order: the highest level first, then FIFO."""
+        return (-self.level, self.micros, self.sequence)
+
+    @property
+    def eviction_key(self):
+        """discardOldest order: the lowest level first, then oldest first."""
+        return (self.level, self.micros, self.sequence)
 
     @property
     def stem(self):
-        return f"{self.micros:016d}-{self.sequence:020d}-{self.id}-{self.attempts}"
+        prefix = "" if self.level == DEFAULT_LEVEL else f"p{self.level}-"
+        return f"{prefix}{self.micros:016d}-{self.sequence:020d}-{self.id}-{self.attempts}"
 
     @property
     def file(self):
@@ -46,10 +57,11 @@ class Name:
         match = STEM.fullmatch(text)
         if not match:
             return None
-        micros, sequence, id, attempts = match.groups()
+        level, micros, sequence, id, attempts = match.groups()
         if int(sequence) >= 1 << 64 or int(attempts) > MAX_ATTEMPTS:
             return None
-        return Name(int(micros), int(sequence), id, int(attempts))
+        return Name(int(micros), int(sequence), id, int(attempts),
+                    DEFAULT_LEVEL if level is None else int(level))
 
     @staticmethod
     def parse(text):

@@ -112,7 +112,7 @@ class Producer:
         if not self.discard_oldest:
             raise MailboxFull()
         names = (n for n in map(Name.parse, os.listdir(self.area("pending"))) if n)
-        for name in sorted(names, key=lambda n: n.key):
+        for name in sorted(names, key=lambda n: n.eviction_key):
             if counters[1] < self.max_messages:
                 break
             try:

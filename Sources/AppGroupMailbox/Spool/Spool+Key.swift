@@ -69,7 +69,9 @@ extension Spool {
         directories.tmp, temporary, directories.pending, pending.fileName)
     } catch let error as SystemCallError where error.isNotFound {
       return false
-    } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
+    } catch let error as SystemCallError
+      where error.errno == .invalidArgument || error.errno == .noFunction
+    {
       _ = try removeCounted(&counters) {
         try Syscall.unlink(directories.pending, pending.fileName)
       }
@@ -98,7 +100,7 @@ extension Spool {
       do {
         try Syscall.makeDirectory(
           directories.namespace, Self.keysArea, mode: permissions.directoryMode)
-      } catch let error as SystemCallError where error.errno == EEXIST {
+      } catch let error as SystemCallError where error.errno == .fileExists {
         created = false  // another producer was faster; its mode stays
       }
       let fd = try Syscall.open(directories.namespace, Self.keysArea, flags)

@@ -25,6 +25,12 @@ extension Spool {
 
   /// The mailbox's stored settings as this spool knows them.
   var settings: AppGroupMailboxSettings { settingsCache.withLock { $0.settings } }
+  /// The mailbox's stored settings, re-read first when the file changed (``refreshSettings()``):
+  /// what every public `settings` property returns.
+  var freshSettings: AppGroupMailboxSettings {
+    refreshSettings()
+    return settings
+  }
   /// The overflow policy the mailbox stores.
   var overflowPolicy: AppGroupMailboxOverflowPolicy { settings.overflowPolicy }
   /// The sharing mode the mailbox stores: the mode of every file and directory it creates.

@@ -20,7 +20,9 @@ public enum AppGroupContainer {
   ) throws -> URL {
     guard isValid(identifier) else {
       throw AppGroupMailboxError.containerUnavailable(
-        .init(operation: "check app group identifier", systemCall: "", errno: EINVAL))
+        .init(
+          operation: "check app group identifier", systemCall: "",
+          errno: Errno.invalidArgument.rawValue))
     }
     if let root = environment["APP_GROUP_CONTAINER_ROOT"], !root.isEmpty {
       return URL(fileURLWithPath: root, isDirectory: true).appendingPathComponent(identifier)
@@ -31,7 +33,9 @@ public enum AppGroupContainer {
     }
     guard let home = environment["HOME"], home.hasPrefix("/") else {
       throw AppGroupMailboxError.containerUnavailable(
-        .init(operation: "find container root", systemCall: "", errno: ENOENT))
+        .init(
+          operation: "find container root", systemCall: "",
+          errno: Errno.noSuchFileOrDirectory.rawValue))
     }
     return URL(fileURLWithPath: home, isDirectory: true)
       .appendingPathComponent(".local/share/app-groups").appendingPathComponent(identifier)

@@ -94,7 +94,7 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     public var failure: String {
       let place = role.isEmpty ? "" : " on the \(role)"
       let call = systemCall.isEmpty ? "" : "\(systemCall)\(place) failed: "
-      return "\(call)\(String(cString: strerror(errno))) (errno \(errno))"
+      return "\(call)\(Errno(rawValue: errno).explanation)"
     }
   }
 

@@ -227,7 +227,7 @@ enum MailboxOptions {
           + "a directory, or its areas span filesystems)")
     case .ioFailure(let cause)?:
       return CommandFailure(
-        cause.errno == ENOENT ? .noInput : .unavailable,
+        Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure)")
     case .invalidLimit(let name)? where name.hasPrefix("settings"):
       return CommandFailure(

@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 
@@ -62,10 +63,9 @@ enum Output {
         Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
       }
       if written < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        throw CommandFailure(
-          .ioError, "writing \(what) failed: \(String(cString: strerror(code))) (errno \(code))")
+        let code = Errno.current
+        if code == .interrupted { continue }
+        throw CommandFailure(.ioError, "writing \(what) failed: \(code.explanation)")
       }
       offset += written
     }

@@ -20,7 +20,6 @@ enum PathRole: String, Sendable {
   case keyFile = "key file"
   case quarantinedDirectory = "quarantined directory"
   case notificationDirectory = "notification directory"
-  case legacyDirectory = "legacy mailbox directory"
   case legacyLock = "legacy lock file"
 }
 

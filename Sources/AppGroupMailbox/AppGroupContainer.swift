@@ -1,4 +1,5 @@
 public import Foundation
+import Glibc
 
 /// Where app group containers live on Linux.
 public enum AppGroupContainer {
@@ -10,13 +11,19 @@ public enum AppGroupContainer {
   ///
   /// An identifier is 1 to 255 bytes of `A-Z a-z 0-9 . _ -`, not starting with a dot (so
   /// `group.com.example.app` works and nothing can name a path outside the root).
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable`` for an invalid identifier or when
-  ///   no root can be found (no variable and no home directory).
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` for an invalid identifier
+  ///   (operation `"check app group identifier"`, errno `EINVAL`) or when no root can be found
+  ///   (no variable and no home directory: operation `"find container root"`, errno `ENOENT`).
   public static func url(
     forIdentifier identifier: String,
     environment: [String: String] = ProcessInfo.processInfo.environment
   ) throws -> URL {
-    guard isValid(identifier) else { throw AppGroupMailboxError.containerUnavailable }
+    guard isValid(identifier) else {
+      throw AppGroupMailboxError.containerUnavailable(
+        .init(
+          operation: "check app group identifier", systemCall: "",
+          errno: Errno.invalidArgument.rawValue))
+    }
     if let root = environment["APP_GROUP_CONTAINER_ROOT"], !root.isEmpty {
       return URL(fileURLWithPath: root, isDirectory: true).appendingPathComponent(identifier)
     }
@@ -25,7 +32,10 @@ public enum AppGroupContainer {
         .appendingPathComponent("app-groups").appendingPathComponent(identifier)
     }
     guard let home = environment["HOME"], home.hasPrefix("/") else {
-      throw AppGroupMailboxError.containerUnavailable
+      throw AppGroupMailboxError.containerUnavailable(
+        .init(
+          operation: "find container root", systemCall: "",
+          errno: Errno.noSuchFileOrDirectory.rawValue))
     }
     return URL(fileURLWithPath: home, isDirectory: true)
       .appendingPathComponent(".local/share/app-groups").appendingPathComponent(identifier)

@@ -260,14 +260,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   O(n log n), happens on the first claim and whenever the index cannot be trusted (queue
   ///   overflow, no inotify, a foreign name, a failed claim). See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    if let limit, limit <= 0 {
-      guard limit == 0 else { throw MailboxError.invalidLimit("claim limit") }
-      return []
-    }
-    var diagnostics: [Diagnostic] = []
-    defer { spool.emit(diagnostics) }
     let decoder = JSONDecoder()
-    return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
+    return try spool.claimPending(limit: limit) { raw in
       guard
         let message = payloadMigrations.decode(
           raw.payload, version: raw.header.declaredPayloadVersion, decoder: decoder)

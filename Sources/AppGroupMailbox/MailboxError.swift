@@ -10,8 +10,16 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// `"maxMessages"` or `"claim limit"`).
   case invalidLimit(String)
   /// The container or a mailbox directory cannot be opened or created, is a symlink, or spans
-  /// filesystems.
-  case containerUnavailable
+  /// filesystems; the ``IOFailure`` names the check or system call that refused it and its errno
+  /// (`ELOOP` for a symlink, `ENOTDIR` or `EEXIST` for an entry that is not a directory, `EXDEV`
+  /// for an area on another filesystem, `EINVAL` for an invalid app group identifier or a `state`
+  /// that is not a regular file).
+  ///
+  /// As with ``ioFailure(_:)``, code written for the package we follow (whose
+  /// `containerUnavailable` has no payload) works unchanged: `case .containerUnavailable:`
+  /// matches every cause, and `error == .containerUnavailable` compares against the static
+  /// ``containerUnavailable`` because equality ignores the cause.
+  case containerUnavailable(IOFailure)
   /// The mailbox holds ``AppGroupMailboxLimits/maxMessages`` messages and the policy rejects
   /// the new one.
   case mailboxFull
@@ -55,30 +63,48 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     public var systemCall: String
     /// The errno value (errno(3)), for example 28 for `ENOSPC`.
     public var errno: Int32
+    /// What the path the call was made on is to the mailbox, for example `"pending area"`,
+    /// `"settings file"` or `"namespace directory"`; empty when unknown. Never a path or a
+    /// file's contents.
+    public var role: String
 
-    /// The cause of the static ``AppGroupMailboxError/ioFailure``: no operation, no system call,
-    /// errno 0. The library never throws it.
+    /// The cause of the static ``AppGroupMailboxError/ioFailure`` and
+    /// ``AppGroupMailboxError/containerUnavailable``: no operation, no system call, errno 0. The
+    /// library never throws it.
     public static let unspecified = IOFailure(operation: "", systemCall: "", errno: 0)
 
-    /// Creates a cause.
-    public init(operation: String, systemCall: String, errno: Int32) {
+    /// Creates a cause; `role` is empty when unknown.
+    public init(operation: String, systemCall: String, errno: Int32, role: String = "") {
       self.operation = operation
       self.systemCall = systemCall
       self.errno = errno
+      self.role = role
     }
 
-    /// `"<operation>: <systemCall> failed: <strerror> (errno <n>)"`, or `"unspecified"` for
-    /// ``unspecified``.
+    /// `"<operation>: "` and ``failure``, for example `"enqueue: fsync on the pending area
+    /// failed: Input/output error (errno 5)"`, or `"unspecified"` for ``unspecified``.
     public var description: String {
       guard self != .unspecified else { return "unspecified" }
-      return
-        "\(operation): \(systemCall) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+      return "\(operation): \(failure)"
+    }
+
+    /// `"<systemCall> on the <role> failed: <strerror> (errno <n>)"`: the cause without the
+    /// operation, for a sentence that names the operation itself. Without a system call (a check
+    /// the library made itself) only `"<strerror> (errno <n>)"`.
+    public var failure: String {
+      let place = role.isEmpty ? "" : " on the \(role)"
+      let call = systemCall.isEmpty ? "" : "\(systemCall)\(place) failed: "
+      return "\(call)\(Errno(rawValue: errno).explanation)"
     }
   }
 
   /// An I/O failure without a known cause, for comparisons written for the package we follow:
   /// `error == .ioFailure` is true for every ``ioFailure(_:)``, whatever its cause.
   public static var ioFailure: Self { .ioFailure(.unspecified) }
+
+  /// An unavailable container without a known cause, for comparisons written for the package we
+  /// follow: `error == .containerUnavailable` is true for every ``containerUnavailable(_:)``.
+  public static var containerUnavailable: Self { .containerUnavailable(.unspecified) }
 
   /// The cause of an ``ioFailure(_:)``, nil for every other case: what to compare when the
   /// cause matters (`==` ignores it).
@@ -87,20 +113,26 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     return cause
   }
 
+  /// The cause of a ``containerUnavailable(_:)``, nil for every other case.
+  public var containerUnavailableCause: IOFailure? {
+    guard case .containerUnavailable(let cause) = self else { return nil }
+    return cause
+  }
+
   /// Equal when the cases are equal and so are their associated values, except that every
-  /// ``ioFailure(_:)`` equals every other: the cause is a diagnosis, not part of the error's
-  /// identity, so comparisons written for the package we follow (whose `ioFailure` has no
+  /// ``ioFailure(_:)`` equals every other, and so does every ``containerUnavailable(_:)``: the
+  /// cause is a diagnosis, not part of the error's identity, so comparisons written for the package we follow (whose `ioFailure` has no
   /// payload) behave as they did there. Compare ``IOFailure`` values to tell causes apart.
   public static func == (lhs: Self, rhs: Self) -> Bool {
     switch (lhs, rhs) {
-    case (.ioFailure, .ioFailure): true
+    case (.ioFailure, .ioFailure), (.containerUnavailable, .containerUnavailable): true
     case (.invalidLimit(let left), .invalidLimit(let right)): left == right
     case (
       .payloadTooLarge(let leftActual, let leftMaximum), .payloadTooLarge(let actual, let maximum)
     ):
       leftActual == actual && leftMaximum == maximum
-    case (.invalidNamespace, .invalidNamespace), (.containerUnavailable, .containerUnavailable),
-      (.mailboxFull, .mailboxFull), (.unsafeFile, .unsafeFile),
+    case (.invalidNamespace, .invalidNamespace), (.mailboxFull, .mailboxFull),
+      (.unsafeFile, .unsafeFile),
       (.claimNoLongerExists, .claimNoLongerExists), (.mailboxDeallocated, .mailboxDeallocated),
       (.ordinalExhausted, .ordinalExhausted), (.encodingFailure, .encodingFailure),
       (.decodingFailure, .decodingFailure), (.mailboxDirectoryRemoved, .mailboxDirectoryRemoved):
@@ -109,10 +141,12 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     }
   }
 
-  /// Hashes consistently with ``==(_:_:)``: an ``ioFailure(_:)``'s cause is not hashed.
+  /// Hashes consistently with ``==(_:_:)``: the cause of an ``ioFailure(_:)`` or a
+  /// ``containerUnavailable(_:)`` is not hashed.
   public func hash(into hasher: inout Hasher) {
     switch self {
     case .ioFailure: hasher.combine("ioFailure")
+    case .containerUnavailable: hasher.combine("containerUnavailable")
     case .invalidLimit(let name): hasher.combine("invalidLimit"); hasher.combine(name)
     case .payloadTooLarge(let actual, let maximum):
       hasher.combine("payloadTooLarge")
@@ -127,7 +161,10 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     switch self {
     case .invalidNamespace: "The mailbox namespace is invalid."
     case .invalidLimit(let name): "The mailbox limit '\(name)' is invalid."
-    case .containerUnavailable: "The mailbox container is unavailable."
+    case .containerUnavailable(let cause):
+      cause == .unspecified
+        ? "The mailbox container is unavailable."
+        : "The mailbox container is unavailable: \(cause)."
     case .mailboxFull: "The mailbox is full."
     case .payloadTooLarge(let actual, let maximum):
       "The encoded message is \(actual) bytes, which exceeds the limit of \(maximum) bytes."
@@ -147,6 +184,12 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
 extension SystemCallError {
   /// The public error for this failure during `operation`.
   func mailboxError(_ operation: String) -> AppGroupMailboxError {
-    .ioFailure(.init(operation: operation, systemCall: call, errno: errno))
+    .ioFailure(cause(operation))
+  }
+
+  /// The public cause of this failure during `operation`.
+  func cause(_ operation: String) -> AppGroupMailboxError.IOFailure {
+    .init(
+      operation: operation, systemCall: call, errno: errno.rawValue, role: roleDescription)
   }
 }

@@ -196,13 +196,7 @@ public final class AppGroupRawMailbox: Sendable {
   ///   and sort of the pending area, O(n log n), on the first claim and whenever the index
   ///   cannot be trusted.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    if let limit, limit <= 0 {
-      guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
-      return []
-    }
-    var diagnostics: [AppGroupMailboxDiagnostic] = []
-    defer { spool.emit(diagnostics) }
-    return try spool.claim(limit: limit, diagnostics: &diagnostics) { raw in
+    return try spool.claimPending(limit: limit) { raw in
       guard Self.isJSON(raw.payload) else { return nil }
       return Claim(raw: raw, mailbox: self)
     }

@@ -14,7 +14,31 @@ import Glibc
 ///   mailbox with PERMISSIONS (`private`|`group`) and enqueues one message.
 /// - `drain-report CONTAINER NAMESPACE`: claims and acknowledges everything (String messages),
 ///   printing every message, diagnostic and error (the log a careless application would write).
+/// - `open-repeatedly CONTAINER NAMESPACE COUNT`: opens the mailbox COUNT times, letting each go
+///   (or failing), then prints `descriptors <before> <after>` (entries of /proc/self/fd) and the
+///   last error's description, if any.
 let hardeningCommands: [WorkerCommand] = [
+  WorkerCommand(name: "open-repeatedly") { args in
+    func descriptors() -> Int {  // readdir(3) of /proc/self/fd (proc(5)), its own descriptor too
+      guard let directory = opendir("/proc/self/fd") else { return -1 }
+      defer { closedir(directory) }
+      var count = 0
+      while readdir(directory) != nil { count += 1 }
+      return count
+    }
+    let before = descriptors()
+    var failure = ""
+    for _ in 0..<Int(args[2])! {
+      do {
+        _ = try AppGroupMailbox<String>(
+          containerURL: URL(fileURLWithPath: args[0]), namespace: args[1])
+      } catch {
+        failure = "\(error.localizedDescription)"
+      }
+    }
+    print("descriptors \(before) \(descriptors())")
+    if !failure.isEmpty { print(failure) }
+  },
   WorkerCommand(name: "enqueue-burst") { args in
     let limits = AppGroupMailboxLimits(maxMessages: Int(args[3])!)
     let mailbox = try AppGroupMailbox<Int>(

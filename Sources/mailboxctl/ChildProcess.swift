@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 import MailboxLocks
@@ -57,7 +58,7 @@ final class ChildProcess: Sendable {
     guard result == 0 else {
       throw CommandFailure(
         .osError,
-        "cannot start \(executable): \(String(cString: strerror(result))) (errno \(result))")
+        "cannot start \(executable): \(Errno(rawValue: result).explanation)")
     }
     pid = child
     let status = self.status
@@ -65,7 +66,7 @@ final class ChildProcess: Sendable {
     Thread.detachNewThread {
       var value: Int32 = 0
       while waitpid(spawned, &value, 0) < 0 {
-        guard errno == EINTR else { break }
+        guard Errno.current == .interrupted else { break }
       }
       status.withLock { $0 = value }
       exited()
@@ -142,9 +143,7 @@ final class ChildProcess: Sendable {
   static func pipe() throws(CommandFailure) -> (read: Int32, write: Int32) {
     var fds: [Int32] = [-1, -1]
     guard Glibc.pipe(&fds) == 0 else {
-      let code = errno
-      throw CommandFailure(
-        .osError, "cannot create a pipe: \(String(cString: strerror(code))) (errno \(code))")
+      throw CommandFailure(.osError, "cannot create a pipe: \(Errno.current.explanation)")
     }
     for index in 0..<2 {
       let moved = fcntl(fds[index], F_DUPFD_CLOEXEC, 3)

@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 import MailboxLocks
@@ -66,7 +67,7 @@ final class CoprocessHandler {
     var partial = Data()
     while true {
       let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
+      if count < 0 && Errno.current == .interrupted { continue }
       guard count > 0 else { break }
       var lines: [Data] = []
       var start = 0
@@ -119,11 +120,11 @@ final class CoprocessHandler {
         offset += written
         continue
       }
-      let code = errno
-      if code == EINTR { continue }
-      guard code == EAGAIN || code == EWOULDBLOCK else { return code }
+      let code = Errno.current
+      if code == .interrupted { continue }
+      guard code == .wouldBlock else { return code.rawValue }
       let left = deadline.timeIntervalSinceNow
-      if left <= 0 { return ETIMEDOUT }
+      if left <= 0 { return Errno.timedOut.rawValue }
       var waiter = pollfd(fd: input, events: Int16(POLLOUT), revents: 0)
       _ = poll(&waiter, 1, Int32(min(left, 0.1) * 1000) + 1)
     }

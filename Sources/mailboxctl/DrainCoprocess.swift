@@ -65,9 +65,9 @@ final class CoprocessDelivery: DeliveryMode {
     if error != 0 {
       fail(
         handler,
-        error == ETIMEDOUT
+        Errno(rawValue: error) == .timedOut
           ? "did not read its input for \(Drainer.format(seconds: timeout)) s"
-          : "closed its input (\(String(cString: strerror(error))))")
+          : "closed its input (\(Errno(rawValue: error)))")
     }
   }
 

@@ -33,14 +33,14 @@ final class StdoutDelivery: DeliveryMode {
 
   /// The failure for a write error on `what`: EPIPE says the reader went away.
   static func failure(_ error: Int32, what: String) -> CommandFailure {
-    if error == EPIPE {
+    if Errno(rawValue: error) == .brokenPipe {
       return CommandFailure(
         .ioError,
         "\(what) was closed by its reader (EPIPE): stopped claiming; the message not written "
           + "was released")
     }
     return CommandFailure(
-      .ioError, "writing \(what) failed: \(String(cString: strerror(error))) (errno \(error))")
+      .ioError, "writing \(what) failed: \(Errno(rawValue: error).explanation)")
   }
 }
 
@@ -66,10 +66,8 @@ final class FileDelivery: DeliveryMode {
     self.path = path
     let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
     guard descriptor >= 0 else {
-      let code = errno
       throw CommandFailure(
-        .unavailable,
-        "--output: cannot open \(path): \(String(cString: strerror(code))) (errno \(code))")
+        .unavailable, "--output: cannot open \(path): \(Errno.current.explanation)")
     }
     fd = descriptor
     var info = stat()
@@ -102,7 +100,7 @@ final class FileDelivery: DeliveryMode {
     var bytes: [UInt8] = []
     for claim in claims { bytes += Array((DrainContext.line(claim) + "\n").utf8) }
     var error = FileDescriptorWriter.writeAll(fd, bytes)
-    if error == 0, fsync(fd) != 0 { error = errno }
+    if error == 0, fsync(fd) != 0 { error = Errno.current.rawValue }
     guard error == 0 else {
       for claim in claims { context.release(claim) }
       context.fatal = StdoutDelivery.failure(error, what: path)

@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 
@@ -81,16 +82,16 @@ struct EnqueueInput {
         continue
       }
       if count == 0 { return bytes }
-      let code = errno
-      if code == EINTR { continue }
-      if code == EAGAIN || code == EWOULDBLOCK {
+      let code = Errno.current
+      if code == .interrupted { continue }
+      if code == .wouldBlock {
         var ready = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
         _ = poll(&ready, 1, -1)
         continue
       }
       throw CommandFailure(
         .noInput,
-        "cannot read standard input: \(String(cString: strerror(code))) (errno \(code)); "
+        "cannot read standard input: \(code.explanation); "
           + "nothing was enqueued")
     }
   }

@@ -101,8 +101,9 @@ enum FileDescriptorWriter {
         Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
       }
       if written < 0 {
-        if errno == EINTR { continue }
-        return errno
+        let code = Errno.current
+        if code == .interrupted { continue }
+        return code.rawValue
       }
       offset += written
     }

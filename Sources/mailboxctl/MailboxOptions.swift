@@ -220,16 +220,15 @@ enum MailboxOptions {
   static func openFailure(_ error: any Error, _ location: Location) -> CommandFailure {
     let path = location.directory.path
     switch error as? AppGroupMailboxError {
-    case .containerUnavailable?:
+    case .containerUnavailable(let cause)?:
       return CommandFailure(
         .unavailable,
-        "cannot open the mailbox at \(path): a directory is a symlink or not a directory, or "
-          + "its areas span filesystems")
+        "cannot open the mailbox at \(path): \(cause.failure) (a directory is a symlink or not "
+          + "a directory, or its areas span filesystems)")
     case .ioFailure(let cause)?:
       return CommandFailure(
-        cause.errno == ENOENT ? .noInput : .unavailable,
-        "cannot open the mailbox at \(path): \(cause.systemCall) failed: "
-          + "\(String(cString: strerror(cause.errno))) (errno \(cause.errno))")
+        Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
+        "cannot open the mailbox at \(path): \(cause.failure)")
     case .invalidLimit(let name)? where name.hasPrefix("settings"):
       return CommandFailure(
         .unavailable, "cannot open the mailbox at \(path): its \(name) file is unreadable")

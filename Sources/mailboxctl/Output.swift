@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 
@@ -56,18 +57,10 @@ enum Output {
   static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
   private static func write(_ fd: Int32, _ bytes: [UInt8], what: String) throws(CommandFailure) {
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-      }
-      if written < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        throw CommandFailure(
-          .ioError, "writing \(what) failed: \(String(cString: strerror(code))) (errno \(code))")
-      }
-      offset += written
+    let code = FileDescriptorWriter.writeAll(fd, bytes)
+    guard code == 0 else {
+      throw CommandFailure(
+        .ioError, "writing \(what) failed: \(Errno(rawValue: code).explanation)")
     }
   }
 }

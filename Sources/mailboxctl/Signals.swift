@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 import Glibc
 import MailboxLocks
@@ -45,7 +46,7 @@ final class Signals: Sendable {
       var byte: UInt8 = 0
       while true {
         let got = Glibc.read(reader, &byte, 1)
-        if got < 0 && errno == EINTR { continue }
+        if got < 0 && Errno.current == .interrupted { continue }
         guard got == 1 else { return }
         signals.state.withLock { state in
           if state.first == 0 { state.first = Int32(byte) }

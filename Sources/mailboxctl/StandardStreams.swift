@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Glibc
 
 /// Descriptors 0, 1 and 2 as the command finds them.
@@ -9,7 +10,7 @@ enum StandardStreams {
   /// writing the stream still fails with EBADF, exactly as on the closed descriptor, and the
   /// command reports it. Call first thing, before anything is opened.
   static func reserveClosed() {
-    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && Errno.current == .badFileDescriptor {
       let placeholder = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY)
       if placeholder >= 0, placeholder != fd {
         dup2(placeholder, fd)

@@ -45,7 +45,7 @@ extension AppGroupRawMailbox {
     let directory = spool.directories.namespace
     guard try !legacyEntries(directory).isEmpty else { return LegacyMigrationReport() }
     let lock = try legacyLock(directory)
-    defer { Syscall.close(lock) }
+    defer { _ = lock.rawValue }  // held until the import ends
     var report = LegacyMigrationReport()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
@@ -84,34 +84,31 @@ extension AppGroupRawMailbox {
     }
   }
 
-  /// Opens and locks `.mailbox.lock` (creating it, mode 0600, as the old format does).
-  private func legacyLock(_ directory: Int32) throws -> Int32 {
-    let fd: Int32
+  /// Opens and locks `.mailbox.lock` (creating it, mode 0600, as the old format does); the lock
+  /// holds until the result ends (closing drops it, flock(2)).
+  private func legacyLock(_ directory: Int32) throws -> FileDescriptor {
+    let file: FileDescriptor
     do {
-      fd = try Syscall.open(
-        directory, LegacyEntry.lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600)
-    } catch let error as SystemCallError where error.errno == ELOOP {
+      file = try FileDescriptor.open(
+        directory, LegacyEntry.lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600,
+        role: .legacyLock)
+    } catch let error as SystemCallError where error.errno == .tooManySymbolicLinkLevels {
       throw LegacyMigrationError.unsafeLock
     } catch let error as SystemCallError {
       throw error.mailboxError("migrate")
     }
     do {
-      let info = try Syscall.fstat(fd)
+      let info = try file.status()
       guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
         throw LegacyMigrationError.unsafeLock
       }
-      try Syscall.lock(fd, LOCK_EX | LOCK_NB)
-    } catch let error as SystemCallError where error.errno == EWOULDBLOCK {
-      Syscall.close(fd)
+      try Syscall.lock(file.rawValue, LOCK_EX | LOCK_NB)
+    } catch let error as SystemCallError where error.errno == .wouldBlock {
       throw LegacyMigrationError.lockHeld
     } catch let error as SystemCallError {
-      Syscall.close(fd)
       throw error.mailboxError("migrate")
-    } catch {
-      Syscall.close(fd)
-      throw error
     }
-    return fd
+    return file
   }
 
   /// Reads an old-format message file with the checked reader a claim uses

@@ -3,10 +3,7 @@ public import Foundation
 extension AppGroupRawMailbox {
   /// The mailbox's stored settings (docs/FORMAT.md, "The settings file"), re-read when the
   /// file changed since this mailbox last read it.
-  public var settings: AppGroupMailboxSettings {
-    spool.refreshSettings()
-    return spool.settings
-  }
+  public var settings: AppGroupMailboxSettings { spool.freshSettings }
 
   /// Changes the mailbox's stored settings for every process that uses it: `change` gets the
   /// current settings; the result is checked, then written atomically (a flushed temporary file
@@ -32,10 +29,7 @@ extension AppGroupRawMailbox {
 
 extension AppGroupMailbox {
   /// The mailbox's stored settings; see ``AppGroupRawMailbox/settings``.
-  public var settings: AppGroupMailboxSettings {
-    spool.refreshSettings()
-    return spool.settings
-  }
+  public var settings: AppGroupMailboxSettings { spool.freshSettings }
 
   /// Changes the mailbox's stored settings for every process that uses it, exactly as
   /// ``AppGroupRawMailbox/updateSettings(_:)`` does (the same checks, lock, atomic write and
@@ -75,10 +69,7 @@ extension AppGroupMailboxInspector {
 
   /// The mailbox's stored settings (the defaults when a mailbox made before settings files
   /// has none yet).
-  public var settings: AppGroupMailboxSettings {
-    spool.refreshSettings()
-    return spool.settings
-  }
+  public var settings: AppGroupMailboxSettings { spool.freshSettings }
 
   /// Starts watching the mailbox's `pending/` area, as ``AppGroupRawMailbox/wakeUps(pollingInterval:)``
   /// does, without writing anything.

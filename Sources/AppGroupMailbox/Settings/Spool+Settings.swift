@@ -25,6 +25,12 @@ extension Spool {
 
   /// The mailbox's stored settings as this spool knows them.
   var settings: AppGroupMailboxSettings { settingsCache.withLock { $0.settings } }
+  /// The mailbox's stored settings, re-read first when the file changed (``refreshSettings()``):
+  /// what every public `settings` property returns.
+  var freshSettings: AppGroupMailboxSettings {
+    refreshSettings()
+    return settings
+  }
   /// The overflow policy the mailbox stores.
   var overflowPolicy: AppGroupMailboxOverflowPolicy { settings.overflowPolicy }
   /// The sharing mode the mailbox stores: the mode of every file and directory it creates.
@@ -45,22 +51,25 @@ extension Spool {
 
   /// Fails unless the spool was opened for writing.
   func requireWritable() throws {
-    if directories.readOnly { throw SystemCallError(call: "open (read-only)", errno: EBADF) }
+    if directories.readOnly {
+      throw SystemCallError(call: "open (read-only)", errno: .badFileDescriptor)
+    }
   }
 
   /// The settings file in `namespace`, or nil when there is none.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"settings"`) when the file is not
   ///   readable settings or has a newer format; ``AppGroupMailboxError/ioFailure(_:)``.
   static func readSettings(_ namespace: Int32) throws -> SettingsCache? {
-    let fd: Int32
+    let file: FileDescriptor
     do {
-      fd = try Syscall.open(namespace, settingsName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+      file = try FileDescriptor.open(
+        namespace, settingsName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, role: .settingsFile)
     } catch let error as SystemCallError where error.isNotFound {
       return nil
     } catch let error as SystemCallError {
       throw error.mailboxError("read settings")
     }
-    defer { Syscall.close(fd) }
+    let fd = file.rawValue
     let info = try mapIO("read settings") { try Syscall.fstat(fd) }
     guard info.st_mode & S_IFMT == S_IFREG else {
       throw AppGroupMailboxError.invalidLimit("settings")
@@ -129,7 +138,7 @@ extension Spool {
     let mine = settings
     do {
       try writeSettings(mine, replacing: false)
-    } catch let error as SystemCallError where error.errno == EEXIST {
+    } catch let error as SystemCallError where error.errno == .fileExists {
       // A racing opener stored its settings first: those apply.
     } catch let error as SystemCallError {
       throw error.mailboxError("write settings")
@@ -194,11 +203,12 @@ extension Spool {
   private func writeSettings(_ settings: AppGroupMailboxSettings, replacing: Bool) throws {
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
     let mode = settings.permissions.fileMode
-    let fd = try Syscall.open(
-      directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    let file = try FileDescriptor.open(
+      directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode,
+      role: .settingsFile)
+    let fd = file.rawValue
     var renamed = false
     defer {
-      Syscall.close(fd)
       if !renamed { try? Syscall.unlink(directories.tmp, temporary) }
     }
     try Syscall.chmod(fd, mode)

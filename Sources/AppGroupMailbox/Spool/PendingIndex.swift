@@ -156,8 +156,9 @@ final class PendingIndex: Sendable {
     while true {
       let got = read(fd, buffer, capacity)
       if got < 0 {
-        if errno == EINTR { continue }
-        return untrusted || errno != EAGAIN
+        let code = Errno.current
+        if code == .interrupted { continue }
+        return untrusted || code != .wouldBlock
       }
       if got == 0 { return true }
       var offset = 0

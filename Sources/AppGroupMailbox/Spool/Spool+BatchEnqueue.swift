@@ -74,7 +74,9 @@ extension Spool {
             let moved = try move(
               directories.tmp, temporaries[index], to: directories.pending, name.fileName,
               id: ids[index], diagnostics: &diagnostics)
-            if moved == .vanished { throw SystemCallError(call: "renameat2", errno: ENOENT) }
+            if moved == .vanished {
+              throw SystemCallError(call: "renameat2", errno: .noSuchFileOrDirectory)
+            }
             published += 1
             // The move policy dropped or quarantined it: a leftover held its fresh name.
             if moved != .moved { conflicts += 1 }

@@ -21,8 +21,9 @@ extension Spool {
       } catch let error as SystemCallError {
         throw error.mailboxError("dead-letter")
       }
-      throw AppGroupMailboxError.ioFailure(
-        .init(operation: "dead-letter", systemCall: "renameat2", errno: EIO))
+      throw SystemCallError(
+        call: "renameat2", errno: .ioError, role: .claimedArea, targetRole: .quarantineArea
+      ).mailboxError("dead-letter")
     }
     try mapIO("dead-letter") { try withStateLock { $0 = try recount(stored: $0) } }
   }

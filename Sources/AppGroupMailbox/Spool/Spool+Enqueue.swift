@@ -129,7 +129,9 @@ extension Spool {
           do {
             moved = try move(
               directories.tmp, temporary, to: area, target, id: id, diagnostics: &diagnostics)
-            if moved == .vanished { throw SystemCallError(call: "renameat2", errno: ENOENT) }
+            if moved == .vanished {
+              throw SystemCallError(call: "renameat2", errno: .noSuchFileOrDirectory)
+            }
           } catch {
             counters = before
             try? persist(before)

@@ -8,28 +8,22 @@ extension Spool {
       pending: 0, claimed: 0, quarantined: 0, temporaryFiles: 0, oldestPendingEnqueuedAt: nil,
       oldestClaimedAt: nil, bytes: 0)
     var oldestPending: Int64?
-    for entry in try Syscall.list(directories.pending) {
-      guard let name = PendingName(parsing: entry.name),
-        let info = try? Syscall.lstat(directories.pending, entry.name)
-      else { continue }
+    try eachEntry(directories.pending) { fileName, info in
+      guard let name = PendingName(parsing: fileName) else { return }
       status.pending += 1
       status.bytes += Int(info.st_size)
       oldestPending = min(oldestPending ?? .max, name.key.micros)
     }
     var nextDue: Int64?
-    for entry in try Syscall.list(directories.delayed) {
-      guard let name = DelayedName(parsing: entry.name),
-        let info = try? Syscall.lstat(directories.delayed, entry.name)
-      else { continue }
+    try eachEntry(directories.delayed) { fileName, info in
+      guard let name = DelayedName(parsing: fileName) else { return }
       status.delayed += 1
       status.bytes += Int(info.st_size)
       nextDue = min(nextDue ?? .max, name.dueMicros)
     }
     var oldestClaim: Int64?
-    for entry in try Syscall.list(directories.claimed) {
-      guard ClaimedName(parsing: entry.name) != nil,
-        let info = try? Syscall.lstat(directories.claimed, entry.name)
-      else { continue }
+    try eachEntry(directories.claimed) { fileName, info in
+      guard ClaimedName(parsing: fileName) != nil else { return }
       status.claimed += 1
       status.bytes += Int(info.st_size)
       let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
@@ -53,43 +47,49 @@ extension Spool {
   func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry] {
     var result: [AppGroupMailboxEntry] = []
     if states.contains(.pending) {
-      var found: [(MessageKey, AppGroupMailboxEntry)] = []
-      for entry in try Syscall.list(directories.pending) {
-        guard let name = PendingName(parsing: entry.name),
-          let info = try? Syscall.lstat(directories.pending, entry.name)
-        else { continue }
-        found.append((name.key, pendingEntry(name, fileName: entry.name, size: Int(info.st_size))))
+      result += try listed(directories.pending) { name, size in
+        PendingName(parsing: name).map { ($0.key, pendingEntry($0, fileName: name, size: size)) }
       }
-      result += found.sorted { $0.0 < $1.0 }.map(\.1)
     }
     if states.contains(.claimed) {
-      var found: [(MessageKey, AppGroupMailboxEntry)] = []
-      for entry in try Syscall.list(directories.claimed) {
-        guard let name = ClaimedName(parsing: entry.name),
-          let info = try? Syscall.lstat(directories.claimed, entry.name)
-        else { continue }
-        found.append((name.message.key, claimedEntry(name, size: Int(info.st_size))))
+      result += try listed(directories.claimed) { name, size in
+        ClaimedName(parsing: name).map { ($0.message.key, claimedEntry($0, size: size)) }
       }
-      result += found.sorted { $0.0 < $1.0 }.map(\.1)
     }
     if states.contains(.delayed) {
-      var found: [(String, AppGroupMailboxEntry)] = []
-      for entry in try Syscall.list(directories.delayed) {
-        guard let name = DelayedName(parsing: entry.name),
-          let info = try? Syscall.lstat(directories.delayed, entry.name)
-        else { continue }
-        found.append((entry.name, delayedEntry(name, size: Int(info.st_size))))
-      }
       // Delayed names sort by due time as text (fixed-width due time first).
-      result += found.sorted { $0.0 < $1.0 }.map(\.1)
+      result += try listed(directories.delayed) { name, size in
+        DelayedName(parsing: name).map { (name, delayedEntry($0, size: size)) }
+      }
     }
     if states.contains(.quarantined) {
-      for entry in try Syscall.list(directories.quarantine).sorted(by: { $0.name < $1.name }) {
-        guard let info = try? Syscall.lstat(directories.quarantine, entry.name) else { continue }
-        result.append(quarantinedEntry(entry.name, size: Int(info.st_size)))
+      result += try listed(directories.quarantine) { name, size in
+        (name, quarantinedEntry(name, size: size))
       }
     }
     return result
+  }
+
+  /// Calls `body` with the name and the lstat(2) description of each entry of `area`; an entry
+  /// gone before it was looked at is left out. - Complexity: O(n) in the area's entries.
+  private func eachEntry(_ area: Int32, _ body: (String, stat) -> Void) throws {
+    for entry in try Syscall.list(area) {
+      guard let info = try? Syscall.lstat(area, entry.name) else { continue }
+      body(entry.name, info)
+    }
+  }
+
+  /// The entries of `area` that `describe` (given a name and its size by lstat(2)) makes an
+  /// entry of, in the order of the key it gives each; an entry gone before it was looked at is
+  /// left out. - Complexity: O(n log n) in the area's entries.
+  private func listed<Key: Comparable>(
+    _ area: Int32, _ describe: (String, Int) -> (Key, AppGroupMailboxEntry)?
+  ) throws -> [AppGroupMailboxEntry] {
+    var found: [(Key, AppGroupMailboxEntry)] = []
+    try eachEntry(area) { name, info in
+      if let described = describe(name, Int(info.st_size)) { found.append(described) }
+    }
+    return found.sorted { $0.0 < $1.0 }.map(\.1)
   }
 
   private func pendingEntry(_ name: PendingName, fileName: String, size: Int)

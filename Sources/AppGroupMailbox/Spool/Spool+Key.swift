@@ -37,8 +37,8 @@ extension Spool {
     _ request: KeyRequest, id: UUID, temporary: String, counters: inout SpoolCounters,
     rewrite: (UUID) throws -> Void, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome? {
-    let keys = try keysDirectory()
-    defer { Syscall.close(keys) }
+    let keysFile = try keysDirectory()
+    let keys = keysFile.rawValue
     if let holder = try indexedID(keys, request.key),
       let pending = try pendingName(of: holder)
     {
@@ -69,7 +69,9 @@ extension Spool {
         directories.tmp, temporary, directories.pending, pending.fileName)
     } catch let error as SystemCallError where error.isNotFound {
       return false
-    } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
+    } catch let error as SystemCallError
+      where error.errno == .invalidArgument || error.errno == .noFunction
+    {
       _ = try removeCounted(&counters) {
         try Syscall.unlink(directories.pending, pending.fileName)
       }
@@ -89,23 +91,24 @@ extension Spool {
   }
 
   /// Opens `keys/`, creating it (with the mailbox's directory mode) when missing.
-  private func keysDirectory() throws -> Int32 {
+  private func keysDirectory() throws -> FileDescriptor {
     let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
     do {
-      return try Syscall.open(directories.namespace, Self.keysArea, flags)
+      return try FileDescriptor.open(directories.namespace, Self.keysArea, flags, role: .keysArea)
     } catch let error as SystemCallError where error.isNotFound {
       var created = true
       do {
         try Syscall.makeDirectory(
           directories.namespace, Self.keysArea, mode: permissions.directoryMode)
-      } catch let error as SystemCallError where error.errno == EEXIST {
+      } catch let error as SystemCallError where error.errno == .fileExists {
         created = false  // another producer was faster; its mode stays
       }
-      let fd = try Syscall.open(directories.namespace, Self.keysArea, flags)
+      let fd = try FileDescriptor.open(
+        directories.namespace, Self.keysArea, flags, role: .keysArea)
       // Explicit mode whatever the umask, only on what this process made.
       if created {
-        try? Syscall.chmod(fd, permissions.directoryMode)
-        directories.adoptOwner(fd)
+        try? Syscall.chmod(fd.rawValue, permissions.directoryMode)
+        directories.adoptOwner(fd.rawValue)
       }
       return fd
     }
@@ -114,14 +117,15 @@ extension Spool {
   /// The id `keys/<key>` holds (one lower-case UUID and a line feed), or nil when the entry is
   /// missing or does not read as one.
   private func indexedID(_ keys: Int32, _ key: String) throws -> UUID? {
-    let fd: Int32
+    let file: FileDescriptor
     do {
-      fd = try Syscall.open(keys, key, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+      let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+      file = try FileDescriptor.open(keys, key, flags, role: .keyFile)
     } catch let error as SystemCallError where error.isNotFound {
       return nil
     }
-    defer { Syscall.close(fd) }
-    guard let info = try? Syscall.fstat(fd), info.st_mode & S_IFMT == S_IFREG else { return nil }
+    let fd = file.rawValue
+    guard let info = try? file.status(), info.st_mode & S_IFMT == S_IFREG else { return nil }
     let bytes = try Syscall.pread(fd, limit: 38)
     guard bytes.count == 37, bytes[36] == UInt8(ascii: "\n") else { return nil }
     return NameBytes.parseUUID(bytes[..<36])
@@ -134,10 +138,10 @@ extension Spool {
     NameBytes.uuid(id, into: &bytes)
     bytes.append(UInt8(ascii: "\n"))
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).key.tmp"
-    let fd = try Syscall.open(
+    let file = try FileDescriptor.open(
       directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-      mode: permissions.fileMode)
-    defer { Syscall.close(fd) }
+      mode: permissions.fileMode, role: .keyFile)
+    let fd = file.rawValue
     do {
       try Syscall.chmod(fd, permissions.fileMode)
       directories.adoptOwner(fd)

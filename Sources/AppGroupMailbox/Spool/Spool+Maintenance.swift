@@ -67,7 +67,8 @@ extension Spool {
               if try removeCounted({ try Syscall.unlink(directories.claimed, entry.name) }) {
                 diagnostics.append(.expiredMessageRemoved)
               }
-            } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM
+            } catch let error as SystemCallError
+              where error.errno == .isDirectory || error.errno == .notPermitted
             {
               // A directory under a claimed name: contain it rather than stop recovery.
               if quarantine(
@@ -119,7 +120,9 @@ extension Spool {
         do {
           try Syscall.unlink(directories.pending, entry.name)
           diagnostics.append(.expiredMessageRemoved)
-        } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+        } catch let error as SystemCallError
+          where error.errno == .isDirectory || error.errno == .notPermitted
+        {
           quarantine(
             from: directories.pending, entry.name, id: name.id, reason: .unsafe,
             diagnostics: &diagnostics)

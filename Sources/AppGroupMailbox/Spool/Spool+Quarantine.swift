@@ -34,7 +34,7 @@ extension Spool {
           return true
         } catch let error as SystemCallError where error.isNotFound {
           return false
-        } catch let error as SystemCallError where error.errno == EEXIST {
+        } catch let error as SystemCallError where error.errno == .fileExists {
           continue
         } catch {
           break
@@ -96,11 +96,14 @@ extension Spool {
     do {
       try Syscall.unlink(directory, name)
       return
-    } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+    } catch let error as SystemCallError
+      where error.errno == .isDirectory || error.errno == .notPermitted
+    {
       // A directory: empty it below.
     }
-    let top = try Syscall.open(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-    defer { Syscall.close(top) }
+    let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+    let topFile = try FileDescriptor.open(directory, name, flags, role: .quarantinedDirectory)
+    let top = topFile.rawValue
     var rounds = 0
     while true {
       let entries = try Syscall.list(top)
@@ -108,7 +111,9 @@ extension Spool {
       rounds += 1
       // Every round removes at least one entry or hoists one level; a tree that keeps growing
       // under us (a live writer) is given up on rather than chased forever.
-      guard rounds <= 1_000_000 else { throw SystemCallError(call: "unlinkat", errno: ENOTEMPTY) }
+      guard rounds <= 1_000_000 else {
+        throw SystemCallError(call: "unlinkat", errno: .directoryNotEmpty)
+      }
       for entry in entries {
         try removeTree(top, entry.exactName, top: top, depth: 1)
       }
@@ -121,7 +126,9 @@ extension Spool {
     do {
       try Syscall.unlink(parent, name)
       return
-    } catch let error as SystemCallError where error.errno == EISDIR || error.errno == EPERM {
+    } catch let error as SystemCallError
+      where error.errno == .isDirectory || error.errno == .notPermitted
+    {
       // A directory.
     } catch let error as SystemCallError where error.isNotFound {
       return
@@ -132,15 +139,15 @@ extension Spool {
         do {
           try Syscall.renameNoReplace(parent, name, top, hoisted)
           return
-        } catch let error as SystemCallError where error.errno == EEXIST {
+        } catch let error as SystemCallError where error.errno == .fileExists {
           continue
         }
       }
     }
-    let child = try Syscall.open(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-    defer { Syscall.close(child) }
-    for entry in try Syscall.list(child) {
-      try removeTree(child, entry.exactName, top: top, depth: depth + 1)
+    let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+    let child = try FileDescriptor.open(parent, name, flags, role: .quarantinedDirectory)
+    for entry in try Syscall.list(child.rawValue) {
+      try removeTree(child.rawValue, entry.exactName, top: top, depth: depth + 1)
     }
     try Syscall.removeDirectory(parent, name)
   }

@@ -156,23 +156,27 @@ extension Spool {
   /// - Throws: ``SystemCallError`` for a failure that says nothing about the file (EMFILE, EIO,
   ///   ENOMEM...): the caller maps it to its operation.
   /// - Complexity: one open, one fstat, and reads of O(min(file size, limit)) bytes.
+  /// What open(2) answers for an entry the reader must not read (see ``ReadFailure/unsafe``).
+  static let unsafeOpenRefusals: Set<Errno> = [
+    .tooManySymbolicLinkLevels, .noSuchAddressOrDevice, .isDirectory, .wouldBlock,
+    .operationNotSupportedByDevice, .permissionDenied,
+  ]
+
   func readEntry(
     _ directory: Int32, _ name: some SystemName, limit: Int? = nil, singleLink: Bool = true,
     extent: ReadExtent = .whole, unchanged stamp: PendingStamp? = nil
   ) throws -> Result<(stat, [UInt8]), ReadFailure> {
-    let fd: Int32
+    let file: FileDescriptor
     do {
-      fd = try Syscall.open(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-    } catch let error as SystemCallError
-      where error.errno == ELOOP || error.errno == ENXIO || error.errno == EISDIR
-      || error.errno == EWOULDBLOCK || error.errno == ENODEV || error.errno == EACCES
-    {
+      let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+      file = try FileDescriptor.open(directory, name, flags, role: .messageFile)
+    } catch let error as SystemCallError where Self.unsafeOpenRefusals.contains(error.errno) {
       return .failure(.unsafe)
     } catch let error as SystemCallError where error.isNotFound {
       return .failure(.vanished)
     }
-    defer { Syscall.close(fd) }
-    let info = try Syscall.fstat(fd)
+    let fd = file.rawValue
+    let info = try file.status()
     if let stamp, PendingStamp(info) != stamp { return .failure(.vanished) }
     guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.unsafe) }
     guard !singleLink || info.st_nlink == 1 else { return .failure(.linked) }

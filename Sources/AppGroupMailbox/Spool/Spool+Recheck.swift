@@ -57,13 +57,13 @@ extension Spool {
       let bytes: [UInt8]
       switch try readEntry(directory, name, limit: limits.maxPayloadBytes, singleLink: false) {
       case .success(let (_, read)): bytes = read
-      case .failure(.vanished): throw SystemCallError(call: "open", errno: ENOENT)
-      case .failure: throw SystemCallError(call: "fstat", errno: EINVAL)
+      case .failure(.vanished): throw SystemCallError(call: "open", errno: .noSuchFileOrDirectory)
+      case .failure: throw SystemCallError(call: "fstat", errno: .invalidArgument)
       }
-      let out = try Syscall.open(
+      let outFile = try FileDescriptor.open(
         directories.tmp, copy, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-        mode: configuration.permissions.fileMode)
-      defer { Syscall.close(out) }
+        mode: configuration.permissions.fileMode, role: .messageFile)
+      let out = outFile.rawValue
       try Syscall.chmod(out, configuration.permissions.fileMode)
       directories.adoptOwner(out)
       try bytes.withUnsafeBytes { try Syscall.writeAll(out, $0) }

@@ -214,6 +214,19 @@ final class Spool: Sendable {
     return true
   }
 
+  /// `claimPending(limit:)` of both mailbox types: a `limit` of 0 claims nothing and one below 0
+  /// throws ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`); otherwise claims with
+  /// ``claim(limit:diagnostics:decode:)`` and delivers its diagnostics once every lock is let go.
+  func claimPending<T>(limit: Int?, decode: (RawClaim) -> T?) throws -> [T] {
+    if let limit, limit <= 0 {
+      guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
+      return []
+    }
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { emit(diagnostics) }
+    return try claim(limit: limit, diagnostics: &diagnostics, decode: decode)
+  }
+
   /// Delivers diagnostics; call only outside every lock.
   func emit(_ events: [AppGroupMailboxDiagnostic]) {
     guard let sink = configuration.diagnostic else { return }

@@ -12,15 +12,25 @@ final class SpoolDirectories: Sendable {
   static let root = "AppGroupMailbox"
   static let areas = ["tmp", "pending", "claimed", "quarantine", "delayed"]
 
-  let namespace: Int32
-  let tmp: Int32
-  let pending: Int32
-  let claimed: Int32
-  let quarantine: Int32
+  // The owned descriptors, each closed exactly once when this object ends; the properties below
+  // lend their numbers to system calls for the spool's lifetime.
+  private let namespaceFile: FileDescriptor
+  private let tmpFile: FileDescriptor
+  private let pendingFile: FileDescriptor
+  private let claimedFile: FileDescriptor
+  private let quarantineFile: FileDescriptor
+  private let delayedFile: FileDescriptor
+  private let stateFile: FileDescriptor
+
+  var namespace: Int32 { namespaceFile.rawValue }
+  var tmp: Int32 { tmpFile.rawValue }
+  var pending: Int32 { pendingFile.rawValue }
+  var claimed: Int32 { claimedFile.rawValue }
+  var quarantine: Int32 { quarantineFile.rawValue }
   /// Messages not due yet (a not-before time in the future); never claimable from here.
-  let delayed: Int32
+  var delayed: Int32 { delayedFile.rawValue }
   /// The `state` file: the lock every producer takes, and the counters it guards.
-  let state: Int32
+  var state: Int32 { stateFile.rawValue }
   let path: String
   /// Opened for looking only: nothing was created, `state` is read-only.
   let readOnly: Bool
@@ -36,117 +46,98 @@ final class SpoolDirectories: Sendable {
   /// created below it, so a mailbox's areas follow its stored sharing mode, not the opener's.
   /// Nothing that exists is ever given another mode. With `readOnly`, nothing is created or
   /// opened for writing (`state` is opened read-only), so a read-only file system or a user
-  /// who may only read can open it.
+  /// who may only read can open it. What was opened before a failure is closed (each
+  /// ``FileDescriptor`` ends with the scope).
   ///
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable`` when a directory is a symlink or
-  ///   not a directory, `state` is not a regular file, or the areas span filesystems;
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when a directory is a symlink
+  ///   (`ELOOP`) or not a directory (`ENOTDIR`, `EEXIST`), `state` is not a regular file
+  ///   (`EINVAL`), or the areas span filesystems (`EXDEV`), its cause naming the role;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
-  ///   call and errno of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
+  ///   call, errno and role of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
   init(
     container: URL, namespace name: String, permissions: AppGroupMailboxPermissions,
     readOnly: Bool = false,
     sharing: (Int32, Bool) throws -> AppGroupMailboxPermissions = { _, _ in .private }
   ) throws {
-    var opened: [Int32] = []
-    func fail(_ error: (any Error)? = nil) -> any Error {
-      for fd in opened { Syscall.close(fd) }
-      guard let error = error as? SystemCallError else {
-        return error ?? AppGroupMailboxError.containerUnavailable
-      }
-      switch error.errno {
-      case ELOOP, ENOTDIR, EEXIST: return AppGroupMailboxError.containerUnavailable
-      default: return error.mailboxError("open mailbox")
-      }
-    }
     let containerPath = container.path
-    if !readOnly, let error = Self.createMissing(containerPath, mode: permissions.directoryMode) {
-      throw fail(error)
-    }
-    let containerFD: Int32
-    do {
-      containerFD = try Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
-    } catch {
-      throw fail(error)
-    }
-    opened.append(containerFD)
     var mode = permissions
     var owner: (uid: uid_t, gid: gid_t)?
-    func openDirectory(_ parent: Int32, _ name: String) throws -> (Int32, Bool) {
+    var created = false  // whether the last openDirectory created its directory
+    func openDirectory(_ parent: Int32, _ name: String, _ role: PathRole) throws -> FileDescriptor {
       let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+      created = false
       do {
-        let fd = try Syscall.open(parent, name, flags)
-        opened.append(fd)
-        return (fd, false)
+        return try FileDescriptor.open(parent, name, flags, role: role)
       } catch let error as SystemCallError where error.isNotFound && !readOnly {
         // Created below.
-      } catch {
-        throw fail(error)
       }
-      var created = true
+      created = true
       do {
         try Syscall.makeDirectory(parent, name, mode: mode.directoryMode)
-      } catch let error as SystemCallError where error.errno == EEXIST {
+      } catch let error as SystemCallError where error.errno == .fileExists {
         // Created by a racing process, or a non-directory: the open below decides.
         created = false
-      } catch {
-        throw fail(error)
       }
-      do {
-        let fd = try Syscall.open(parent, name, flags)
-        opened.append(fd)
-        // Explicit mode whatever the umask, only on what this call created.
-        if created {
-          try? Syscall.chmod(fd, mode.directoryMode)
-          if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
-        }
-        return (fd, created)
-      } catch {
-        throw fail(error)
+      let fd = try FileDescriptor.open(parent, name, flags, role: role)
+      // Explicit mode whatever the umask, only on what this call created.
+      if created {
+        try? Syscall.chmod(fd.rawValue, mode.directoryMode)
+        if let owner { _ = Glibc.fchown(fd.rawValue, owner.uid, owner.gid) }
       }
-    }
-    // The mailboxes' root directory of a group-shared container (setgid, the README's recipe)
-    // is group-shared whatever the first namespace's mode, so later group-shared namespaces
-    // stay reachable for the group.
-    let requested = mode
-    if let info = try? Syscall.fstat(containerFD), info.st_mode & S_ISGID != 0 {
-      mode = .groupShared
-    }
-    let (root, _) = try openDirectory(containerFD, Self.root)
-    mode = requested
-    let (namespaceFD, createdNamespace) = try openDirectory(root, name)
-    if geteuid() == 0, let info = try? Syscall.fstat(namespaceFD), info.st_uid != 0 {
-      owner = (info.st_uid, info.st_gid)
+      return fd
     }
     do {
-      mode = try sharing(namespaceFD, createdNamespace)
-    } catch {
-      throw fail(error)
+      if !readOnly, let error = Self.createMissing(containerPath, mode: permissions.directoryMode) {
+        throw error
+      }
+      let containerFD = try FileDescriptor.open(
+        AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY, role: .container)
+      // The mailboxes' root directory of a group-shared container (setgid, the README's recipe)
+      // is group-shared whatever the first namespace's mode, so later group-shared namespaces
+      // stay reachable for the group.
+      let requested = mode
+      if let info = try? containerFD.status(), info.st_mode & S_ISGID != 0 { mode = .groupShared }
+      let root = try openDirectory(containerFD.rawValue, Self.root, .mailboxesDirectory)
+      mode = requested
+      let namespaceFD = try openDirectory(root.rawValue, name, .namespaceDirectory)
+      let createdNamespace = created
+      if geteuid() == 0, let info = try? namespaceFD.status(), info.st_uid != 0 {
+        owner = (info.st_uid, info.st_gid)
+      }
+      mode = try sharing(namespaceFD.rawValue, createdNamespace)
+      let parent = namespaceFD.rawValue
+      let tmp = try openDirectory(parent, "tmp", .tmpArea)
+      let pending = try openDirectory(parent, "pending", .pendingArea)
+      let claimed = try openDirectory(parent, "claimed", .claimedArea)
+      let quarantine = try openDirectory(parent, "quarantine", .quarantineArea)
+      let delayed = try openDirectory(parent, "delayed", .delayedArea)
+      let stateFD = try Self.openState(
+        parent, readOnly: readOnly, mode: mode.fileMode, owner: owner)
+      guard try stateFD.status().st_mode & S_IFMT == S_IFREG else {
+        throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
+      }
+      let device = try namespaceFD.status().st_dev
+      for fd in [tmp.rawValue, pending.rawValue, claimed.rawValue, quarantine.rawValue]
+        + [delayed.rawValue, stateFD.rawValue]
+      where try Syscall.fstat(fd).st_dev != device {
+        throw SystemCallError(
+          call: "fstat", errno: .improperLink, role: FileDescriptor.role(of: fd))
+      }
+      self.namespaceFile = namespaceFD
+      self.tmpFile = tmp
+      self.pendingFile = pending
+      self.claimedFile = claimed
+      self.quarantineFile = quarantine
+      self.delayedFile = delayed
+      self.stateFile = stateFD
+    } catch let error as SystemCallError {
+      switch error.errno {
+      case .tooManySymbolicLinkLevels, .notDirectory, .fileExists, .invalidArgument,
+        .improperLink:
+        throw AppGroupMailboxError.containerUnavailable(error.cause("open mailbox"))
+      default: throw error.mailboxError("open mailbox")
+      }
     }
-    var areaFDs: [Int32] = []
-    for area in Self.areas { areaFDs.append(try openDirectory(namespaceFD, area).0) }
-    let stateFD: Int32
-    do {
-      stateFD = try Self.openState(
-        namespaceFD, readOnly: readOnly, mode: mode.fileMode, owner: owner)
-    } catch {
-      throw fail(error)
-    }
-    opened.append(stateFD)
-    guard let stateInfo = try? Syscall.fstat(stateFD), stateInfo.st_mode & S_IFMT == S_IFREG,
-      let device = try? Syscall.fstat(namespaceFD).st_dev
-    else { throw fail() }
-    for fd in areaFDs + [stateFD] {
-      guard (try? Syscall.fstat(fd).st_dev) == device else { throw fail() }
-    }
-    Syscall.close(containerFD)
-    Syscall.close(root)
-    self.namespace = namespaceFD
-    self.tmp = areaFDs[0]
-    self.pending = areaFDs[1]
-    self.claimed = areaFDs[2]
-    self.quarantine = areaFDs[3]
-    self.delayed = areaFDs[4]
-    self.state = stateFD
     self.path = containerPath + "/" + Self.root + "/" + name
     self.readOnly = readOnly
     self.owner = owner
@@ -163,20 +154,20 @@ final class SpoolDirectories: Sendable {
   /// existing file keeps its mode.
   private static func openState(
     _ namespace: Int32, readOnly: Bool, mode: mode_t, owner: (uid: uid_t, gid: gid_t)?
-  ) throws -> Int32 {
-    if readOnly { return try Syscall.open(namespace, "state", O_RDONLY | O_NOFOLLOW) }
+  ) throws -> FileDescriptor {
+    let flags = (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW
     do {
-      return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)
-    } catch let error as SystemCallError where error.isNotFound {
+      return try FileDescriptor.open(namespace, "state", flags, role: .stateFile)
+    } catch let error as SystemCallError where error.isNotFound && !readOnly {
       do {
-        let fd = try Syscall.open(
-          namespace, "state", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+        let fd = try FileDescriptor.open(
+          namespace, "state", flags | O_CREAT | O_EXCL, mode: mode, role: .stateFile)
         // Explicit mode whatever the umask.
-        try? Syscall.chmod(fd, mode)
-        if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
+        try? Syscall.chmod(fd.rawValue, mode)
+        if let owner { _ = Glibc.fchown(fd.rawValue, owner.uid, owner.gid) }
         return fd
-      } catch let error as SystemCallError where error.errno == EEXIST {
-        return try Syscall.open(namespace, "state", O_RDWR | O_NOFOLLOW)
+      } catch let error as SystemCallError where error.errno == .fileExists {
+        return try FileDescriptor.open(namespace, "state", flags, role: .stateFile)
       }
     }
   }
@@ -190,14 +181,10 @@ final class SpoolDirectories: Sendable {
       prefix += "/" + component
       if mkdir(prefix, mode) == 0 {
         _ = Glibc.chmod(prefix, mode)
-      } else if errno != EEXIST {
-        return SystemCallError(call: "mkdir", errno: errno)
+      } else if Errno.current != .fileExists {
+        return SystemCallError.current("mkdir")
       }
     }
     return nil
-  }
-
-  deinit {
-    for fd in [namespace, tmp, pending, claimed, quarantine, delayed, state] { Syscall.close(fd) }
   }
 }

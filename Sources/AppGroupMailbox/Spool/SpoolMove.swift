@@ -50,7 +50,7 @@ extension Spool {
       return .moved
     } catch let error as SystemCallError where error.isNotFound {
       return .vanished
-    } catch let error as SystemCallError where error.errno == EEXIST {
+    } catch let error as SystemCallError where error.errno == .fileExists {
       // A rename onto its own name (a renewal within the same microsecond) is no conflict.
       if from == to, name.withSystemName({ String(cString: $0) }) == target { return .moved }
     }

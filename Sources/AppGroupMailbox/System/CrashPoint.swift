@@ -35,7 +35,8 @@ import Synchronization
     /// without `RENAME_NOREPLACE`, so moves take the link-then-unlink fallback (or renameat(2)
     /// for fresh targets). For crash-torture workers.
     public static func forceRenameFallback() {
-      FaultInjection.add(.init(call: "renameat2", errno: EINVAL, count: Int.max))
+      FaultInjection.add(
+        .init(call: "renameat2", errno: Errno.invalidArgument.rawValue, count: Int.max))
     }
 
     /// Called before every system call: ends the process when `call` would be one mutating call

@@ -29,16 +29,16 @@ extension Syscall {
   static func list(_ directory: Int32) throws -> [DirectoryEntry] {
     let fd = try open(directory, ".", O_RDONLY | O_DIRECTORY)
     guard let stream = fdopendir(fd) else {
-      let code = errno
+      let error = SystemCallError.current("fdopendir", at: directory)
       close(fd)
-      throw SystemCallError(call: "fdopendir", errno: code)
+      throw error
     }
     defer { closedir(stream) }
     var entries: [DirectoryEntry] = []
     while true {
       errno = 0
       guard let entry = readdir(stream) else {
-        if errno != 0 { throw SystemCallError(call: "readdir", errno: errno) }
+        if errno != 0 { throw SystemCallError.current("readdir", at: directory) }
         break
       }
       let (name, exact) = withUnsafePointer(to: &entry.pointee.d_name) { pointer in

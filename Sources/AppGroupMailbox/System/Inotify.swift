@@ -67,14 +67,14 @@ extension Syscall {
   /// inotify_init1(2) with `IN_NONBLOCK | IN_CLOEXEC`. Fails with `EMFILE` past
   /// `fs.inotify.max_user_instances` or the process descriptor limit.
   static func inotifyInit() throws -> Int32 {
-    try retrying("inotify_init1") { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
+    try retrying("inotify_init1", at: -1) { inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)) }
   }
 
   /// inotify_add_watch(2): returns the watch descriptor (the same one again for an inode this
   /// instance already watches, whose mask is then replaced). Fails with `ENOSPC` past
   /// `fs.inotify.max_user_watches`.
   static func inotifyAddWatch(_ fd: Int32, _ path: String, _ mask: UInt32) throws -> Int32 {
-    try retrying("inotify_add_watch") { inotify_add_watch(fd, path, mask) }
+    try retrying("inotify_add_watch", at: -1) { inotify_add_watch(fd, path, mask) }
   }
 
   /// inotify_rm_watch(2); a watch the kernel already dropped (`EINVAL`) is not an error.

@@ -91,9 +91,9 @@ final class InotifyInstance: Sendable {
   init(fd: Int32) throws {
     var pipe: [Int32] = [-1, -1]
     guard cmailbox_pipe_cloexec(&pipe) == 0 else {
-      let code = errno
+      let error = SystemCallError.current("pipe2")
       Syscall.close(fd)
-      throw SystemCallError(call: "pipe2", errno: code)
+      throw error
     }
     self.fd = fd
     wakeRead = pipe[0]
@@ -120,7 +120,7 @@ final class InotifyInstance: Sendable {
     while true {
       let ready = poll(&descriptors, 2, -1)
       if ready < 0 {
-        if errno == EINTR { continue }
+        if Errno.current == .interrupted { continue }
         break
       }
       if descriptors[1].revents != 0 { break }
@@ -210,7 +210,7 @@ final class InotifyInstance: Sendable {
         events += InotifyEventParser.parse(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         continue
       }
-      if count < 0 && errno == EINTR { continue }
+      if count < 0 && Errno.current == .interrupted { continue }
       break  // EAGAIN: drained
     }
     guard !events.isEmpty else { return }

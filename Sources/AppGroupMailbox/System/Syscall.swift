@@ -3,25 +3,33 @@ import Glibc
 
 /// Thin wrappers over the system calls the spool uses. Each retries `EINTR` (never for `close`),
 /// consults ``FaultInjection`` and
-/// reports to ``SystemCallRecording`` in debug builds, and throws ``SystemCallError`` naming the call.
+/// reports to ``SystemCallRecording`` in debug builds, and throws ``SystemCallError`` naming the
+/// call, its ``Errno`` and the role of the descriptor it was made on (``FileDescriptor``).
+///
+/// The descriptors they take are borrowed: a ``FileDescriptor`` owns each and lends its
+/// ``FileDescriptor/rawValue``.
 enum Syscall {
   @inline(__always)
-  private static func check(_ call: String) throws {
+  private static func check(_ call: String, at fd: Int32) throws {
     CrashPoint.check(call)
     if let injected = FaultInjection.check(call) {
-      throw SystemCallError(call: call, errno: injected)
+      throw SystemCallError(
+        call: call, errno: Errno(rawValue: injected), role: FileDescriptor.role(of: fd))
     }
   }
 
-  /// Runs `body` until it stops failing with EINTR; a negative result throws with errno.
+  /// Runs `body` until it stops failing with EINTR; a negative result throws with errno and the
+  /// role of `fd`, the descriptor the call is made on (or in).
   @inline(__always)
-  static func retrying<R: BinaryInteger>(_ call: String, _ body: () -> R) throws -> R {
-    try check(call)
+  static func retrying<R: BinaryInteger>(_ call: String, at fd: Int32, _ body: () -> R) throws
+    -> R
+  {
+    try check(call, at: fd)
     while true {
       let result = body()
       if result >= 0 { return result }
-      let code = Glibc.errno
-      if code != EINTR { throw SystemCallError(call: call, errno: code) }
+      let error = SystemCallError.current(call, at: fd)
+      if error.errno != .interrupted { throw error }
     }
   }
 
@@ -33,7 +41,7 @@ enum Syscall {
       try SystemCallRecording.observe(
         .init(name: "openat", descriptor: directory, path: String(cString: path), flags: flags)
       ) {
-        try retrying("openat") { openat(directory, path, flags | O_CLOEXEC, mode) }
+        try retrying("openat", at: directory) { openat(directory, path, flags | O_CLOEXEC, mode) }
       }
     }
   }
@@ -46,7 +54,7 @@ enum Syscall {
     var offset = 0
     while offset < bytes.count {
       let written = try SystemCallRecording.observe(.init(name: "write", descriptor: fd)) {
-        try retrying("write") {
+        try retrying("write", at: fd) {
           Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
         }
       }
@@ -59,7 +67,7 @@ enum Syscall {
     var offset = 0
     while offset < bytes.count {
       let written = try SystemCallRecording.observe(.init(name: "pwrite", descriptor: fd)) {
-        try retrying("pwrite") {
+        try retrying("pwrite", at: fd) {
           Glibc.pwrite(
             fd, bytes.baseAddress! + offset, bytes.count - offset, off_t(position + offset))
         }
@@ -74,7 +82,7 @@ enum Syscall {
     var total = 0
     try buffer.withUnsafeMutableBytes { raw in
       while total < limit {
-        let got = try retrying("pread") {
+        let got = try retrying("pread", at: fd) {
           Glibc.pread(fd, raw.baseAddress! + total, limit - total, off_t(position + total))
         }
         if got == 0 { break }
@@ -88,21 +96,21 @@ enum Syscall {
   /// fsync(2) (also valid on a directory opened read-only).
   static func fsync(_ fd: Int32) throws {
     _ = try SystemCallRecording.observe(.init(name: "fsync", descriptor: fd)) {
-      try retrying("fsync") { Glibc.fsync(fd) }
+      try retrying("fsync", at: fd) { Glibc.fsync(fd) }
     }
   }
 
   /// ftruncate(2).
   static func truncate(_ fd: Int32, _ length: Int) throws {
     _ = try SystemCallRecording.observe(.init(name: "ftruncate", descriptor: fd)) {
-      try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
+      try retrying("ftruncate", at: fd) { Glibc.ftruncate(fd, off_t(length)) }
     }
   }
 
   /// fstat(2).
   static func fstat(_ fd: Int32) throws -> stat {
     var info = stat()
-    _ = try retrying("fstat") { Glibc.fstat(fd, &info) }
+    _ = try retrying("fstat", at: fd) { Glibc.fstat(fd, &info) }
     return info
   }
 
@@ -110,7 +118,9 @@ enum Syscall {
   static func lstat(_ directory: Int32, _ name: some SystemName) throws -> stat {
     var info = stat()
     _ = try name.withSystemName { path in
-      try retrying("fstatat") { fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) }
+      try retrying("fstatat", at: directory) {
+        fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW)
+      }
     }
     return info
   }
@@ -134,7 +144,9 @@ enum Syscall {
       try twoNameCall("renameat2", from, old, to, new) {
         cmailbox_rename_noreplace(from, $0, to, new)
       }
-    } catch let error as SystemCallError where error.errno == EINVAL || error.errno == ENOSYS {
+    } catch let error as SystemCallError
+      where error.errno == .invalidArgument || error.errno == .noFunction
+    {
       guard linkFallback else { return try rename(from, old, to, new) }
       try link(from, old, to, new)
       do {
@@ -153,7 +165,7 @@ enum Syscall {
       .init(
         name: "renameat2", descriptor: from, path: old, targetDescriptor: to, targetPath: new)
     ) {
-      try retrying("renameat2") { cmailbox_rename_exchange(from, old, to, new) }
+      try retrying("renameat2", at: from) { cmailbox_rename_exchange(from, old, to, new) }
     }
   }
 
@@ -174,7 +186,12 @@ enum Syscall {
           name: name, descriptor: from, path: String(cString: path), targetDescriptor: to,
           targetPath: new)
       ) {
-        try retrying(name) { call(path) }
+        do {
+          return try retrying(name, at: from) { call(path) }
+        } catch var error as SystemCallError {
+          error.targetRole = FileDescriptor.role(of: to)
+          throw error
+        }
       }
     }
   }
@@ -185,7 +202,7 @@ enum Syscall {
       try SystemCallRecording.observe(
         .init(name: "unlinkat", descriptor: directory, path: String(cString: path))
       ) {
-        try retrying("unlinkat") { unlinkat(directory, path, 0) }
+        try retrying("unlinkat", at: directory) { unlinkat(directory, path, 0) }
       }
     }
   }
@@ -198,7 +215,7 @@ enum Syscall {
           name: "unlinkat", descriptor: directory, path: String(cString: path),
           flags: AT_REMOVEDIR)
       ) {
-        try retrying("unlinkat") { unlinkat(directory, path, AT_REMOVEDIR) }
+        try retrying("unlinkat", at: directory) { unlinkat(directory, path, AT_REMOVEDIR) }
       }
     }
   }
@@ -208,19 +225,19 @@ enum Syscall {
     _ = try SystemCallRecording.observe(
       .init(name: "mkdirat", descriptor: directory, path: name)
     ) {
-      try retrying("mkdirat") { mkdirat(directory, name, mode) }
+      try retrying("mkdirat", at: directory) { mkdirat(directory, name, mode) }
     }
   }
 
   /// fchmod(2): sets exact permission bits, whatever the umask did.
   static func chmod(_ fd: Int32, _ mode: mode_t) throws {
-    _ = try retrying("fchmod") { fchmod(fd, mode) }
+    _ = try retrying("fchmod", at: fd) { fchmod(fd, mode) }
   }
 
   /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`).
   static func lock(_ fd: Int32, _ operation: Int32) throws {
     _ = try SystemCallRecording.observe(.init(name: "flock", descriptor: fd, flags: operation)) {
-      try retrying("flock") { cmailbox_flock(fd, operation) }
+      try retrying("flock", at: fd) { cmailbox_flock(fd, operation) }
     }
   }
 

@@ -76,7 +76,7 @@ enum SystemCallRecording {
         recorder.append(made)
         return result
       } catch let error as SystemCallError {
-        made.result = -Int(error.errno)
+        made.result = -Int(error.errno.rawValue)
         recorder.append(made)
         throw error
       }

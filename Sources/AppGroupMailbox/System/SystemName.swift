@@ -44,7 +44,7 @@ extension Syscall {
         buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, cap - buffer.count)))
       }
       let got = try buffer.withUnsafeMutableBytes { raw in
-        try retrying("pread") {
+        try retrying("pread", at: fd) {
           Glibc.pread(fd, raw.baseAddress! + total, raw.count - total, off_t(total))
         }
       }

@@ -55,29 +55,29 @@ struct NotificationFile: Sendable {
 
   /// Opens (creating when missing) `AppGroupMailbox/@notify` below the container, refusing
   /// symlinks below the container (like ``SpoolDirectories``).
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable``.
-  func openDirectory() throws -> Int32 {
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` naming the failed call, its
+  ///   errno and the directory's role (operation `"open notification directory"`).
+  func openDirectory() throws -> FileDescriptor {
     try? FileManager.default.createDirectory(
       atPath: containerPath, withIntermediateDirectories: true)
-    guard let container = try? Syscall.open(AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY)
-    else { throw AppGroupMailboxError.containerUnavailable }
-    defer { Syscall.close(container) }
-    guard let root = openOrCreate(container, SpoolDirectories.root) else {
-      throw AppGroupMailboxError.containerUnavailable
+    do {
+      let container = try FileDescriptor.open(
+        AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY, role: .container)
+      let root = try openOrCreate(container.rawValue, SpoolDirectories.root, .mailboxesDirectory)
+      return try openOrCreate(root.rawValue, Self.directoryName, .notificationDirectory)
+    } catch let error as SystemCallError {
+      throw AppGroupMailboxError.containerUnavailable(error.cause("open notification directory"))
     }
-    defer { Syscall.close(root) }
-    guard let directory = openOrCreate(root, Self.directoryName) else {
-      throw AppGroupMailboxError.containerUnavailable
-    }
-    return directory
   }
 
-  private func openOrCreate(_ parent: Int32, _ name: String) -> Int32? {
+  private func openOrCreate(_ parent: Int32, _ name: String, _ role: PathRole) throws
+    -> FileDescriptor
+  {
     let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-    if let fd = try? Syscall.open(parent, name, flags) { return fd }
+    if let fd = try? FileDescriptor.open(parent, name, flags, role: role) { return fd }
     try? Syscall.makeDirectory(parent, name, mode: permissions.directoryMode)
-    guard let fd = try? Syscall.open(parent, name, flags) else { return nil }
-    if permissions == .groupShared { try? Syscall.chmod(fd, permissions.directoryMode) }
+    let fd = try FileDescriptor.open(parent, name, flags, role: role)
+    if permissions == .groupShared { try? Syscall.chmod(fd.rawValue, permissions.directoryMode) }
     return fd
   }
 
@@ -108,42 +108,33 @@ struct NotificationFile: Sendable {
 /// pending area change.
 final class NotificationPoster: Sendable {
   let file: NotificationFile
-  private let directory = Locked<Int32>(-1)
+  private let directory = Locked<FileDescriptor?>(nil)
 
   init(file: NotificationFile) { self.file = file }
 
-  deinit {
-    let fd = directory.withLock { $0 }
-    if fd >= 0 { Syscall.close(fd) }
-  }
-
   /// Touches the notification file, re-opening the directory once when it was removed.
   func post() {
-    directory.withLock { fd in
+    directory.withLock { held in
       for _ in 0..<2 {
-        if fd < 0 {
+        if held == nil {
           guard let opened = try? file.openDirectory() else { return }
-          fd = opened
+          held = consume opened
         }
-        if touch(fd) { return }
-        Syscall.close(fd)
-        fd = -1
+        if let fd = held?.rawValue, touch(fd) { return }
+        held = nil  // closes it
       }
     }
   }
 
   private func touch(_ fd: Int32) -> Bool {
-    if (try? Syscall.retrying("utimensat") {
+    if (try? Syscall.retrying("utimensat", at: fd) {
       utimensat(fd, file.fileName, nil, AT_SYMLINK_NOFOLLOW)
     }) != nil {
       return true
     }
-    guard
-      let created = try? Syscall.open(
-        fd, file.fileName, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-        mode: file.permissions.fileMode)
-    else { return false }
-    Syscall.close(created)
-    return true
+    let flags = O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+    let created = try? FileDescriptor.open(
+      fd, file.fileName, flags, mode: file.permissions.fileMode, role: .notificationDirectory)
+    return created != nil
   }
 }

@@ -87,39 +87,30 @@ struct WakeUpStateMachine: Sendable, Equatable {
   mutating func handle(_ input: Input) -> Action {
     if isFinished { return .idle }
     switch input {
-    case .close:
-      mode = .finished(.closed)
-      return .finish(.closed)
-    case .gone:
-      mode = .finished(.directoryRemoved)
-      return .finish(.directoryRemoved)
-    case .armed:
-      guard mode == .starting else { return .idle }
-      mode = .watching
-      return .scan
-    case .armFailed:
-      guard mode == .starting else { return .idle }
-      mode = .polling
-      return .startPolling
-    case .scanned(let found):
-      return found ? signal() : .idle
-    case .changed, .overflow:
-      return mode == .starting ? .idle : signal()
-    case .watchLost:
-      guard mode == .watching else { return .idle }
-      mode = .rearming
-      return .rearm
-    case .rearmed:
-      guard mode == .rearming else { return .idle }
-      mode = .watching
-      return signal()
-    case .rearmHitLimit:
-      guard mode == .rearming else { return .idle }
-      mode = .polling
-      return .startPolling
-    case .tick:
-      return mode == .polling ? .scan : .idle
+    case .close: return finish(.closed)
+    case .gone: return finish(.directoryRemoved)
+    case .armed: return enter(.watching, from: .starting) ? .scan : .idle
+    case .armFailed: return enter(.polling, from: .starting) ? .startPolling : .idle
+    case .scanned(let found): return found ? signal() : .idle
+    case .changed, .overflow: return mode == .starting ? .idle : signal()
+    case .watchLost: return enter(.rearming, from: .watching) ? .rearm : .idle
+    case .rearmed: return enter(.watching, from: .rearming) ? signal() : .idle
+    case .rearmHitLimit: return enter(.polling, from: .rearming) ? .startPolling : .idle
+    case .tick: return mode == .polling ? .scan : .idle
     }
+  }
+
+  /// Enters mode `next` when the machine is in mode `from` and returns true; in any other mode
+  /// the input is stale: nothing changes and the caller answers ``Action/idle``.
+  private mutating func enter(_ next: Mode, from: Mode) -> Bool {
+    guard mode == from else { return false }
+    mode = next
+    return true
+  }
+
+  private mutating func finish(_ ending: Ending) -> Action {
+    mode = .finished(ending)
+    return .finish(ending)
   }
 
   /// Takes the pending wake-up, if any (the consumer is about to rescan).

@@ -35,7 +35,7 @@ extension WakeUpTarget {
   ) throws -> InotifyWatch {
     do {
       return try instance.add(path: Syscall.procPath(fd), mask: mask, handler: handler)
-    } catch let error as SystemCallError where error.errno == ENOENT {
+    } catch let error as SystemCallError where error.errno == .noSuchFileOrDirectory {
       return try instance.add(
         path: path, mask: mask | UInt32(bitPattern: IN_DONT_FOLLOW), handler: handler)
     }
@@ -150,19 +150,19 @@ final class NotificationTarget: WakeUpTarget {
   private let state = Locked(State())
 
   /// Creates the notification directory when missing.
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable``.
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)``.
   init(file: NotificationFile) throws {
     self.file = file
-    Syscall.close(try file.openDirectory())
+    try file.openDirectory().close()
   }
 
   func addWatches(_ instance: InotifyInstance, handler: @escaping InotifyInstance.Handler)
     throws -> [InotifyWatch]
   {
-    guard let fd = try? file.openDirectory() else {
-      throw SystemCallError(call: "openat", errno: ENOENT)
+    guard let directory = try? file.openDirectory() else {
+      throw SystemCallError(call: "openat", errno: .noSuchFileOrDirectory)
     }
-    defer { Syscall.close(fd) }
+    let fd = directory.rawValue
     let mask =
       InotifyMask.arrivals | InotifyMask.selfGone | InotifyMask.options
       | InotifyMask.bits(IN_ATTRIB, IN_CLOSE_WRITE)
@@ -176,16 +176,17 @@ final class NotificationTarget: WakeUpTarget {
 
   func reopen() -> Bool {
     guard let fd = try? file.openDirectory() else { return false }
-    Syscall.close(fd)
+    fd.close()
     return true
   }
 
   /// The first scan reports a wake-up (the consumer drains once at start); later ones (polling)
   /// report whether the file's inode or times changed since the last look.
   func scan() -> WakeUpStateMachine.Input {
-    guard let fd = try? file.openDirectory() else { return .gone }
-    let stamp = (try? Syscall.lstat(fd, file.fileName)).map(NotificationFile.Stamp.init)
-    Syscall.close(fd)
+    guard let directory = try? file.openDirectory() else { return .gone }
+    let stamp = (try? Syscall.lstat(directory.rawValue, file.fileName)).map(
+      NotificationFile.Stamp.init)
+    directory.close()
     return state.withLock { state in
       defer {
         state.lastSeen = stamp

@@ -98,7 +98,7 @@ final class WatcherCore: Sendable {
       failure = error
       input = .armFailed
     } catch {
-      failure = SystemCallError(call: "inotify_add_watch", errno: EINVAL)
+      failure = SystemCallError(call: "inotify_add_watch", errno: .invalidArgument)
       input = .armFailed
     }
     process([input], fallbackCause: failure)
@@ -173,7 +173,8 @@ final class WatcherCore: Sendable {
           }
           return .rearmed
         } catch let error as SystemCallError {
-          deferred.diagnostics.append(.wakeUpsPolling(systemCall: error.call, errno: error.errno))
+          deferred.diagnostics.append(
+            .wakeUpsPolling(systemCall: error.call, errno: error.errno.rawValue))
           deferred.release = instance
           state.instance = nil
           return .rearmHitLimit
@@ -184,7 +185,8 @@ final class WatcherCore: Sendable {
       return .gone
     case .startPolling:
       if let cause = fallbackCause {
-        deferred.diagnostics.append(.wakeUpsPolling(systemCall: cause.call, errno: cause.errno))
+        deferred.diagnostics.append(
+          .wakeUpsPolling(systemCall: cause.call, errno: cause.errno.rawValue))
       }
       let timer = DispatchSource.makeTimerSource(queue: Self.pollQueue)
       let interval = max(pollingInterval, 0.001)

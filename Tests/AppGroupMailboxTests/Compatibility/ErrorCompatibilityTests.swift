@@ -37,13 +37,18 @@ import Testing
       #expect(error == .ioFailure)
       #expect(error != .mailboxFull)
       #expect(
-        error.ioFailureCause == .init(operation: "enqueue", systemCall: "renameat2", errno: EIO))
+        error.ioFailureCause
+          == .init(
+            operation: "enqueue", systemCall: "renameat2", errno: EIO,
+            role: "tmp area and the pending area"))
       guard case .ioFailure(let cause) = error else {
         Issue.record("not an ioFailure: \(error)")
         return
       }
       #expect(cause.errno == EIO)
-      #expect(error.localizedDescription.contains("enqueue: renameat2 failed"))
+      #expect(
+        error.localizedDescription.contains(
+          "enqueue: renameat2 on the tmp area and the pending area failed"))
       #expect(Set([error, MailboxError.ioFailure]).count == 1)
     }
     #expect(container.names("pending").isEmpty)

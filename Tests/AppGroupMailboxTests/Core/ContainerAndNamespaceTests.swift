@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 @testable import AppGroupMailbox
@@ -28,9 +29,12 @@ import Testing
     #expect(relative.path == "/home/u/.local/share/app-groups/group.a")
     let home = try AppGroupContainer.url(forIdentifier: "group.a", environment: ["HOME": "/home/u"])
     #expect(home.path == "/home/u/.local/share/app-groups/group.a")
-    #expect(throws: AppGroupMailboxError.containerUnavailable) {
+    let noRoot = #expect(throws: AppGroupMailboxError.containerUnavailable) {
       try AppGroupContainer.url(forIdentifier: "group.a", environment: [:])
     }
+    #expect(
+      noRoot?.containerUnavailableCause
+        == .init(operation: "find container root", systemCall: "", errno: ENOENT))
     #expect(throws: AppGroupMailboxError.containerUnavailable) {
       try AppGroupContainer.url(forIdentifier: "group.a", environment: ["HOME": "relative"])
     }
@@ -42,9 +46,13 @@ import Testing
   ])
   func `Invalid app group identifiers are rejected`(identifier: String) {
     #expect(!AppGroupContainer.isValid(identifier))
-    #expect(throws: AppGroupMailboxError.containerUnavailable) {
+    let error = #expect(throws: AppGroupMailboxError.containerUnavailable) {
       try AppGroupContainer.url(forIdentifier: identifier, environment: ["HOME": "/home/u"])
     }
+    #expect(
+      error?.errorDescription
+        == "The mailbox container is unavailable: check app group identifier: Invalid argument "
+        + "(errno 22).")
   }
 
   @Test(arguments: [

@@ -47,7 +47,7 @@ extension TemporaryContainer {
       timespec(tv_sec: Int(whole), tv_nsec: fraction),
     ]
     guard utimensat(AT_FDCWD, path, &times, 0) == 0 else {
-      throw SystemCallError(call: "utimensat", errno: errno)
+      throw SystemCallError.current("utimensat")
     }
   }
 }

@@ -90,7 +90,9 @@ import Testing
     #expect(unfired.isEmpty)
     #expect(
       (thrown as? AppGroupMailboxError)?.ioFailureCause
-        == .init(operation: "enqueue", systemCall: "renameat2", errno: EIO))
+        == .init(
+          operation: "enqueue", systemCall: "renameat2", errno: EIO,
+          role: "tmp area and the pending area"))
     // format 1, sequence 2 (warm-up and A), depth 2.
     #expect(Array(try Self.stateFields(container).prefix(3)) == [1, 2, 2])
     #expect(try mailbox.claimPending().map(\.message) == ["warm-up", "A"])

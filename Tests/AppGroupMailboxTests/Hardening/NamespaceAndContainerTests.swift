@@ -112,9 +112,20 @@ import Testing
     let container = try TemporaryContainer()
     _ = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")
     let target = try Self.symlinkOut(container, relative)
-    #expect(throws: AppGroupMailboxError.containerUnavailable) {
+    let error = #expect(throws: AppGroupMailboxError.containerUnavailable) {
       _ = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")
     }
+    let roles = [
+      "AppGroupMailbox": "mailboxes directory", "AppGroupMailbox/jobs": "namespace directory",
+      "AppGroupMailbox/jobs/state": "state file",
+    ]
+    let role = roles[relative] ?? "\(relative.split(separator: "/").last ?? "") area"
+    // O_NOFOLLOW refuses a symlink with ELOOP, or with ENOTDIR when O_DIRECTORY asks for a
+    // directory (open(2)).
+    let code = relative.hasSuffix("state") ? ELOOP : ENOTDIR
+    #expect(
+      error?.containerUnavailableCause
+        == .init(operation: "open mailbox", systemCall: "openat", errno: code, role: role))
     #expect(try FileManager.default.contentsOfDirectory(atPath: target.path) == [])
   }
 
@@ -138,8 +149,12 @@ import Testing
     let pending = container.area("pending").path
     try mountTmpfs(pending, size: "1m")
     defer { unmount(pending) }
-    #expect(throws: AppGroupMailboxError.containerUnavailable) {
+    let error = #expect(throws: AppGroupMailboxError.containerUnavailable) {
       _ = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")
     }
+    #expect(
+      error?.containerUnavailableCause
+        == .init(
+          operation: "open mailbox", systemCall: "fstat", errno: EXDEV, role: "pending area"))
   }
 }

@@ -7,11 +7,13 @@ import Testing
 /// Point 10 of issue 3 and case C06: ENOSPC, EDQUOT, EIO and EMFILE while writing or moving give a
 /// clear error, leave no partial or temporary file, and the mailbox works again afterwards.
 @Suite struct PressureTests {
-  /// A fault during an enqueue: the system call, the errno, and how many calls of it pass first.
+  /// A fault during an enqueue: the system call, the errno, how many calls of it pass first, and
+  /// the role of the path the error names.
   struct Fault: Sendable, CustomTestStringConvertible {
     var call: String
     var errno: Int32
     var skip: Int
+    var role: String
     var testDescription: String { "\(call) #\(skip + 1) fails with errno \(errno)" }
   }
 
@@ -19,18 +21,18 @@ import Testing
   // openat(tmp file), fchmod, write, fsync(file), flock, pread(state), renameat2, pwrite(state),
   // flock, fsync(pending/).
   static let enqueueFaults: [Fault] = [
-    Fault(call: "openat", errno: EMFILE, skip: 0),
-    Fault(call: "openat", errno: ENOSPC, skip: 0),
-    Fault(call: "write", errno: ENOSPC, skip: 0),
-    Fault(call: "write", errno: EDQUOT, skip: 0),
-    Fault(call: "write", errno: EIO, skip: 0),
-    Fault(call: "fsync", errno: EIO, skip: 0),
-    Fault(call: "fsync", errno: ENOSPC, skip: 0),
-    Fault(call: "renameat2", errno: ENOSPC, skip: 0),
-    Fault(call: "renameat2", errno: EDQUOT, skip: 0),
-    Fault(call: "renameat2", errno: EIO, skip: 0),
-    Fault(call: "pwrite", errno: EIO, skip: 0),
-    Fault(call: "fsync", errno: EIO, skip: 1),
+    Fault(call: "openat", errno: EMFILE, skip: 0, role: "tmp area"),
+    Fault(call: "openat", errno: ENOSPC, skip: 0, role: "tmp area"),
+    Fault(call: "write", errno: ENOSPC, skip: 0, role: ""),
+    Fault(call: "write", errno: EDQUOT, skip: 0, role: ""),
+    Fault(call: "write", errno: EIO, skip: 0, role: ""),
+    Fault(call: "fsync", errno: EIO, skip: 0, role: ""),
+    Fault(call: "fsync", errno: ENOSPC, skip: 0, role: ""),
+    Fault(call: "renameat2", errno: ENOSPC, skip: 0, role: "tmp area and the pending area"),
+    Fault(call: "renameat2", errno: EDQUOT, skip: 0, role: "tmp area and the pending area"),
+    Fault(call: "renameat2", errno: EIO, skip: 0, role: "tmp area and the pending area"),
+    Fault(call: "pwrite", errno: EIO, skip: 0, role: "state file"),
+    Fault(call: "fsync", errno: EIO, skip: 1, role: "pending area"),
   ]
 
   @Test(arguments: enqueueFaults)
@@ -51,8 +53,10 @@ import Testing
     let error = try #require(thrown as? AppGroupMailboxError)
     #expect(
       error.ioFailureCause
-        == .init(operation: "enqueue", systemCall: fault.call, errno: fault.errno))
-    #expect(error.localizedDescription.contains("enqueue: \(fault.call) failed"))
+        == .init(
+          operation: "enqueue", systemCall: fault.call, errno: fault.errno, role: fault.role))
+    let place = fault.role.isEmpty ? "" : " on the \(fault.role)"
+    #expect(error.localizedDescription.contains("enqueue: \(fault.call)\(place) failed"))
     #expect(!"\(error) \(error.localizedDescription)".contains(secretMarker))
     #expect(container.names("tmp") == [])
     #expect(container.names("pending") == pendingBefore)
@@ -70,18 +74,19 @@ import Testing
     let clock = FakeClock()
     let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
     try mailbox.enqueue("A")
-    // The rename into claimed/ fails (EIO); or the open of the claimed file (EMFILE, ENOSPC) does:
-    // openat #1 lists pending/, openat #2 opens the claimed file.
+    // The rename into claimed/ fails (EIO); or the claim's second openat (EMFILE, ENOSPC), an open
+    // in pending/, does.
     let rule: FaultInjection.Rule =
       code == EIO
       ? .init(call: "renameat2", errno: code) : .init(call: "openat", errno: code, skip: 1)
+    let role = code == EIO ? "pending area and the claimed area" : "pending area"
     let (thrown, unfired) = thrownError(under: [rule]) {
       _ = try mailbox.claimPending()
     }
     #expect(unfired.isEmpty)
     #expect(
       (thrown as? AppGroupMailboxError)?.ioFailureCause
-        == .init(operation: "claim", systemCall: rule.call, errno: code))
+        == .init(operation: "claim", systemCall: rule.call, errno: code, role: role))
     #expect(container.names("claimed") == [])
     #expect(container.names("pending").count == 1)
     let claims = try mailbox.claimPending()
@@ -97,18 +102,21 @@ import Testing
     try mailbox.enqueue("A")
     try mailbox.enqueue("B")
     let claims = try mailbox.claimPending()
-    let attempts: [(String, Int32, String, () throws -> Void)] = [
-      ("release", ENOSPC, "renameat2", { try claims[0].release() }),
-      ("renew", EIO, "renameat2", { try claims[1].renew() }),
-      ("acknowledge", EIO, "unlinkat", { try claims[1].acknowledge() }),
+    let attempts: [(String, Int32, String, String, () throws -> Void)] = [
+      (
+        "release", ENOSPC, "renameat2", "claimed area and the pending area",
+        { try claims[0].release() }
+      ),
+      ("renew", EIO, "renameat2", "claimed area", { try claims[1].renew() }),
+      ("acknowledge", EIO, "unlinkat", "claimed area", { try claims[1].acknowledge() }),
     ]
-    for (operation, code, call, body) in attempts {
+    for (operation, code, call, role, body) in attempts {
       let (thrown, _) = thrownError(under: [.init(call: call, errno: code)]) {
         try body()
       }
       #expect(
         (thrown as? AppGroupMailboxError)?.ioFailureCause
-          == .init(operation: operation, systemCall: call, errno: code))
+          == .init(operation: operation, systemCall: call, errno: code, role: role))
       try body()
     }
     #expect(try mailbox.claimPending().map(\.message) == ["A"])

@@ -60,8 +60,8 @@ struct HoldSharingTests {
       #expect(
         refused.stderr
           == "mailboxctl: error: \(command): cannot open the mailbox at "
-          + "\(container.url.path)/AppGroupMailbox/jobs: openat failed: Permission denied "
-          + "(errno 13)\n")
+          + "\(container.url.path)/AppGroupMailbox/jobs: openat on the state file failed: "
+          + "Permission denied (errno 13)\n")
     }
     #expect(raw.isHeld)
   }

@@ -81,7 +81,7 @@ struct ReadOnlyAndSharingTests {
     #expect(
       enqueue.stderr
         == "mailboxctl: error: enqueue: cannot open the mailbox at \(mount)/AppGroupMailbox/jobs: "
-        + "openat failed: Read-only file system (errno 30)\n")
+        + "openat on the state file failed: Read-only file system (errno 30)\n")
     #expect(
       throws: AppGroupMailboxError.ioFailure(
         .init(
@@ -110,8 +110,8 @@ struct ReadOnlyAndSharingTests {
     #expect(
       enqueue.stderr
         == "mailboxctl: error: enqueue: cannot open the mailbox at "
-        + "\(container.url.path)/AppGroupMailbox/jobs: openat failed: Permission denied "
-        + "(errno 13)\n")
+        + "\(container.url.path)/AppGroupMailbox/jobs: openat on the state file failed: "
+        + "Permission denied (errno 13)\n")
     #expect(try modeList(container) == modes)
   }
 

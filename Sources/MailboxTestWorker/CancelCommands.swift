@@ -4,20 +4,6 @@ import Glibc
 
 // Worker commands for the cancel race (Tests/AppGroupMailboxTests/Core/CancelTests.swift).
 
-/// Waits until `path` exists; fails after `seconds` (the other process never came).
-func awaitFile(_ path: String, seconds: TimeInterval = 120) throws {
-  let limit = Date().addingTimeInterval(seconds)
-  while !FileManager.default.fileExists(atPath: path) {
-    guard Date() < limit else { throw WorkerTimeout(what: path) }
-    sched_yield()
-  }
-}
-
-/// A file the worker waited for never appeared, or one it must create could not be.
-struct WorkerTimeout: Error {
-  var what: String
-}
-
 let cancelCommands: [WorkerCommand] = [
   // cancel-race-claim CONTAINER NS READY STOP: claims Ints one at a time as fast as it can,
   // printing each claimed id and keeping the claim (never acknowledging); creates READY after

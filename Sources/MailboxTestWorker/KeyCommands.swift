@@ -9,13 +9,11 @@ let keyCommands: [WorkerCommand] = [
   // then enqueues COUNT messages "<PRODUCER>-<i>" (JSON strings) under key "k<i % KEYS>" with
   // POLICY (keep or replace), printing "<key> <outcome> <id> <payload>" for each.
   WorkerCommand(name: "key-produce") { args in
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
-      limits: AppGroupMailboxLimits(maxMessages: 1_000))
-    guard FileManager.default.createFile(atPath: args[2], contents: nil),
-      let policy = AppGroupMailboxKeyPolicy(rawValue: args[7])
-    else { throw WorkerTimeout(what: "create \(args[2])") }
-    try awaitFile(args[3])
+    let mailbox = try rawMailbox(args, maxMessages: 1_000)
+    guard let policy = AppGroupMailboxKeyPolicy(rawValue: args[7]) else {
+      throw WorkerTimeout(what: "policy \(args[7])")
+    }
+    try startTogether(ready: args[2], go: args[3])
     let keys = Int(args[5])!
     for index in 0..<Int(args[6])! {
       let key = "k\(index % keys)"

@@ -8,13 +8,11 @@ let priorityCommands: [WorkerCommand] = [
   // enqueues COUNT messages "P<PRODUCER>-<i>" (JSON strings) at level (7 * i + PRODUCER) % 10,
   // printing "<level> <payload>" for each once its enqueue returned.
   WorkerCommand(name: "priority-produce") { args in
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
-      limits: AppGroupMailboxLimits(maxMessages: 10_000))
-    guard FileManager.default.createFile(atPath: args[2], contents: nil),
-      let producer = Int(args[4]), let count = Int(args[5])
-    else { throw WorkerTimeout(what: "create \(args[2])") }
-    try awaitFile(args[3])
+    let mailbox = try rawMailbox(args, maxMessages: 10_000)
+    guard let producer = Int(args[4]), let count = Int(args[5]) else {
+      throw WorkerTimeout(what: "arguments \(args)")
+    }
+    try startTogether(ready: args[2], go: args[3])
     for index in 0..<count {
       let level = (7 * index + producer) % 10
       let text = "P\(producer)-\(index)"
@@ -25,9 +23,7 @@ let priorityCommands: [WorkerCommand] = [
   // priority-consume CONTAINER NS: claims one message at a time until none is pending,
   // acknowledging each and printing its payload (a JSON string) without the quotes.
   WorkerCommand(name: "priority-consume") { args in
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: URL(fileURLWithPath: args[0]), namespace: args[1],
-      limits: AppGroupMailboxLimits(maxMessages: 10_000))
+    let mailbox = try rawMailbox(args, maxMessages: 10_000)
     while let claim = try mailbox.claimPending(limit: 1).first {
       emitLine(String(decoding: claim.payload, as: UTF8.self).trimmingCharacters(in: ["\""]))
       try claim.acknowledge()

@@ -1,6 +1,6 @@
 import AppGroupMailbox
 
-/// Batch enqueue (``AppGroupMailbox/enqueue(contentsOf:)``): many messages, one lock and one
+/// Batch enqueue (``AppGroupMailbox/enqueue(contentsOf:priority:)``): many messages, one lock and one
 /// directory flush per batch, against the C baseline doing the same (a flush per file, one per
 /// batch for the directory).
 struct BatchMeasure: MeasureGroup {

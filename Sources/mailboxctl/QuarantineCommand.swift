@@ -15,8 +15,8 @@ let quarantineCommand = Subcommand(
     ]),
     details: """
       ID is a message id (every quarantined file with that id) or a quarantine file name.
-      requeue puts a readable message back in pending at the position of its enqueue date,
-      with its delivery count reset; a file that is not a readable message stays (exit 65), an
+      requeue puts a readable message back in pending at priority 5 (quarantine names keep no
+      level) and the position of its enqueue date, with its delivery count reset; a file that is not a readable message stays (exit 65), an
       id already pending or claimed stays too. purge deletes files. list and show only read:
       they work on a read-only file system and for a user who may only read the mailbox.
       Exit status: 66 when an ID matches nothing, 65 when a file is not a message, 75 when the

@@ -25,7 +25,7 @@ extension AppGroupMailbox {
   /// Blocks until a message may be pending or `timeout` seconds pass (nil: no limit).
   ///
   /// Returns at once with true when a message is already pending. A delayed message (see
-  /// ``enqueue(_:notBefore:)``) wakes the caller by itself when it becomes due: the wait ends
+  /// ``enqueue(_:notBefore:priority:)``) wakes the caller by itself when it becomes due: the wait ends
   /// then, the message is made pending, and the result is true. Opens a watcher for the call
   /// and closes it before returning; a loop waiting again and again should keep one
   /// ``wakeUps(pollingInterval:)`` watcher instead. Do not call it from a Swift concurrency

@@ -83,8 +83,10 @@ public enum AppGroupMailboxOverflowPolicy: Sendable, Equatable, Hashable {
   /// Refuse the new message with ``AppGroupMailboxError/mailboxFull``; nothing is written.
   case rejectNewest
   /// Delete the oldest pending message of the lowest priority level (never a claimed one) and
-  /// report ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``; when every message is claimed
-  /// the enqueue fails with ``AppGroupMailboxError/mailboxFull``.
+  /// report ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``. A message of a higher level
+  /// than the new one's is never deleted: when every pending message is of a higher level, or
+  /// every message is claimed or delayed, the enqueue fails with
+  /// ``AppGroupMailboxError/mailboxFull``.
   case discardOldest
 }
 

@@ -44,7 +44,8 @@ extension Spool {
     var failure: (any Error)?
     try mapIO("enqueue") {
       try withStateLock { counters in
-        discarded = try makeRoom(&counters, room: files.count, diagnostics: &diagnostics)
+        discarded = try makeRoom(
+          &counters, room: files.count, level: level, diagnostics: &diagnostics)
         if micros < counters.newestImplicitMicros {
           micros = counters.newestImplicitMicros
           for index in files.indices {

@@ -100,7 +100,7 @@ extension Spool {
           {
             return (decided, false)
           }
-          let discarded = try makeRoom(&counters, diagnostics: &diagnostics) > 0
+          let discarded = try makeRoom(&counters, level: level, diagnostics: &diagnostics) > 0
           if explicitMicros == nil, micros < counters.newestImplicitMicros {
             micros = counters.newestImplicitMicros
             try rewrite(id)
@@ -211,9 +211,10 @@ extension Spool {
   /// Ensures `room` free slots under the depth bound, with the lock held: recounts when the
   /// counter says they are not free (it may be high after a crash), then applies the overflow
   /// policy. Returns how many valid pending messages were discarded: the lowest level first,
-  /// oldest first within a level. `discardOldest` evicts
-  /// nothing unless enough valid messages exist to make all the room (else it throws
-  /// ``AppGroupMailboxError/mailboxFull``).
+  /// oldest first within a level, and never one above `level`, the incoming messages' level
+  /// (evicting a more urgent message to admit a less urgent one would invert the priorities).
+  /// `discardOldest` evicts nothing unless enough such messages exist to make all the room
+  /// (else it throws ``AppGroupMailboxError/mailboxFull``, as ``rejectNewest`` would).
   ///
   /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
   /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
@@ -221,7 +222,7 @@ extension Spool {
   /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
   ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
   func makeRoom(
-    _ counters: inout SpoolCounters, room: Int = 1,
+    _ counters: inout SpoolCounters, room: Int = 1, level: Int,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     guard counters.depth + room > limits.maxMessages else { return 0 }
@@ -246,7 +247,7 @@ extension Spool {
         continue
       case .valid(let stamp):
         verified[entry.name] = stamp
-        valid.append((name, entry))
+        if name.key.level <= level { valid.append((name, entry)) }
       case .linked:
         // As a claim does: the name goes to quarantine as a copy (see quarantineLinked).
         if quarantineLinked(

@@ -157,6 +157,38 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["a9", "c5", "e5"])
   }
 
+  @Test func `discardOldest never evicts a higher level than the new message's`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: FakeClock(start: start))
+    // Two delayed low messages and one urgent pending one: a new low message has nothing of its
+    // level or lower to evict (delayed ones are never evicted), so it is refused.
+    try mailbox.enqueue("d0", delay: 60, priority: 0)
+    try mailbox.enqueue("e0", delay: 60, priority: 0)
+    try mailbox.enqueue("p9", priority: 9)
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("new0", priority: 0) }
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("new8", priority: 8) }
+    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.priority) == [9])
+    // A message of the same level evicts the oldest of that level, as without levels.
+    try mailbox.enqueue("q9", priority: 9)
+    #expect(try mailbox.claimPending().map(\.message) == ["q9"])
+    #expect(container.names("delayed").count == 2)
+    #expect(container.names("tmp") == [])
+  }
+
+  @Test func `discardOldest with only higher levels pending refuses the new message`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: FakeClock(start: start))
+    for text in ["a9", "b9", "c9"] { try mailbox.enqueue(text, priority: 9) }
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("d0", priority: 0) }
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try mailbox.enqueue(contentsOf: ["e5", "f5"])
+    }
+    #expect(try mailbox.enqueue(contentsOf: ["g9", "h9"], priority: 9).count == 2)
+    #expect(try mailbox.claimPending().map(\.message) == ["c9", "g9", "h9"])
+  }
+
   @Test func `A level outside 0 to 9 is refused and nothing is written`() throws {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox()

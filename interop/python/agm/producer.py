@@ -7,7 +7,7 @@ import uuid
 
 from . import envelope
 from .errors import MailboxFull, PayloadTooLarge
-from .names import MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
+from .names import DEFAULT_LEVEL, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
 from .system import now_micros, rename_noreplace
 
 
@@ -102,8 +102,9 @@ class Producer:
                 return True
         return any(quarantined_id(entry) == id for entry in os.listdir(self.area("quarantine")))
 
-    def make_room(self, counters):
-        """Step 4: recount when the counter says full, then reject or evict the oldest pending."""
+    def make_room(self, counters, level=DEFAULT_LEVEL):
+        """Step 4: recount when the counter says full, then reject or evict the oldest pending
+        message of the lowest level, never one above the incoming message's `level`."""
         if counters[1] < self.max_messages:
             return
         counters[:] = self.recount(counters)
@@ -111,7 +112,10 @@ class Producer:
             return
         if not self.discard_oldest:
             raise MailboxFull()
-        names = (n for n in map(Name.parse, os.listdir(self.area("pending"))) if n)
+        names = [n for n in map(Name.parse, os.listdir(self.area("pending"))) if n]
+        names = [n for n in names if n.level <= level]
+        if len(names) < counters[1] + 1 - self.max_messages:
+            raise MailboxFull()
         for name in sorted(names, key=lambda n: n.eviction_key):
             if counters[1] < self.max_messages:
                 break

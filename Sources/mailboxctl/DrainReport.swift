@@ -45,6 +45,7 @@ final class DrainReport {
       object.add("delivered", context.delivered)
       object.add("released", context.released)
       object.add("quarantined", quarantined.count)
+      object.add("expired", quarantined.expired)
       object.add("failedHandlers", context.failedHandlers)
       object.add("delayed", status?.delayed)
       object.add("nextDueAt", date: status?.nextDueAt)
@@ -55,6 +56,9 @@ final class DrainReport {
       var text =
         "drain: delivered \(context.delivered), released \(context.released), quarantined "
         + "\(quarantined.count) in \(String(format: "%.2f", seconds)) s"
+      if quarantined.expired > 0 {
+        text += "; \(quarantined.expired) expired before a handler had them"
+      }
       if context.failedHandlers > 0 {
         text +=
           "; \(context.failedHandlers) handler failure" + (context.failedHandlers == 1 ? "" : "s")
@@ -70,17 +74,23 @@ final class DrainReport {
   }
 }
 
-/// Counts quarantine diagnostics (from any thread).
+/// Counts the drain's quarantine and expiry diagnostics (from any thread): the messages that left
+/// the mailbox without reaching the handler.
 final class QuarantineCounter: Sendable {
-  private let value = Locked<Int>(0)
+  private let value = Locked<(quarantined: Int, expired: Int)>((0, 0))
 
   func record(_ event: AppGroupMailboxDiagnostic) {
     switch event {
     case .malformedMessageQuarantined, .unsafeFileQuarantined, .deadLetterQuarantined:
-      value.withLock { $0 += 1 }
+      value.withLock { $0.quarantined += 1 }
+    case .expiredMessageRemoved:
+      value.withLock { $0.expired += 1 }
     default: break
     }
   }
 
-  var count: Int { value.withLock { $0 } }
+  /// Files quarantined (malformed, unsafe, dead letters).
+  var count: Int { value.withLock { $0.quarantined } }
+  /// Messages deleted because their lifetime ran out before a handler had them.
+  var expired: Int { value.withLock { $0.expired } }
 }

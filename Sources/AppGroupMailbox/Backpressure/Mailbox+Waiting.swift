@@ -8,32 +8,38 @@ extension AppGroupMailbox {
   /// line is the time it is stored. Producers waiting together are not served in any order.
   /// Blocks the calling thread; do not call it from a Swift concurrency task.
   ///
-  /// - Parameter timeout: Seconds to wait for room; 0 tries once. Finite, not negative.
+  /// - Parameters:
+  ///   - timeout: Seconds to wait for room; 0 tries once. Finite, not negative.
+  ///   - priority: The level, 0 to 9 (default 5), as ``enqueue(_:priority:)``.
   /// - Throws: ``MailboxError/mailboxFull`` when no room appeared in time; ``MailboxError/invalidLimit(_:)``
   ///   (`"timeout"`); the other errors of ``enqueue(_:priority:)``.
   @discardableResult
-  public func enqueue(_ message: Message, waitingUpTo timeout: TimeInterval) throws -> UUID {
-    try spool.waitingForRoom(timeout) { try enqueue(message) }
+  public func enqueue(
+    _ message: Message, waitingUpTo timeout: TimeInterval,
+    priority: Int = AppGroupMailboxPriority.default
+  ) throws -> UUID {
+    try spool.waitingForRoom(timeout) { try enqueue(message, priority: priority) }
   }
 }
 
 extension AppGroupRawMailbox {
   /// Adds one message as ``enqueue(_:id:enqueuedAt:messageType:priority:)`` does, waiting up to
   /// `timeout` seconds for room when the mailbox is full; see
-  /// ``AppGroupMailbox/enqueue(_:waitingUpTo:)``.
+  /// ``AppGroupMailbox/enqueue(_:waitingUpTo:priority:)``.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = "",
-    waitingUpTo timeout: TimeInterval
+    waitingUpTo timeout: TimeInterval, priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try waitingForRoom(upTo: timeout) {
-      try enqueue(payload, id: id, enqueuedAt: enqueuedAt, messageType: messageType)
+      try enqueue(
+        payload, id: id, enqueuedAt: enqueuedAt, messageType: messageType, priority: priority)
     }
   }
 
   /// Runs `attempt` (an enqueue of any kind), and while it throws
   /// ``AppGroupMailboxError/mailboxFull`` waits for room as
-  /// ``AppGroupMailbox/enqueue(_:waitingUpTo:)`` does and runs it again, up to `timeout`
+  /// ``AppGroupMailbox/enqueue(_:waitingUpTo:priority:)`` does and runs it again, up to `timeout`
   /// seconds. Blocks the calling thread.
   /// - Throws: ``AppGroupMailboxError/mailboxFull`` when no room appeared in time;
   ///   ``AppGroupMailboxError/invalidLimit(_:)`` (`"timeout"`); what `attempt` throws.

@@ -189,6 +189,23 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["c9", "g9", "h9"])
   }
 
+  @Test func `An enqueue that waits for room keeps its level`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(limits: .init(maxMessages: 2))
+    let raw = try container.rawMailbox(limits: .init(maxMessages: 2))
+    try mailbox.enqueue("a")
+    try mailbox.enqueue("b", waitingUpTo: 0, priority: 8)
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try raw.enqueue(Data("\"c\"".utf8), messageType: stringType, waitingUpTo: 0, priority: 9)
+    }
+    let first = try #require(try mailbox.claimPending(limit: 1).first)
+    #expect(first.message == "b")
+    try first.acknowledge()
+    try raw.enqueue(Data("\"c\"".utf8), messageType: stringType, waitingUpTo: 0, priority: 9)
+    #expect(try mailbox.inspector.entries(in: [.pending]).map(\.priority) == [9, 5])
+    #expect(try mailbox.claimPending().map(\.message) == ["c", "a"])
+  }
+
   @Test func `A level outside 0 to 9 is refused and nothing is written`() throws {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox()

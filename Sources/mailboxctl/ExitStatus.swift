@@ -61,6 +61,12 @@ struct CommandFailure: Error, CustomStringConvertible {
     case .ioFailure: status = .ioError
     default: status = .software
     }
+    if case .ioFailure(let cause) = mailboxError, !cause.operation.isEmpty {
+      // The cause names the operation itself: "enqueue: write failed: No space left on device
+      // (errno 28)", not "enqueue: A mailbox file operation failed: enqueue: write failed: ...".
+      self.init(status, "\(cause)")
+      return
+    }
     self.init(status, what.isEmpty ? text : "\(what): \(text)")
   }
 }

@@ -147,6 +147,24 @@ enum MailboxOptions {
     return lstat(location.directory.path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
   }
 
+  /// The failure for a mailbox that is not there (``ExitStatus/noInput``, 66), with the cause
+  /// when it is not simply missing: the path is not a directory, or lstat(2) failed otherwise
+  /// (for example ENOTDIR when the container is a file, EACCES when a directory on the way may
+  /// not be searched).
+  static func missing(_ location: Location) -> CommandFailure {
+    let path = location.directory.path
+    var info = stat()
+    if lstat(path, &info) == 0 {
+      return CommandFailure(.noInput, "no such mailbox: \(path) is not a directory")
+    }
+    let cause = Errno.current
+    guard cause != .noSuchFileOrDirectory else {
+      return CommandFailure(.noInput, "no such mailbox: \(path)")
+    }
+    return CommandFailure(
+      .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
+  }
+
   /// Opens the mailbox the arguments name for reading only: nothing is created, opened for
   /// writing or given another mode (a read-only file system, a user who may only read). A
   /// namespace directory that does not exist is ``ExitStatus/noInput`` (66).
@@ -155,9 +173,7 @@ enum MailboxOptions {
   ) {
     let location = try location(arguments)
     _ = try limits(arguments)
-    guard exists(location) else {
-      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
-    }
+    guard exists(location) else { throw missing(location) }
     noteIgnoredSettings(arguments, creating: false)
     do {
       let inspector = try AppGroupMailboxInspector(
@@ -180,9 +196,7 @@ enum MailboxOptions {
     let limits = try limits(arguments)
     let overflow = try overflow(arguments)
     let existed = exists(location)
-    if mustExist, !existed {
-      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
-    }
+    if mustExist, !existed { throw missing(location) }
     noteIgnoredSettings(arguments, creating: !existed)
     let forward: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in
       if case .storedSettingsApplied = event { return }

@@ -72,9 +72,7 @@ let configCommand = Subcommand(
       return .success
     }
     let location = try MailboxOptions.location(arguments)
-    guard MailboxOptions.exists(location) else {
-      throw CommandFailure(.noInput, "no such mailbox: \(location.directory.path)")
-    }
+    guard MailboxOptions.exists(location) else { throw MailboxOptions.missing(location) }
     let mailbox: AppGroupRawMailbox
     do {
       mailbox = try AppGroupRawMailbox(

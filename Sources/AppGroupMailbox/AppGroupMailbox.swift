@@ -71,8 +71,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared:
   ///     a new mailbox's sharing mode (stored like `limits`); nothing that exists changes mode.
   /// - Throws: ``MailboxError/invalidNamespace``, ``MailboxError/invalidLimit(_:)`` (also
-  ///   `"notificationName"` when empty or longer than 255 bytes encoded, and `"settings"` or
-  ///   `"settings format N"` for a settings file this version cannot read, and
+  ///   `"notificationName"` when empty or longer than 255 bytes encoded, and `"settings: <why>"`
+  ///   (a member's name, never its value) or `"settings format N"` for a settings file this
+  ///   version cannot read, and
   ///   `"payloadVersion"` when `Message` declares a
   ///   ``AppGroupMailboxVersionedMessage/payloadVersion`` outside 1 ...
   ///   ``AppGroupMailboxPayloadVersions/maximum``),

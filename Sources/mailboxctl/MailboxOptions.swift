@@ -243,9 +243,17 @@ enum MailboxOptions {
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure)")
-    case .invalidLimit(let name)? where name.hasPrefix("settings"):
+    case .invalidLimit(let name)? where name.hasPrefix("settings format "):
       return CommandFailure(
-        .unavailable, "cannot open the mailbox at \(path): its \(name) file is unreadable")
+        .unavailable,
+        "cannot open the mailbox at \(path): its settings file has "
+          + "\(name.dropFirst("settings ".count)), newer than this mailboxctl reads "
+          + "(formats 1 and 2); use the version that wrote it")
+    case .invalidLimit(let name)? where name.hasPrefix("settings: "):
+      return CommandFailure(
+        .unavailable,
+        "cannot open the mailbox at \(path): its settings file cannot be used: "
+          + name.dropFirst("settings: ".count))
     default:
       return CommandFailure(error, while: "open")
     }

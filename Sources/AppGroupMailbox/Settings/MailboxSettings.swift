@@ -120,44 +120,50 @@ enum SettingsText {
 
   /// What a settings file failed on.
   enum Failure: Error, Equatable {
-    /// Not one JSON object with every member valid.
-    case unreadable
+    /// Not one JSON object with every member valid; the text says what is wrong (a member's name,
+    /// never its value).
+    case unreadable(String)
     /// A `format` newer than this library reads.
     case futureFormat(Int)
   }
 
   static func decode(_ bytes: [UInt8]) throws(Failure) -> AppGroupMailboxSettings {
     guard
-      let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-      let format = integer(object["format"])
-    else { throw .unreadable }
+      let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+    else { throw .unreadable("not one JSON object") }
+    guard let format = integer(object["format"]) else {
+      throw .unreadable("'format' is missing or not an integer")
+    }
     guard format <= Self.format else { throw .futureFormat(format) }
-    guard format >= 1,
-      let maxMessages = integer(object["maxMessages"]),
-      let maxPayloadBytes = integer(object["maxPayloadBytes"]),
-      let lifetime = (object["messageLifetime"] as? NSNumber)?.doubleValue,
-      let quarantined = integer(object["maxQuarantinedFiles"]),
-      let policyText = object["overflowPolicy"] as? String,
-      let sharingText = object["sharing"] as? String
-    else { throw .unreadable }
+    guard format >= 1 else { throw .unreadable("'format' is below 1") }
+    func member<T>(_ name: String, _ value: T?) throws(Failure) -> T {
+      guard let value else { throw .unreadable("'\(name)' is missing or of the wrong type") }
+      return value
+    }
+    let maxMessages = try member("maxMessages", integer(object["maxMessages"]))
+    let maxPayloadBytes = try member("maxPayloadBytes", integer(object["maxPayloadBytes"]))
+    let lifetime = try member(
+      "messageLifetime", (object["messageLifetime"] as? NSNumber)?.doubleValue)
+    let quarantined = try member("maxQuarantinedFiles", integer(object["maxQuarantinedFiles"]))
+    let policyText = try member("overflowPolicy", object["overflowPolicy"] as? String)
+    let sharingText = try member("sharing", object["sharing"] as? String)
     let attempts: Int?
     switch object["maxDeliveryAttempts"] {
     case nil, is NSNull: attempts = nil
     case let value:
-      guard let number = integer(value) else { throw .unreadable }
-      attempts = number
+      attempts = try member("maxDeliveryAttempts", integer(value))
     }
     let policy: AppGroupMailboxOverflowPolicy
     switch policyText {
     case "rejectNewest": policy = .rejectNewest
     case "discardOldest": policy = .discardOldest
-    default: throw .unreadable
+    default: throw .unreadable("'overflowPolicy' is neither rejectNewest nor discardOldest")
     }
     let permissions: AppGroupMailboxPermissions
     switch sharingText {
     case "private": permissions = .private
     case "groupShared": permissions = .groupShared
-    default: throw .unreadable
+    default: throw .unreadable("'sharing' is neither private nor groupShared")
     }
     var settings = AppGroupMailboxSettings(
       limits: AppGroupMailboxLimits(
@@ -167,13 +173,19 @@ enum SettingsText {
     if format >= 2 {
       // A JSON `true` or `false` only (objCType "c"), not a number that bridges to Bool.
       guard let held = object["held"] as? NSNumber, String(cString: held.objCType) == "c"
-      else { throw .unreadable }
+      else { throw .unreadable("'held' is missing or not true or false (format 2)") }
       settings.isHeld = held.boolValue
     }
     settings.largestPayloadBytes = max(
       maxPayloadBytes,
       min(integer(object["largestPayloadBytes"]) ?? 0, AppGroupMailboxLimits.payloadCeiling))
-    guard (try? settings.validate()) != nil else { throw .unreadable }
+    do {
+      try settings.validate()
+    } catch AppGroupMailboxError.invalidLimit(let name) {
+      throw .unreadable("'\(name)' is out of range")
+    } catch {
+      throw .unreadable("a limit is out of range")
+    }
     return settings
   }
 

@@ -57,8 +57,9 @@ extension Spool {
   }
 
   /// The settings file in `namespace`, or nil when there is none.
-  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"settings"`) when the file is not
-  ///   readable settings or has a newer format; ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` when the file is not readable settings
+  ///   (`"settings: <why>"`, naming a member, never a value) or has a newer format
+  ///   (`"settings format N"`); ``AppGroupMailboxError/ioFailure(_:)``.
   static func readSettings(_ namespace: Int32) throws -> SettingsCache? {
     let file: FileDescriptor
     do {
@@ -72,20 +73,21 @@ extension Spool {
     let fd = file.rawValue
     let info = try mapIO("read settings") { try Syscall.fstat(fd) }
     guard info.st_mode & S_IFMT == S_IFREG else {
-      throw AppGroupMailboxError.invalidLimit("settings")
+      throw AppGroupMailboxError.invalidLimit("settings: not a regular file")
     }
     let bytes = try mapIO("read settings") {
       try Syscall.pread(fd, limit: SettingsText.maxBytes + 1)
     }
     guard bytes.count <= SettingsText.maxBytes else {
-      throw AppGroupMailboxError.invalidLimit("settings")
+      throw AppGroupMailboxError.invalidLimit(
+        "settings: larger than \(SettingsText.maxBytes) bytes")
     }
     do {
       return SettingsCache(settings: try SettingsText.decode(bytes), stamp: PendingStamp(info))
     } catch .futureFormat(let format) {
       throw AppGroupMailboxError.invalidLimit("settings format \(format)")
-    } catch {
-      throw AppGroupMailboxError.invalidLimit("settings")
+    } catch .unreadable(let why) {
+      throw AppGroupMailboxError.invalidLimit("settings: \(why)")
     }
   }
 

@@ -55,4 +55,42 @@ import Testing
       }
     }
   }
+
+  @Test func `A settings file that cannot be used names what is wrong, never a value`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let settings = container.url.appendingPathComponent("AppGroupMailbox/jobs/settings")
+    let prefix =
+      "mailboxctl: error: status: cannot open the mailbox at \(container.url.path)/AppGroupMailbox/jobs: "
+    let cases: [(String, String)] = [
+      ("not json", "its settings file cannot be used: not one JSON object"),
+      (
+        #"{"format":1,"maxMessages":"secret-value"}"#,
+        "its settings file cannot be used: 'maxMessages' is missing or of the wrong type"
+      ),
+      (
+        #"{"format":1,"maxMessages":5,"maxPayloadBytes":100,"messageLifetime":60,"#
+          + #""maxQuarantinedFiles":10,"overflowPolicy":"secret-value","sharing":"private"}"#,
+        "its settings file cannot be used: 'overflowPolicy' is neither rejectNewest nor "
+          + "discardOldest"
+      ),
+      (
+        #"{"format":1,"maxMessages":0,"maxPayloadBytes":100,"messageLifetime":60,"#
+          + #""maxQuarantinedFiles":10,"overflowPolicy":"rejectNewest","sharing":"private"}"#,
+        "its settings file cannot be used: 'maxMessages' is out of range"
+      ),
+      (
+        #"{"format":9}"#,
+        "its settings file has format 9, newer than this mailboxctl reads (formats 1 and 2); "
+          + "use the version that wrote it"
+      ),
+    ]
+    for (text, message) in cases {
+      try Data((text + "\n").utf8).write(to: settings)
+      let result = try Mailboxctl.run(["status"] + container.arguments())
+      #expect(result.status == 69)
+      #expect(result.stderr == prefix + message + "\n")
+      #expect(!result.stderr.contains("secret-value"))
+    }
+  }
 }

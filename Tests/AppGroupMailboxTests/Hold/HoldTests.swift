@@ -90,7 +90,9 @@ import Testing
     // Without `held`, or with a number for it, format 2 is unreadable (refused, not guessed).
     for member in ["", ",\"held\":1"] {
       let text = Self.heldLine.replacingOccurrences(of: ",\"held\":true", with: member)
-      #expect(throws: SettingsText.Failure.unreadable) {
+      #expect(
+        throws: SettingsText.Failure.unreadable("'held' is missing or not true or false (format 2)")
+      ) {
         _ = try SettingsText.decode(Array(text.utf8))
       }
     }

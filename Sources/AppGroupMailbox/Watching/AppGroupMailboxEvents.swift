@@ -13,7 +13,10 @@ import MailboxLocks
 /// dropped, or ``close()`` is called; it throws ``AppGroupMailboxError/mailboxDirectoryRemoved``
 /// when an area's directory is deleted, moved, replaced or unmounted. A queue overflow is an event
 /// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they
-/// are taken, without bound: keep iterating.
+/// are taken, up to a bound (``AppGroupMailboxInspector/events(bufferLimit:)``): when a slow
+/// iteration lets the buffer fill, its last slot holds an ``AppGroupMailboxEvent/Kind/overflowed``
+/// event and later events are dropped until the iteration takes some, so the gap is reported
+/// where it is and memory stays bounded.
 ///
 /// It uses the process's one shared inotify instance (docs/WAKEUPS.md, "Resources"), and 5
 /// watches (`pending/`, `claimed/`, `delayed/`, `quarantine/` and the namespace directory)
@@ -45,8 +48,9 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
   /// instance.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
   ///   unavailable (`EMFILE`, `ENOSPC` at the instance or watch limits).
-  init(directories: SpoolDirectories, lifetime: TimeInterval) throws {
-    (stream, continuation) = AsyncThrowingStream.makeStream()
+  init(directories: SpoolDirectories, lifetime: TimeInterval, bufferLimit: Int) throws {
+    (stream, continuation) = AsyncThrowingStream.makeStream(
+      bufferingPolicy: .bufferingOldest(bufferLimit))
     let state = Locked(State(derivation: EventDerivation(lifetimeMicros: Int64(lifetime * 1e6))))
     self.state = state
     let areas: [(Int32, EventArea)] = [
@@ -121,8 +125,24 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
       }
       return (state.derivation.derive(located, now: now), lost)
     }
-    for event in events { continuation.yield(event) }
+    deliver(events, to: continuation)
     if lost { continuation.finish(throwing: AppGroupMailboxError.mailboxDirectoryRemoved) }
+  }
+
+  /// Yields `events` into a buffer bounded with `.bufferingOldest`, keeping its last free slot
+  /// for an ``AppGroupMailboxEvent/Kind/overflowed`` marker: once an event leaves one slot, the
+  /// marker takes it, and the events after it are dropped until the iteration has taken some.
+  /// Called from one thread at a time (the inotify reader thread).
+  static func deliver(
+    _ events: [AppGroupMailboxEvent],
+    to continuation: AsyncThrowingStream<AppGroupMailboxEvent, any Error>.Continuation
+  ) {
+    for event in events {
+      guard case .enqueued(let remaining) = continuation.yield(event) else { continue }
+      if remaining == 1, event.kind != .overflowed {
+        continuation.yield(AppGroupMailboxEvent(kind: .overflowed, id: nil, date: event.date))
+      }
+    }
   }
 
   /// The names of the watched areas in the namespace directory.
@@ -147,10 +167,16 @@ extension AppGroupMailboxInspector {
   /// The lifecycle events of this namespace from now on, by every process; see
   /// ``AppGroupMailboxEvents``. The message lifetime that tells an expiry from a removal is the
   /// one stored in the mailbox's settings when this is called.
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
+  /// - Parameter bufferLimit: The most events that wait for the iteration (at least 2, default
+  ///   10,000, a few hundred bytes each); past it, an ``AppGroupMailboxEvent/Kind/overflowed``
+  ///   event marks the events dropped (see ``AppGroupMailboxEvents``).
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"bufferLimit"`) below 2;
+  ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
   ///   unavailable: events are derived from inotify alone, with no polling fallback.
-  public func events() throws -> AppGroupMailboxEvents {
-    try AppGroupMailboxEvents(
-      directories: spool.directories, lifetime: spool.settings.messageLifetime)
+  public func events(bufferLimit: Int = 10_000) throws -> AppGroupMailboxEvents {
+    guard bufferLimit >= 2 else { throw AppGroupMailboxError.invalidLimit("bufferLimit") }
+    return try AppGroupMailboxEvents(
+      directories: spool.directories, lifetime: spool.settings.messageLifetime,
+      bufferLimit: bufferLimit)
   }
 }

@@ -39,8 +39,9 @@ public struct AppGroupMailboxEvent: Sendable, Equatable, Hashable {
     case deadLettered
     /// A quarantined message was moved back to `pending/`.
     case requeued
-    /// The kernel's event queue overflowed (`IN_Q_OVERFLOW`): events were lost, and nothing is
-    /// known about what changed in between. ``AppGroupMailboxEvent/id`` is nil.
+    /// The kernel's event queue overflowed (`IN_Q_OVERFLOW`), or the sequence's own buffer was
+    /// full (``AppGroupMailboxInspector/events(bufferLimit:)``): events were lost, and nothing
+    /// is known about what changed in between. ``AppGroupMailboxEvent/id`` is nil.
     case overflowed
   }
 

@@ -47,7 +47,8 @@ let enqueueCommand = Subcommand(
       --lines` resumes without loss or repeats. With --wait, a message that finds the mailbox
       full waits for room (woken when a message is acknowledged, expires, is discarded,
       quarantined or cancelled) up to SECONDS, so with --lines the whole input goes in as consumers make
-      room.
+      room. With the discard-oldest overflow policy, each message deleted to make room is noted
+      on stderr.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward the depth bound; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past the mailbox's message
@@ -96,7 +97,16 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     throw CommandFailure(
       .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
-  let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: false)
+  // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
+  let (mailbox, _) = try MailboxOptions.open(
+    arguments, mustExist: false,
+    diagnostic: { event in
+      if event == .oldestMessageDiscarded {
+        Output.note(
+          "enqueue: the mailbox was full: its oldest pending message of the lowest level was "
+            + "deleted to make room (overflow discard-oldest)")
+      }
+    })
   if let notBefore {
     let lifetime = mailbox.limits.messageLifetime
     if notBefore.timeIntervalSince(date ?? Date()) >= lifetime {

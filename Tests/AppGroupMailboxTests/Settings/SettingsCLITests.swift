@@ -103,4 +103,22 @@ import Testing
     #expect(result.status == 0)
     #expect(result.stdout == "mailboxctl 0.2.0 (AppGroupMailbox on-disk format 1)\n")
   }
+
+  @Test func `An enqueue that discards the oldest message says so on stderr`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let created = try Mailboxctl.run(
+      ["create"] + location + ["--max-messages", "1", "--overflow", "discard-oldest"])
+    #expect(created.status == 0)
+    let first = try Mailboxctl.run(["enqueue"] + location + ["--data", "1"])
+    #expect(first.status == 0 && first.stderr == "")
+    let second = try Mailboxctl.run(["enqueue"] + location + ["--data", "2"])
+    #expect(second.status == 0)
+    #expect(
+      second.stderr
+        == "mailboxctl: enqueue: the mailbox was full: its oldest pending message of the lowest "
+        + "level was deleted to make room (overflow discard-oldest)\n")
+    let drained = try Mailboxctl.run(["drain"] + location)
+    #expect(drained.lines.count == 1 && drained.lines[0].hasSuffix(#""message":2}"#))
+  }
 }

@@ -63,7 +63,7 @@ let drainDetails = """
   ends in a row without an answer drain stops with 69. See docs/HANDLER-PROTOCOL.md and
   python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
-  keeps failing.
+  keeps failing: when its last allowed delivery fails, at once, without a retry delay.
   Without --follow, drain exits once nothing is pending; delayed messages keep waiting for
   a later run (the summary says how many, and when the next is due). With --follow it waits
   for wake-ups (inotify) and sleeps until the next due time. SIGHUP is handled like SIGTERM.

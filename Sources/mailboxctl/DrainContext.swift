@@ -63,12 +63,29 @@ final class DrainContext {
   /// Returns `claim` to the mailbox. `failure` (how the handler failed) counts a handler
   /// failure, and without an explicit `delay` the retry policy's delay applies and is
   /// reported; with neither, the message goes straight back (stopped by us, not at fault).
+  /// A failed delivery that was the last the mailbox's `maxDeliveryAttempts` allows is not
+  /// released to wait out a retry delay for nothing: it goes to quarantine as a dead letter now,
+  /// as the next claim would move it (the dead-letter report prints the line).
   func release(
     _ claim: AppGroupRawMailbox.Claim, failure: String? = nil, delay: TimeInterval? = nil
   ) {
     let seconds =
       delay ?? (failure == nil ? 0 : retryPolicy.delay(afterDelivery: claim.deliveryCount))
     if failure != nil { failedHandlers += 1 }
+    if let failure, let limit = mailbox.settings.maxDeliveryAttempts,
+      claim.deliveryCount >= limit
+    {
+      Output.note(
+        "drain: message \(Self.name(claim)): handler \(failure); that was its last delivery")
+      do {
+        try claim.deadLetter()
+      } catch AppGroupMailboxError.claimNoLongerExists {
+        // Recovered by another consumer already: its next claim dead-letters it.
+      } catch {
+        fatal = CommandFailure(error, while: "dead letter")
+      }
+      return
+    }
     do {
       try claim.release(retryAfter: seconds)
       released += 1

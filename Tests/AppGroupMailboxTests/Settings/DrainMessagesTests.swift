@@ -28,17 +28,13 @@ import Testing
   {
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox(limits: .init(maxDeliveryAttempts: 1))
+    // Delivered once elsewhere and released: drain's claim finds it past its attempts.
     let id = try raw.enqueue(Data("1".utf8)).id.uuidString.lowercased()
-    let first = try Mailboxctl.run(
-      ["drain"] + container.arguments() + ["--retry-delay", "2", "--exec", "false"])
-    #expect(first.status == 75)
-    #expect(first.stderr.contains("; 1 handler failure; 1 delayed until "))
-    let due = try #require(try raw.nextDueDate())
-    #expect(waitUntil(deadline: 30) { Date() > due })
-    let second = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "false"])
-    #expect(second.status == 0)
+    try #require(try raw.claimPending(limit: 1).first).release()
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "false"])
+    #expect(result.status == 0)
     let file = try #require(container.names("quarantine").first)
-    let lines = second.stderr.split(separator: "\n").map(String.init)
+    let lines = result.stderr.split(separator: "\n").map(String.init)
     #expect(lines.count == 2)
     #expect(
       lines.first
@@ -47,5 +43,43 @@ import Testing
     #expect(
       lines.last?.hasPrefix("mailboxctl: drain: delivered 0, released 0, quarantined 1 in ") == true
     )
+  }
+
+  @Test
+  func `A handler failing a message's last delivery dead-letters it at once, not after a retry`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxDeliveryAttempts: 2))
+    let id = try raw.enqueue(Data("1".utf8)).id.uuidString.lowercased()
+    let first = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--retry-delay", "3600", "--exec", "false"])
+    #expect(first.status == 75)
+    #expect(first.stderr.contains("message \(id): handler exit status 1; released, retry in "))
+    #expect(container.names("delayed").count == 1)
+    // The retry is due at once when promoted by hand: move its due time to now.
+    let delayed = try #require(container.names("delayed").first)
+    let parsed = try #require(DelayedName(parsing: delayed))
+    let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    try FileManager.default.moveItem(
+      atPath: container.path("delayed", delayed),
+      toPath: container.path(
+        "delayed", DelayedName(dueMicros: now, message: parsed.message).fileName))
+    let second = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "false"])
+    #expect(second.status == 75)
+    let file = try #require(container.names("quarantine").first)
+    let lines = second.stderr.split(separator: "\n").map(String.init)
+    #expect(lines.count == 3)
+    #expect(
+      lines.first
+        == "mailboxctl: drain: message \(id): handler exit status 1; that was its last delivery")
+    #expect(
+      lines.dropFirst().first
+        == "mailboxctl: drain: message \(id): dead letter after 2 deliveries (the mailbox's "
+        + "maxDeliveryAttempts); moved to quarantine as \(file)")
+    #expect(
+      lines.last?.hasPrefix("mailboxctl: drain: delivered 0, released 0, quarantined 1 in ") == true
+    )
+    #expect(container.names("delayed") == [] && container.names("pending") == [])
   }
 }

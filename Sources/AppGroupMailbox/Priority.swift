@@ -16,14 +16,4 @@ public enum AppGroupMailboxPriority {
   public static let `default` = 5
   /// Every level, ``lowest`` through ``highest``.
   public static let levels: ClosedRange<Int> = lowest...highest
-
-  /// `level` when it lies in ``levels``.
-  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `priority` and the accepted
-  ///   range (`"priority (accepted: 0...9)"`) for any other value.
-  static func validated(_ level: Int) throws -> Int {
-    guard levels.contains(level) else {
-      throw AppGroupMailboxError.invalidLimit("priority (accepted: \(levels))")
-    }
-    return level
-  }
 }

@@ -10,9 +10,9 @@ public import Foundation
 /// restored after ``Limits/claimTimeout``.
 ///
 /// Thread and process safety: every member may be called from any thread, and any number of
-/// processes may open the same namespace. Claims never wait for a lock; enqueues, acknowledges
-/// and maintenance hold the namespace's lock (flock(2) on its `state` file) for a few system
-/// calls.
+/// processes may open the same namespace. Claims and acknowledges never wait for a lock;
+/// enqueues, releases and maintenance hold the namespace's lock (flock(2) on its `state` file)
+/// for a few system calls.
 public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// Resource limits; see ``AppGroupMailboxLimits``.
   public typealias Limits = AppGroupMailboxLimits

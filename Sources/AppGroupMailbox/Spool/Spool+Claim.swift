@@ -266,7 +266,7 @@ extension Spool {
   /// when the claim was recovered (or already finished) and touches nothing then.
   func acknowledge(_ claimed: ClaimedName) throws {
     let removed = try mapIO("acknowledge") {
-      try removeCounted { try Syscall.unlink(directories.claimed, claimed.fileName) }
+      try remove { try Syscall.unlink(directories.claimed, claimed.fileName) }
     }
     guard removed else { throw AppGroupMailboxError.claimNoLongerExists }
   }

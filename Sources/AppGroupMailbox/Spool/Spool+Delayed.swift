@@ -20,7 +20,7 @@ extension Spool {
         guard expired || name.dueMicros <= clock else { continue }
         do {
           if expired {
-            if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
+            if try remove({ try Syscall.unlink(directories.delayed, entry.name) }) {
               diagnostics.append(.expiredMessageRemoved)
             }
           } else if try lockedMove(

@@ -45,7 +45,7 @@ extension Spool {
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
-    try promoteDue(diagnostics: &diagnostics)
+    try promoteDue(skippingUnchanged: true, diagnostics: &diagnostics)
     if isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
       return []

@@ -48,6 +48,8 @@ final class Spool: Sendable {
   /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
   /// does not write the same line again. Touched only with `lock` held.
   private let persistedInBody = Locked<SpoolCounters?>(nil)
+  /// What the last listing of `delayed/` found (see ``DelayedScan``).
+  let delayedScan = Locked<DelayedScan>(DelayedScan())
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
   /// The earliest clock reading at which a claim must look again at an entry it skipped for

@@ -215,14 +215,21 @@ public final class AppGroupRawMailbox: Sendable {
   /// Whether `data` may be enqueued: one JSON value in UTF-8 text (no NUL byte, which UTF-8
   /// JSON never holds but UTF-16 and UTF-32 do), not starting with a byte order mark. Claims
   /// keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by it.
+  /// - Complexity: O(n) in the bytes; one pass and no allocation for valid UTF-8 JSON
+  ///   (``JSONSyntax``).
   static func isStorable(_ data: Data) -> Bool {
-    !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
+    // Certainly valid JSON is UTF-8 without a NUL byte or a byte order mark.
+    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
+    return !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
       && String(validating: data, as: UTF8.self) != nil && isJSON(data)
   }
 
   /// Whether `data` is one JSON value (any top-level value; JSONSerialization detects UTF-8, 16
-  /// or 32).
+  /// or 32). ``JSONSyntax`` answers first, without building the value; JSONSerialization
+  /// decides whatever it is not sure of.
+  /// - Complexity: O(n) in the bytes.
   static func isJSON(_ data: Data) -> Bool {
-    (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
+    return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
   }
 }

@@ -217,10 +217,13 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
       unique: true, priority: priority)
   }
 
+  /// The one enqueue every public variant calls; `due` nil (or not in the future) publishes to
+  /// `pending/`. The due time is checked first, then the priority level, then the encoding.
   func enqueue(
-    _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool,
-    notBeforeMicros: Int64? = nil, priority: Int
+    _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool, due: DueTime? = nil,
+    priority: Int
   ) throws -> UUID {
+    let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
     let payload: Data
     do {

@@ -144,16 +144,17 @@ public final class AppGroupRawMailbox: Sendable {
     priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: nil, messageType: messageType,
+      payload, id: id, enqueuedAt: enqueuedAt, due: nil, messageType: messageType,
       priority: priority)
   }
 
-  /// The one enqueue every public variant calls; `notBeforeMicros` nil (or not in the future)
-  /// publishes to `pending/`.
+  /// The one enqueue every public variant calls; `due` nil (or not in the future) publishes to
+  /// `pending/`. The due time is checked first, then the priority level, then the payload.
   func enqueue(
-    _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String,
+    _ payload: Data, id: UUID?, enqueuedAt: Date?, due: DueTime?, messageType: String,
     priority: Int
   ) throws -> Receipt {
+    let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()

@@ -11,7 +11,7 @@
 public protocol AppGroupMailboxProtocol: AnyObject, Sendable {
   /// The claim this mailbox hands out: ``AppGroupMailbox/Claim`` or
   /// ``AppGroupRawMailbox/Claim``.
-  associatedtype Claim: AppGroupMailboxClaimProtocol
+  associatedtype Claim: AppGroupMailboxClaimBase
 
   /// Counts, listings and quarantine repairs of this namespace; see
   /// ``AppGroupMailboxInspector``.
@@ -24,20 +24,5 @@ public protocol AppGroupMailboxProtocol: AnyObject, Sendable {
   func claimPending(limit: Int?) throws -> [Claim]
 }
 
-/// What a drain loop needs of a claim: ``AppGroupMailbox/Claim`` and
-/// ``AppGroupRawMailbox/Claim`` conform. Thread safety: both methods may be called from any
-/// thread.
-public protocol AppGroupMailboxClaimProtocol: AnyObject, Sendable {
-  /// Deletes the message: it has been handled.
-  /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when already finished or recovered;
-  ///   ``AppGroupMailboxError/mailboxDeallocated``; ``AppGroupMailboxError/ioFailure(_:)``.
-  func acknowledge() throws
-  /// Returns the message to pending at its original position.
-  /// - Throws: as ``acknowledge()``.
-  func release() throws
-}
-
 extension AppGroupMailbox: AppGroupMailboxProtocol {}
 extension AppGroupRawMailbox: AppGroupMailboxProtocol {}
-extension AppGroupMailbox.Claim: AppGroupMailboxClaimProtocol {}
-extension AppGroupRawMailbox.Claim: AppGroupMailboxClaimProtocol {}

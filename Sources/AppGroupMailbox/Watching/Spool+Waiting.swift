@@ -50,7 +50,7 @@ extension Spool {
 
   /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``; `claim` claims up to
   /// the given number of messages.
-  func drain<C: AppGroupMailboxClaimProtocol>(
+  func drain<C: AppGroupMailboxClaimBase>(
     batchSize: Int, pollingInterval: TimeInterval, claim: (Int) throws -> [C],
     handler: (C) async throws -> Void
   ) async throws {
@@ -79,7 +79,7 @@ extension Spool {
 
   /// Claims and hands out messages until nothing is pending, then returns; see
   /// ``AppGroupMailbox/drainPending(batchSize:handler:)``.
-  func drainPending<C: AppGroupMailboxClaimProtocol>(
+  func drainPending<C: AppGroupMailboxClaimBase>(
     batchSize: Int, claim: (Int) throws -> [C], handler: (C) async throws -> Void
   ) async throws {
     guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
@@ -92,7 +92,7 @@ extension Spool {
 
   /// Hands `claims` to `handler` in order, acknowledging each after it returns; see
   /// ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``.
-  private func handOut<C: AppGroupMailboxClaimProtocol>(
+  private func handOut<C: AppGroupMailboxClaimBase>(
     _ claims: [C], to handler: (C) async throws -> Void
   ) async throws {
     for (index, claim) in claims.enumerated() {
@@ -117,7 +117,7 @@ extension Spool {
     }
   }
 
-  private func releaseQuietly<C: AppGroupMailboxClaimProtocol>(_ claims: ArraySlice<C>) {
+  private func releaseQuietly<C: AppGroupMailboxClaimBase>(_ claims: ArraySlice<C>) {
     for claim in claims { try? claim.release() }
   }
 

@@ -1,5 +1,8 @@
+public import Foundation
+
 /// What ``AppGroupMailbox`` and ``AppGroupRawMailbox`` share, so that each member they have in
-/// common is written once: the stored settings (``settings``, ``updateSettings(_:)``) and
+/// common is written once: ``limits``, ``directoryURL``, ``performMaintenance()``, the stored
+/// settings (``settings``, ``updateSettings(_:)``) and
 /// waiting for work (``wakeUps(pollingInterval:)``, ``wait(timeout:)``,
 /// ``drain(batchSize:pollingInterval:handler:)``, ``drainPending(batchSize:handler:)``). Those
 /// members act on the mailbox's spool, which they reach through ``inspector``; generic code may
@@ -26,3 +29,31 @@ public protocol AppGroupMailboxProtocol: AnyObject, Sendable {
 
 extension AppGroupMailbox: AppGroupMailboxProtocol {}
 extension AppGroupRawMailbox: AppGroupMailboxProtocol {}
+
+/// The members of ``AppGroupMailbox`` and ``AppGroupRawMailbox`` that read or maintain the
+/// namespace whatever its messages' type.
+extension AppGroupMailboxProtocol {
+  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
+  /// this opener's ``AppGroupMailboxLimits/claimTimeout``.
+  public var limits: AppGroupMailboxLimits {
+    inspector.spool.refreshSettings()
+    return inspector.spool.limits
+  }
+
+  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
+  public var directoryURL: URL {
+    URL(fileURLWithPath: inspector.spool.directories.path, isDirectory: true)
+  }
+
+  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
+  /// quarantine and rebuilds the depth counter. Claims and enqueues already do the first part at
+  /// most once a second; call this from a timer to bound disk use while idle.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n log n) in the entries of the namespace.
+  public func performMaintenance() throws {
+    let spool = inspector.spool
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.maintain(diagnostics: &diagnostics)
+  }
+}

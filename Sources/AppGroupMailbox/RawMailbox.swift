@@ -38,14 +38,6 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
-  /// this opener's ``AppGroupMailboxLimits/claimTimeout``.
-  public var limits: Limits {
-    spool.refreshSettings()
-    return spool.limits
-  }
-  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
-  public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
   /// The namespace name.
   public let namespace: String
 
@@ -201,16 +193,6 @@ public final class AppGroupRawMailbox: Sendable {
       guard Self.isJSON(raw.payload) else { return nil }
       return Claim(raw: raw, mailbox: self)
     }
-  }
-
-  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
-  /// quarantine and rebuilds the depth counter (as ``AppGroupMailbox/performMaintenance()``).
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n log n) in the entries of the namespace.
-  public func performMaintenance() throws {
-    var diagnostics: [AppGroupMailboxDiagnostic] = []
-    defer { spool.emit(diagnostics) }
-    try spool.maintain(diagnostics: &diagnostics)
   }
 
   /// Whether `data` may be enqueued: one JSON value in UTF-8 text (no NUL byte, which UTF-8

@@ -2,11 +2,12 @@ import Foundation
 
 /// Command-line options of `mailbox-bench`.
 struct BenchOptions {
-  /// `--quick`: fewer rounds and messages; finishes in under 90 seconds.
+  /// `--quick`: fewer operations per round, more rounds; a few minutes on a loaded machine.
   var quick = false
   /// `--json`: one JSON object per measurement on stdout instead of the table.
   var json = false
-  /// `--peers`: also run Python's `dirq` and `mailbox.Maildir` when present.
+  /// `--peers`: also run the peers (Python's `dirq`, `mailbox.Maildir`, `persist-queue` and a
+  /// SQLite table) when present.
   var peers = false
   /// `--rounds N`: alternating baseline/library rounds per measure (median reported).
   var rounds: Int?
@@ -72,6 +73,7 @@ struct BenchOptions {
   /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.
   var cacheDirectory: String { cache ?? ((directory ?? "/var/tmp") + "/mailbox-bench-cache") }
 
-  /// Rounds per measure: 5 by default, 3 with `--quick`.
-  var roundCount: Int { rounds ?? (quick ? 3 : 5) }
+  /// Rounds per measure: 5 by default, 7 with `--quick` (more rounds of fewer operations: the
+  /// median of seven rounds' ratios moves less between runs than that of three longer ones).
+  var roundCount: Int { rounds ?? (quick ? 7 : 5) }
 }

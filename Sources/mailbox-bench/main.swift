@@ -1,5 +1,6 @@
 // mailbox-bench: the library against the C system-call floor (Sources/CMailboxBaseline) and, with
-// --peers, Python's dirq and mailbox.Maildir. See docs/PERFORMANCE.md.
+// --peers, what a user would pick instead (Python's dirq, mailbox.Maildir, persist-queue and a
+// SQLite table). See docs/PERFORMANCE.md.
 import Foundation
 import Glibc
 
@@ -49,7 +50,7 @@ group("memory") { try MemoryMeasure(context: context).run() }
 group("drain") { try DrainMeasure(context: context).run() }
 group("bridge") { try BridgeMeasure(context: context).run() }
 group("peers") { try PeerMeasures(context: context).run() }
-Targets.check(report.rows, claimCost: depth.claimCost, json: options.json)
+Targets.check(report.rows, options: options, json: options.json)
 if !options.json {
   print(String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9))
 }

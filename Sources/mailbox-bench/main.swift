@@ -39,7 +39,8 @@ var failed = false
   }
 }
 
-if !options.json { print(Machine.describe(base: workspace.base)) }
+let loadAtStart = Machine.load()
+if !options.json { print(Machine.describe(base: workspace.base) + "; load " + loadAtStart) }
 group("throughput") { try ThroughputMeasures(context: context).run() }
 var depth = DepthMeasures(context: context)
 group("depth") { try depth.run() }
@@ -52,7 +53,9 @@ group("bridge") { try BridgeMeasure(context: context).run() }
 group("peers") { try PeerMeasures(context: context).run() }
 Targets.check(report.rows, options: options, json: options.json)
 if !options.json {
-  print(String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9))
+  print(
+    String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9)
+      + "; load average at start \(loadAtStart), at end \(Machine.load())")
 }
 workspace.removeAll()
 exit(failed ? 1 : 0)

@@ -51,7 +51,7 @@ struct ThroughputMeasures: MeasureGroup {
   /// process wrote one side's files back, and unlinking a file on disk waits for a discard.
   private func consume(durable: Bool, size: Int, count: Int) throws {
     let label = durable ? "full" : "relaxed"
-    let library = durable ? AppGroupMailbox<String>.Durability.full : .relaxed
+    let durability = durable ? AppGroupMailbox<String>.Durability.full : .relaxed
     func baseline(_ path: String) throws -> (Int) throws -> Int64 {
       let side = try BaselineSide(root: path, durable: durable)
       return { n in
@@ -59,25 +59,24 @@ struct ThroughputMeasures: MeasureGroup {
         return try side.timeConsume(count: n)
       }
     }
-    let consume = try measure(durable: durable, count: count, baseline: baseline) { path in
-      let filler = try LibrarySide(container: path, durability: .relaxed)
-      let side = try LibrarySide(container: path, durability: library)
-      return { n in
-        _ = try filler.timeEnqueue(count: n, size: size)
-        return try side.timeConsume(count: n)
+    func library(raw: Bool) -> (String) throws -> (Int) throws -> Int64 {
+      { path in
+        let filler = try LibrarySide(container: path, durability: .relaxed)
+        let consume =
+          raw
+          ? try RawSide(container: path, durability: durability).timeConsume(count:)
+          : try LibrarySide(container: path, durability: durability).timeConsume(count:)
+        return { n in
+          _ = try filler.timeEnqueue(count: n, size: size)
+          return try consume(n)
+        }
       }
     }
-    add("claim+read+ack", label, size, count, consume)
-    guard size > 1024 else { return }
-    let raw = try measure(durable: durable, count: count, baseline: baseline) { path in
-      let filler = try LibrarySide(container: path, durability: .relaxed)
-      let side = try RawSide(container: path, durability: library)
-      return { n in
-        _ = try filler.timeEnqueue(count: n, size: size)
-        return try side.timeConsume(count: n)
-      }
+    for raw in size > 1024 ? [false, true] : [false] {
+      let paired = try measure(
+        durable: durable, count: count, baseline: baseline, library: library(raw: raw))
+      add(raw ? "claim+read+ack, raw" : "claim+read+ack", label, size, count, paired)
     }
-    add("claim+read+ack, raw", label, size, count, raw)
   }
 
   /// Operations a round is split into: the sides take turns every `count / chunks` operations.

@@ -19,6 +19,8 @@ struct BenchOptions {
   /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
   /// wake, memory, drain, bridge, peers).
   var only: Set<String>?
+  /// `--compare A B`: compare the ratios of two `--json` runs instead of measuring.
+  var compare: (String, String)?
   /// `--python PATH`: the interpreter for `--peers` (default `.venv-peers/bin/python`, then
   /// `python3`).
   var python: String?
@@ -26,6 +28,7 @@ struct BenchOptions {
   static let usage = """
     usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
                          [--only GROUP[,GROUP...]] [--python PATH]
+           mailbox-bench --compare RUN1.jsonl RUN2.jsonl
     groups: throughput, depth, batch, concurrency, wake, memory, drain, bridge, peers
     """
 
@@ -53,6 +56,9 @@ struct BenchOptions {
       case "--only":
         guard let text = value() else { return nil }
         only = Set(text.split(separator: ",").map(String.init))
+      case "--compare":
+        guard let first = value(), let second = value() else { return nil }
+        compare = (first, second)
       case "--python":
         guard let text = value() else { return nil }
         python = text

@@ -16,6 +16,15 @@ guard let options = BenchOptions(arguments: arguments) else {
   exit(64)
 }
 
+if let (first, second) = options.compare {
+  do {
+    exit(try Compare.run(first, second) ? 0 : 1)
+  } catch {
+    FileHandle.standardError.write(Data("mailbox-bench --compare: \(error)\n".utf8))
+    exit(66)
+  }
+}
+
 let started = nowNanoseconds()
 let report = Report(json: options.json)
 let workspace: Workspace

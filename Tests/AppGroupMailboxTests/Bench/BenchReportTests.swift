@@ -49,6 +49,26 @@ import Testing
     #expect(!target.why.isEmpty)
   }
 
+  @Test func `Two runs are compared ratio by ratio, matched by row`() {
+    func row(_ measure: String, _ durability: String, _ ratio: Double) -> [String: Any] {
+      [
+        "group": "throughput", "measure": measure, "durability": durability, "size": 256,
+        "against": "C", "ratio": ratio,
+      ]
+    }
+    let first = [row("enqueue", "full", 0.5), row("enqueue", "relaxed", 1.0)]
+    let second = [
+      row("enqueue", "relaxed", 1.25), row("enqueue", "full", 0.55),
+      ["group": "target", "target": "x", "verdict": "met"],
+    ]
+    let pairs = Compare.pairs(first, second)
+    #expect(
+      pairs.map(\.key) == [
+        "throughput | enqueue | full | 256 | C", "throughput | enqueue | relaxed | 256 | C",
+      ])
+    #expect(pairs.map { ($0.apart * 100).rounded() } == [10, 25])
+  }
+
   @Test func `Rounds alternate which side goes first`() throws {
     var order: [String] = []
     try Rounds.interleave(4) {

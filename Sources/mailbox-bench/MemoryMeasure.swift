@@ -48,9 +48,10 @@ struct MemoryMeasure: MeasureGroup {
       guard words.count == 3, words[0] == 0 else {
         throw BenchError.failed("mailboxctl drain exited with \(words.first ?? -1)")
       }
+      // The summary is drain's last stderr line; notes may come before it.
+      let lines = try String(contentsOfFile: summary, encoding: .utf8).split(separator: "\n")
       let object =
-        try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: summary)))
-        as? [String: Any]
+        try JSONSerialization.jsonObject(with: Data((lines.last ?? "").utf8)) as? [String: Any]
       drained = object?["delivered"] as? Int ?? -1
       peak = words[1]
       what = String(

@@ -111,21 +111,43 @@ struct PendingName: Hashable, Sendable {
       bytes = UnsafeBufferPointer(rebasing: stem[3...])
     }
     // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
-    guard bytes.count >= 76, bytes.count <= 85 else { return nil }
+    let count = bytes.count
+    guard count >= 76, count <= 85 else { return nil }
     guard bytes[16] == UInt8(ascii: "-"), bytes[37] == UInt8(ascii: "-"),
       bytes[74] == UInt8(ascii: "-")
     else { return nil }
-    guard let micros = digits(bytes[0..<16]), let sequence = digits(bytes[17..<37]),
-      let attempts = digits(bytes[75...]), attempts <= UInt64(maxAttempts)
+    guard let micros = digits(bytes, 0..<16), let sequence = digits(bytes, 17..<37),
+      let attempts = digits(bytes, 75..<count), attempts <= UInt64(maxAttempts)
     else { return nil }
-    guard bytes[75] != UInt8(ascii: "0") || bytes.count == 76 else { return nil }
-    let uuidBytes = UnsafeBufferPointer(rebasing: bytes[38..<74])
-    guard !uuidBytes.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-      let id = NameBytes.parseUUID(uuidBytes)
+    guard bytes[75] != UInt8(ascii: "0") || count == 76 else { return nil }
+    guard
+      let id = NameBytes.parseUUID(
+        UnsafeBufferPointer(rebasing: bytes[38..<74]), lowercaseOnly: true)
     else { return nil }
     return PendingName(
       key: MessageKey(micros: Int64(micros), sequence: sequence, level: level), id: id,
       attempts: Int(attempts))
+  }
+
+  /// The value of the decimal digits at `range` of `bytes` (1 to 20 of them); nil for anything
+  /// else or on overflow. The parsers' fast path: no generic collection, no allocation.
+  @inline(__always)
+  static func digits(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
+    guard !range.isEmpty, range.count <= 20 else { return nil }
+    var value: UInt64 = 0
+    for index in range {
+      let digit = bytes[index] &- UInt8(ascii: "0")
+      guard digit < 10 else { return nil }
+      if range.count < 20 {
+        value = value &* 10 &+ UInt64(digit)  // at most 19 digits: no overflow
+      } else {
+        let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+        let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+        guard !overflow1, !overflow2 else { return nil }
+        value = sum
+      }
+    }
+    return value
   }
 
   /// The value of 1 to 20 decimal digits; nil for anything else or on overflow.

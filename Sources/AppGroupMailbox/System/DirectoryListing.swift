@@ -29,7 +29,12 @@ struct DirectoryEntry: Sendable {
 
   /// Whether the listing reported a type other than a regular file (`DT_UNKNOWN` counts as maybe
   /// regular: the caller must look).
-  var isKnownNotRegular: Bool { type != UInt8(DT_REG) && type != UInt8(DT_UNKNOWN) }
+  var isKnownNotRegular: Bool { Self.isKnownNotRegular(type) }
+
+  /// ``isKnownNotRegular`` for a `d_type` from ``Syscall/forEachEntry(_:_:)``.
+  static func isKnownNotRegular(_ type: UInt8) -> Bool {
+    type != UInt8(DT_REG) && type != UInt8(DT_UNKNOWN)
+  }
 }
 
 extension Syscall {

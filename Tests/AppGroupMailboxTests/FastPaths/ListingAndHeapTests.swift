@@ -119,3 +119,35 @@ struct ListingAndHeapTests {
     #expect(PendingName(parsing: valid.fileName.uppercased()) == nil)
   }
 }
+
+/// The counters' recount lists `pending/` with the same listing and counts each message once
+/// across the areas, in 40 bytes a name (a sorted heap, no hash set).
+struct RecountTests {
+  @Test func `A recount counts pending, claimed and delayed messages once each`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 10_000), clock: clock)
+    // 1,500 names are about 156 KiB of getdents64 records: several reads.
+    for index in 0..<1_500 { try mailbox.enqueue("m\(index)") }
+    _ = try mailbox.enqueue("later", delay: 3600)
+    let claimed = try #require(try mailbox.claimPending(limit: 1).first)
+    // A second copy of a pending message in claimed/ (same key and id) is one message.
+    let pending = try #require(container.pendingNames().first)
+    let copy = ClaimedName(
+      message: PendingName(key: pending.key, id: pending.id, attempts: 1), token: 7,
+      leaseUntilMicros: 1)
+    try Data().write(to: container.area("claimed").appendingPathComponent(copy.fileName))
+    // A foreign entry and a directory under a message name are not messages.
+    try Data().write(to: container.area("pending").appendingPathComponent("planted"))
+    let fake = PendingName(key: MessageKey(micros: 1, sequence: 99_999), id: UUID(), attempts: 0)
+    try FileManager.default.createDirectory(
+      at: container.area("pending").appendingPathComponent(fake.fileName),
+      withIntermediateDirectories: false)
+    let counted = try mailbox.spool.recount(stored: nil)
+    #expect(counted.depth == 1_501)
+    #expect(counted.sequence == 1_501)
+    try claimed.acknowledge()
+    #expect(try mailbox.spool.recount(stored: nil).depth == 1_500)
+  }
+}

@@ -135,17 +135,22 @@ struct PendingName: Hashable, Sendable {
   static func digits(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
     guard !range.isEmpty, range.count <= 20 else { return nil }
     var value: UInt64 = 0
-    for index in range {
+    var largest: UInt8 = 0
+    // At most 19 digits cannot overflow; a 20th is added with a check.
+    let last = min(range.upperBound, range.lowerBound + 19)
+    for index in range.lowerBound..<last {
       let digit = bytes[index] &- UInt8(ascii: "0")
+      largest = max(largest, digit)
+      value = value &* 10 &+ UInt64(digit)
+    }
+    guard largest < 10 else { return nil }
+    if last < range.upperBound {
+      let digit = bytes[last] &- UInt8(ascii: "0")
       guard digit < 10 else { return nil }
-      if range.count < 20 {
-        value = value &* 10 &+ UInt64(digit)  // at most 19 digits: no overflow
-      } else {
-        let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-        let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
-        guard !overflow1, !overflow2 else { return nil }
-        value = sum
-      }
+      let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+      let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+      guard !overflow1, !overflow2 else { return nil }
+      value = sum
     }
     return value
   }

@@ -63,18 +63,21 @@ extension NameBytes {
     var low: UInt64 = 0
     var seen: UInt64 = 0  // every nibble ORed: 16 marks a byte that is not a digit
     let letters: UInt8 = lowercaseOnly ? 0 : 0x20
-    for index in 0..<36 where index != 8 && index != 13 && index != 18 && index != 23 {
-      let byte = bytes[index]
-      let digit = byte &- UInt8(ascii: "0")
-      let letter = (byte | letters) &- UInt8(ascii: "a")
-      let nibble: UInt64 = digit < 10 ? UInt64(digit) : letter < 6 ? UInt64(letter) + 10 : 16
-      seen |= nibble
-      if index < 19 {
-        high = high << 4 | (nibble & 0xf)
-      } else {
-        low = low << 4 | (nibble & 0xf)
+    @inline(__always) func add(_ range: Range<Int>, to word: inout UInt64) {
+      for index in range {
+        let byte = bytes[index]
+        let digit = byte &- UInt8(ascii: "0")
+        let letter = (byte | letters) &- UInt8(ascii: "a")
+        let nibble: UInt64 = digit < 10 ? UInt64(digit) : letter < 6 ? UInt64(letter) + 10 : 16
+        seen |= nibble
+        word = word << 4 | (nibble & 0xf)
       }
     }
+    add(0..<8, to: &high)
+    add(9..<13, to: &high)
+    add(14..<18, to: &high)
+    add(19..<23, to: &low)
+    add(24..<36, to: &low)
     guard seen & 16 == 0 else { return nil }
     // Two big-endian words are the 16 bytes of the UUID in order.
     return UUID(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))

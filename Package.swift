@@ -39,7 +39,9 @@ let package = Package(
     ),
     .testTarget(
       name: "AppGroupMailboxTests",
-      dependencies: ["AppGroupMailbox", "MailboxLocks", "MailboxTestWorker", "mailboxctl"],
+      dependencies: [
+        "AppGroupMailbox", "MailboxLocks", "MailboxTestWorker", "mailboxctl", "mailbox-bench",
+      ],
       swiftSettings: strictSettings
     ),
   ],

@@ -141,8 +141,11 @@ def _answer(session, handle, message):
     except DeadLetter as dead:
         session.dead_letter(message.id, dead.reason)
     except Exception as error:  # noqa: BLE001 - any failure releases the message
-        print(f"mailbox_handler: message {message.id}: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        # One write with its newline: print() writes the end separately, and mailboxctl writes
+        # to the same stderr, so its lines could land between the two.
+        line = f"mailbox_handler: message {message.id}: {type(error).__name__}: {error}\n"
+        sys.stderr.write(line)
+        sys.stderr.flush()
         session.release(message.id)
     else:
         session.ack(message.id)

@@ -18,9 +18,7 @@ extension AppGroupMailbox {
   public func enqueue(
     _ message: Message, notBefore: Date, priority: Int = AppGroupMailboxPriority.default
   ) throws -> UUID {
-    try enqueue(
-      message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"), priority: priority)
+    try enqueue(message, id: nil, due: .notBefore(notBefore), priority: priority)
   }
 
   /// Adds a message that cannot be claimed for `delay` seconds; see ``enqueue(_:notBefore:priority:)``.
@@ -33,10 +31,7 @@ extension AppGroupMailbox {
   public func enqueue(
     _ message: Message, delay: TimeInterval, priority: Int = AppGroupMailboxPriority.default
   ) throws -> UUID {
-    try enqueue(
-      message, id: UUID(), explicitMicros: nil, unique: false,
-      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
-      priority: priority)
+    try enqueue(message, id: nil, due: .delay(delay), priority: priority)
   }
 
   /// Adds a message with a caller-chosen id that cannot be claimed before `notBefore`; writes
@@ -49,9 +44,15 @@ extension AppGroupMailbox {
     _ message: Message, id: UUID, notBefore: Date,
     priority: Int = AppGroupMailboxPriority.default
   ) throws -> UUID {
+    try enqueue(message, id: id, due: .notBefore(notBefore), priority: priority)
+  }
+
+  /// The delayed enqueue every variant above calls: a fresh random id when `id` is nil, else
+  /// `id`, written only when no message with it is present.
+  func enqueue(_ message: Message, id: UUID?, due: DueTime, priority: Int) throws -> UUID {
     try enqueue(
-      message, id: id, explicitMicros: nil, unique: true,
-      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"), priority: priority)
+      message, id: id ?? UUID(), explicitMicros: nil, unique: id != nil, due: due,
+      priority: priority)
   }
 
   /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with
@@ -59,6 +60,6 @@ extension AppGroupMailbox {
   /// - Throws: ``MailboxError/ioFailure(_:)``.
   /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
   public func nextDueDate() throws -> Date? {
-    try spool.nextDueMicros().map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+    try spool.nextDueMicros().map(Date.init(mailboxMicros:))
   }
 }

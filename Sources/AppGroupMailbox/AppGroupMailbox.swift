@@ -10,9 +10,9 @@ public import Foundation
 /// restored after ``Limits/claimTimeout``.
 ///
 /// Thread and process safety: every member may be called from any thread, and any number of
-/// processes may open the same namespace. Claims never wait for a lock; enqueues, acknowledges
-/// and maintenance hold the namespace's lock (flock(2) on its `state` file) for a few system
-/// calls.
+/// processes may open the same namespace. Claims and acknowledges never wait for a lock;
+/// enqueues, releases and maintenance hold the namespace's lock (flock(2) on its `state` file)
+/// for a few system calls.
 public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// Resource limits; see ``AppGroupMailboxLimits``.
   public typealias Limits = AppGroupMailboxLimits
@@ -29,20 +29,12 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// File modes; see ``AppGroupMailboxPermissions``.
   public typealias Permissions = AppGroupMailboxPermissions
 
-  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
-  /// this opener's ``Limits/claimTimeout``.
-  public var limits: Limits {
-    spool.refreshSettings()
-    return spool.limits
-  }
   /// The name posted to after each enqueue, release and recovery (see the watcher API).
   public let notificationName: String?
   /// The type tag stored with every message. Claims take messages with this tag or none; a
   /// message with another tag stays pending for a consumer of its type (with the default tag,
   /// old qualified tags of the same type name are taken too; see docs/FORMAT.md).
   public let messageType: String
-  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
-  public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
 
   let spool: Spool
   /// `Message`'s payload version and the migrations registered from older ones.
@@ -217,10 +209,13 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
       unique: true, priority: priority)
   }
 
+  /// The one enqueue every public variant calls; `due` nil (or not in the future) publishes to
+  /// `pending/`. The due time is checked first, then the priority level, then the encoding.
   func enqueue(
-    _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool,
-    notBeforeMicros: Int64? = nil, priority: Int
+    _ message: Message, id: UUID, explicitMicros: Int64?, unique: Bool, due: DueTime? = nil,
+    priority: Int
   ) throws -> UUID {
+    let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
     let payload: Data
     do {
@@ -271,14 +266,4 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     }
   }
 
-  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
-  /// quarantine and rebuilds the depth counter. Claims and enqueues already do the first part at
-  /// most once a second; call this from a timer to bound disk use while idle.
-  /// - Throws: ``MailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n log n) in the entries of the namespace.
-  public func performMaintenance() throws {
-    var diagnostics: [Diagnostic] = []
-    defer { spool.emit(diagnostics) }
-    try spool.maintain(diagnostics: &diagnostics)
-  }
 }

@@ -27,8 +27,8 @@ extension AppGroupRawMailbox {
   /// message and this returns ``AppGroupMailboxCancelOutcome/claimed`` (or
   /// ``AppGroupMailboxCancelOutcome/notFound`` once it was acknowledged), or this returns
   /// ``AppGroupMailboxCancelOutcome/cancelled`` and no claim returns it. Runs in one hold of the
-  /// namespace lock, which lowers the depth counter as an acknowledge does (docs/FORMAT.md,
-  /// "Cancel"). Safe from any thread and process.
+  /// namespace lock; like an acknowledge, it leaves the depth counter (an upper bound) as it is
+  /// (docs/FORMAT.md, "Cancel"). Safe from any thread and process.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"cancel"`).
   /// - Complexity: O(n) in the entries of the namespace (names only; no file is read).
   public func cancel(id: UUID) throws -> AppGroupMailboxCancelOutcome {

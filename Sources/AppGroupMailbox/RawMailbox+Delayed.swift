@@ -31,8 +31,7 @@ extension AppGroupRawMailbox {
     messageType: String = "", priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt,
-      notBeforeMicros: try TimeValue.micros(notBefore, parameter: "notBefore"),
+      payload, id: id, enqueuedAt: enqueuedAt, due: .notBefore(notBefore),
       messageType: messageType, priority: priority)
   }
 
@@ -47,9 +46,8 @@ extension AppGroupRawMailbox {
     messageType: String = "", priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt,
-      notBeforeMicros: try TimeValue.due(after: delay, from: spool.now, parameter: "delay"),
-      messageType: messageType, priority: priority)
+      payload, id: id, enqueuedAt: enqueuedAt, due: .delay(delay), messageType: messageType,
+      priority: priority)
   }
 
   /// The earliest time a delayed message becomes due, or nil when none waits; see

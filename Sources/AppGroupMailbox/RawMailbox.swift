@@ -38,14 +38,6 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
-  /// this opener's ``AppGroupMailboxLimits/claimTimeout``.
-  public var limits: Limits {
-    spool.refreshSettings()
-    return spool.limits
-  }
-  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
-  public var directoryURL: URL { URL(fileURLWithPath: spool.directories.path, isDirectory: true) }
   /// The namespace name.
   public let namespace: String
 
@@ -144,16 +136,17 @@ public final class AppGroupRawMailbox: Sendable {
     priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
-      payload, id: id, enqueuedAt: enqueuedAt, notBeforeMicros: nil, messageType: messageType,
+      payload, id: id, enqueuedAt: enqueuedAt, due: nil, messageType: messageType,
       priority: priority)
   }
 
-  /// The one enqueue every public variant calls; `notBeforeMicros` nil (or not in the future)
-  /// publishes to `pending/`.
+  /// The one enqueue every public variant calls; `due` nil (or not in the future) publishes to
+  /// `pending/`. The due time is checked first, then the priority level, then the payload.
   func enqueue(
-    _ payload: Data, id: UUID?, enqueuedAt: Date?, notBeforeMicros: Int64?, messageType: String,
+    _ payload: Data, id: UUID?, enqueuedAt: Date?, due: DueTime?, messageType: String,
     priority: Int
   ) throws -> Receipt {
+    let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()
@@ -202,27 +195,24 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
-  /// quarantine and rebuilds the depth counter (as ``AppGroupMailbox/performMaintenance()``).
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n log n) in the entries of the namespace.
-  public func performMaintenance() throws {
-    var diagnostics: [AppGroupMailboxDiagnostic] = []
-    defer { spool.emit(diagnostics) }
-    try spool.maintain(diagnostics: &diagnostics)
-  }
-
   /// Whether `data` may be enqueued: one JSON value in UTF-8 text (no NUL byte, which UTF-8
   /// JSON never holds but UTF-16 and UTF-32 do), not starting with a byte order mark. Claims
   /// keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by it.
+  /// - Complexity: O(n) in the bytes; one pass and no allocation for valid UTF-8 JSON
+  ///   (``JSONSyntax``).
   static func isStorable(_ data: Data) -> Bool {
-    !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
+    // Certainly valid JSON is UTF-8 without a NUL byte or a byte order mark.
+    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
+    return !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
       && String(validating: data, as: UTF8.self) != nil && isJSON(data)
   }
 
   /// Whether `data` is one JSON value (any top-level value; JSONSerialization detects UTF-8, 16
-  /// or 32).
+  /// or 32). ``JSONSyntax`` answers first, without building the value; JSONSerialization
+  /// decides whatever it is not sure of.
+  /// - Complexity: O(n) in the bytes.
   static func isJSON(_ data: Data) -> Bool {
-    (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
+    return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
   }
 }

@@ -28,13 +28,14 @@ long cbaseline_wake_consume(const char *root, long samples, int64_t *latencies) 
   char events[64 * (sizeof(struct inotify_event) + 256)] __attribute__((aligned(8)));
   char content[64];
   long stored = 0;
-  while (stored < samples) {
+  long seen = 0;  // messages taken, a stamp that cannot be parsed included
+  while (seen < samples) {
     ssize_t got = read(watch, events, sizeof events);
     if (got < 0) {
       if (errno == EINTR) continue;
       return -1;
     }
-    for (ssize_t offset = 0; offset < got && stored < samples;) {
+    for (ssize_t offset = 0; offset < got && seen < samples;) {
       struct inotify_event *event = (struct inotify_event *)(events + offset);
       offset += (ssize_t)sizeof *event + event->len;
       if (event->len == 0) continue;
@@ -46,9 +47,15 @@ long cbaseline_wake_consume(const char *root, long samples, int64_t *latencies) 
       close(fd);
       int64_t now = cbaseline_now_ns();  // holding the message, as the library side measures
       unlinkat(claimed, name, 0);
+      seen++;
       if (length <= 0) continue;
       content[length] = 0;
-      latencies[stored++] = now - strtoll(content, NULL, 10);
+      char *end = NULL;
+      errno = 0;
+      long long stamp = strtoll(content, &end, 10);
+      // A stamp that cannot be parsed is dropped, as on the library side, not counted as 0.
+      if (end == content || *end != 0 || errno != 0) continue;
+      latencies[stored++] = now - stamp;
     }
   }
   close(watch);

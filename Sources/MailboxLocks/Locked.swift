@@ -1,5 +1,5 @@
-import CMailboxShims
-import Synchronization
+public import CMailboxShims
+public import Synchronization
 
 /// A value guarded by a `Mutex` (Synchronization), whose lock and unlock ThreadSanitizer can see.
 ///
@@ -8,16 +8,20 @@ import Synchronization
 /// hold (`__tsan_acquire` after locking, `__tsan_release` before unlocking, see
 /// compiler-rt's tsan_interface.h); in a build without ThreadSanitizer those calls do nothing.
 /// Use it wherever the package would use `Mutex`. Thread-safe; not reentrant.
+///
+/// Its members are inlinable so that callers in other modules get code specialized for their
+/// value type: unspecialized, each hold looked up `Mutex<Value>`'s type metadata at run time
+/// (several hundred instructions per call, the largest user-space cost of a claim).
 public final class Locked<Value: ~Copyable>: @unchecked Sendable {
-  private let mutex: Mutex<Value>
+  @usableFromInline let mutex: Mutex<Value>
 
   /// Creates a lock guarding `value`.
-  public init(_ value: consuming sending Value) {
+  @inlinable public init(_ value: consuming sending Value) {
     mutex = Mutex(value)
   }
 
   /// Runs `body` with exclusive access to the value and returns its result.
-  public func withLock<Result: ~Copyable, E: Error>(
+  @inlinable public func withLock<Result: ~Copyable, E: Error>(
     _ body: (inout sending Value) throws(E) -> sending Result
   ) throws(E) -> sending Result {
     let address = Unmanaged.passUnretained(self).toOpaque()

@@ -28,14 +28,15 @@ struct BatchMeasure: MeasureGroup {
         for _ in 0..<(count / Self.batch) { _ = try side.mailbox.enqueue(contentsOf: messages) }
         return Double(nowNanoseconds() - start)
       }
+      let rates = result.map { Rounds.rate(count, Int64($0)) }
       report.add(
         Measurement(
           group: "batch", name: "enqueue, batches of \(Self.batch)",
           durability: durable ? "full" : "relaxed", size: Self.size, unit: "msg/s",
-          library: Rounds.rate(count, Int64(result.library)),
-          baseline: Rounds.rate(count, Int64(result.baseline)),
+          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
           note: "\(count) msgs/run; C flushes the directory once per batch too",
-          rounds: options.roundCount))
+          rounds: rates.library.count, libraryRounds: rates.library,
+          baselineRounds: rates.baseline))
     }
   }
 }

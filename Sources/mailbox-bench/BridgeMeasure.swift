@@ -71,9 +71,11 @@ struct BridgeMeasure: MeasureGroup {
         Measurement(
           group: "bridge", name: "forward: drain --coprocess forward.py (jobs \(Self.jobs))",
           durability: durable ? "full" : "relaxed", size: 256, unit: "msg/s",
-          library: rates.library, baseline: rates.baseline, against: "nats-py",
+          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
+          against: "nats-py",
           note: "\(count) msgs/run; baseline: nats-py publishing directly, \(Self.jobs) in flight",
-          rounds: options.roundCount))
+          rounds: rates.library.count, libraryRounds: rates.library, baselineRounds: rates.baseline
+        ))
     }
   }
 
@@ -123,14 +125,11 @@ struct BridgeMeasure: MeasureGroup {
   }
 
   /// The target line: forwarding at least half as fast as publishing directly.
-  static func targets(_ rows: [Measurement]) -> [(String, String, Bool?)] {
-    rows.filter { $0.group == "bridge" }.compactMap { row in
-      row.ratio.map {
-        (
-          "bridge forward >= 0.5 of direct nats-py publish (\(row.durability))",
-          String(format: "%.2f", $0), $0 >= 0.5
-        )
-      }
+  static func targets(_ rows: [Measurement]) -> [Target] {
+    rows.filter { $0.group == "bridge" }.map { row in
+      .ratio(
+        "bridge forward >= 0.5 of direct nats-py publish (\(row.durability))", row, 0.5,
+        why: "a round trip per message between drain and the forwarder; see docs/SCALING.md")
     }
   }
 }

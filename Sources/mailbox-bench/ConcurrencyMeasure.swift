@@ -13,20 +13,21 @@ struct ConcurrencyMeasure: MeasureGroup {
 
   func run() throws {
     for durable in [true, false] {
-      let perProducer = durable ? (options.quick ? 30 : 150) : (options.quick ? 250 : 1_500)
+      let perProducer = durable ? (options.quick ? 20 : 150) : (options.quick ? 150 : 1_500)
       let result = try Rounds.alternate(options.roundCount) {
         try once(library: false, durable: durable, perProducer: perProducer)
       } library: {
         try once(library: true, durable: durable, perProducer: perProducer)
       }
       let total = perProducer * Self.producers
+      let rates = result.map { Rounds.rate(total, Int64($0)) }
       report.add(
         Measurement(
           group: "concurrency", name: "4 producers + 4 consumers",
           durability: durable ? "full" : "relaxed", size: Self.size, unit: "msg/s",
-          library: Double(total) / (result.library / 1e9),
-          baseline: Double(total) / (result.baseline / 1e9),
-          note: "\(total) msgs/run, 8 processes", rounds: options.roundCount))
+          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
+          note: "\(total) msgs/run, 8 processes", rounds: rates.library.count,
+          libraryRounds: rates.library, baselineRounds: rates.baseline))
     }
   }
 

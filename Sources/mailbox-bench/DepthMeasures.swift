@@ -75,7 +75,7 @@ struct DepthMeasures: MeasureGroup {
           unit: index == 3 ? "us" : "us/op", library: libraryValue,
           baseline: Statistics.median(c[index]),
           note: index == 3 ? "once per consumer" : "\(k) ops/run, prefilled spool reused",
-          rounds: options.roundCount))
+          rounds: options.roundCount, libraryRounds: lib[index], baselineRounds: c[index]))
     }
   }
 }

@@ -51,16 +51,18 @@ struct DrainMeasure: MeasureGroup {
           try drainRate(mailboxctl, count: count, durable: durable, handler: handler)
         }
         var note = "\(count) msgs/run; baseline: library claim+ack, one claim per call"
+        let library = Statistics.median(rates.library)
         if let execRate, execRate > 0 {
-          note += String(format: "; %.0f x --exec", rates.library / execRate)
+          note += String(format: "; %.0f x --exec", library / execRate)
         } else {
-          execRate = rates.library
+          execRate = library
         }
         report.add(
           Measurement(
             group: "drain", name: name, durability: label, size: 256, unit: "msg/s",
-            library: rates.library, baseline: rates.baseline, against: "lib", note: note,
-            rounds: options.roundCount))
+            library: library, baseline: Statistics.median(rates.baseline), against: "lib",
+            note: note, rounds: rates.library.count, libraryRounds: rates.library,
+            baselineRounds: rates.baseline))
       }
     }
   }
@@ -99,5 +101,32 @@ struct DrainMeasure: MeasureGroup {
       throw BenchError.failed("mailboxctl drain left messages behind")
     }
     return Rounds.rate(count, elapsed)
+  }
+}
+
+extension DrainMeasure {
+  /// The drain targets, per durability: `--coprocess` (jobs 16) at least 50 times `--exec`
+  /// and at least half of the library's own claim+acknowledge.
+  static func targets(_ rows: [Measurement]) -> [Target] {
+    var targets: [Target] = []
+    for durability in ["full", "relaxed"] {
+      func drain(_ name: String) -> Measurement? {
+        rows.first { $0.group == "drain" && $0.name == name && $0.durability == durability }
+      }
+      guard let exec = drain("drain --exec python (jobs 1)")?.library,
+        let long = drain("drain --coprocess python (jobs 16)"), let rate = long.library
+      else { continue }
+      let times = rate / max(exec, 0.001)
+      targets.append(
+        Target(
+          name: "drain --coprocess >= 50 x --exec (\(durability))",
+          figure: String(format: "%.0f x", times), met: times >= 50,
+          why: times >= 50 ? "" : "a Python start per message is the whole --exec cost"))
+      targets.append(
+        .ratio(
+          "drain --coprocess >= 0.5 of claim+ack (\(durability))", long, 0.5,
+          why: "round trips between drain and the handler; see \"Drain with a handler\""))
+    }
+    return targets
   }
 }

@@ -29,21 +29,25 @@ enum LibraryWake {
   }
 
   /// The consumer process: waits with the watcher, claims each message, records now minus the
-  /// stamp it carries (ns), writes the latencies to `out`.
+  /// stamp it carries (ns), writes the latencies to `out`. Stops after `samples` messages; a
+  /// message whose stamp cannot be parsed is dropped (as the C consumer drops it), not counted
+  /// as a latency of 0.
   static func consume(container: String, samples: Int, readyPath: String, out: String) throws {
     let side = try LibrarySide(container: container, durability: .relaxed)
     let watcher = try side.mailbox.wakeUps()
     defer { watcher.close() }
     _ = FileManager.default.createFile(atPath: readyPath, contents: nil)
     var latencies: [Int64] = []
-    while latencies.count < samples {
+    var seen = 0
+    while seen < samples {
       _ = try watcher.wait(timeout: nil)
       while true {
         let claims = try side.mailbox.claimPending(limit: 16)
         if claims.isEmpty { break }
         let now = nowNanoseconds()  // holding the messages
         for claim in claims {
-          latencies.append(now - (Int64(claim.message) ?? now))
+          seen += 1
+          if let stamp = Int64(claim.message) { latencies.append(now - stamp) }
           try claim.acknowledge()
         }
       }

@@ -2,6 +2,13 @@ import Foundation
 
 /// A one-line description of the machine and the filesystem measured.
 enum Machine {
+  /// The 1-, 5- and 15-minute load averages (proc(5), /proc/loadavg), for example
+  /// `9.71 9.86 8.34`: ratios move with the load when the two sides use the CPU unequally.
+  static func load() -> String {
+    let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+    return text.split(separator: " ").prefix(3).joined(separator: " ")
+  }
+
   static func describe(base: String) -> String {
     var uts = utsname()
     uname(&uts)

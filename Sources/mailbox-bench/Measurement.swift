@@ -1,6 +1,7 @@
 import Foundation
 
-/// One row of the report: a measure with the library's and the baseline's medians.
+/// One row of the report: a measure with the library's and the baseline's medians, and the
+/// ratio of the two sides round by round.
 struct Measurement {
   /// Group, for example `throughput` or `depth`.
   var group: String
@@ -22,11 +23,32 @@ struct Measurement {
   var note: String = ""
   /// Rounds behind each median.
   var rounds: Int = 0
+  /// The library's value in each round, in `unit` (empty when only the medians are known).
+  var libraryRounds: [Double] = []
+  /// The baseline's value in each round, in `unit`, in the same order as `libraryRounds`: the
+  /// two sides of round `i` ran back to back.
+  var baselineRounds: [Double] = []
 
-  /// library / baseline (for rates a value below 1 means slower; for costs above 1 means slower).
+  /// library / baseline of each round whose two sides were both measured.
+  var roundRatios: [Double] {
+    zip(libraryRounds, baselineRounds).compactMap { $1 > 0 ? $0 / $1 : nil }
+  }
+
+  /// library / baseline (for rates a value below 1 means slower; for costs above 1 means
+  /// slower): the median of the rounds' ratios when the rounds are known (each round's two
+  /// sides ran back to back under the same load), else the ratio of the medians.
   var ratio: Double? {
+    let ratios = roundRatios
+    if !ratios.isEmpty { return Statistics.median(ratios) }
     guard let library, let baseline, baseline > 0 else { return nil }
     return library / baseline
+  }
+
+  /// The lowest and highest ratio of a single round; nil without rounds.
+  var spread: (low: Double, high: Double)? {
+    let ratios = roundRatios
+    guard let low = ratios.min(), let high = ratios.max() else { return nil }
+    return (low, high)
   }
 
   /// The JSON object for `--json` (one line).
@@ -38,6 +60,12 @@ struct Measurement {
     if let library { object["library"] = library }
     if let baseline { object["baseline"] = baseline }
     if let ratio { object["ratio"] = ratio }
+    if let spread {
+      object["ratio_min"] = spread.low
+      object["ratio_max"] = spread.high
+      object["library_rounds"] = libraryRounds
+      object["baseline_rounds"] = baselineRounds
+    }
     if !note.isEmpty { object["note"] = note }
     let data = try? JSONSerialization.data(
       withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])

@@ -2,11 +2,12 @@ import Foundation
 
 /// Command-line options of `mailbox-bench`.
 struct BenchOptions {
-  /// `--quick`: fewer rounds and messages; finishes in under 90 seconds.
+  /// `--quick`: fewer operations per round, more rounds; a few minutes on a loaded machine.
   var quick = false
   /// `--json`: one JSON object per measurement on stdout instead of the table.
   var json = false
-  /// `--peers`: also run Python's `dirq` and `mailbox.Maildir` when present.
+  /// `--peers`: also run the peers (Python's `dirq`, `mailbox.Maildir`, `persist-queue` and a
+  /// SQLite table) when present.
   var peers = false
   /// `--rounds N`: alternating baseline/library rounds per measure (median reported).
   var rounds: Int?
@@ -18,6 +19,8 @@ struct BenchOptions {
   /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
   /// wake, memory, drain, bridge, peers).
   var only: Set<String>?
+  /// `--compare A B`: compare the ratios of two `--json` runs instead of measuring.
+  var compare: (String, String)?
   /// `--python PATH`: the interpreter for `--peers` (default `.venv-peers/bin/python`, then
   /// `python3`).
   var python: String?
@@ -25,6 +28,7 @@ struct BenchOptions {
   static let usage = """
     usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
                          [--only GROUP[,GROUP...]] [--python PATH]
+           mailbox-bench --compare RUN1.jsonl RUN2.jsonl
     groups: throughput, depth, batch, concurrency, wake, memory, drain, bridge, peers
     """
 
@@ -52,6 +56,9 @@ struct BenchOptions {
       case "--only":
         guard let text = value() else { return nil }
         only = Set(text.split(separator: ",").map(String.init))
+      case "--compare":
+        guard let first = value(), let second = value() else { return nil }
+        compare = (first, second)
       case "--python":
         guard let text = value() else { return nil }
         python = text
@@ -72,6 +79,7 @@ struct BenchOptions {
   /// The deep-spool cache: `--cache`, else `mailbox-bench-cache` beside the run directories.
   var cacheDirectory: String { cache ?? ((directory ?? "/var/tmp") + "/mailbox-bench-cache") }
 
-  /// Rounds per measure: 5 by default, 3 with `--quick`.
-  var roundCount: Int { rounds ?? (quick ? 3 : 5) }
+  /// Rounds per measure: 5 by default, 7 with `--quick` (more rounds of fewer operations: the
+  /// median of seven rounds' ratios moves less between runs than that of three longer ones).
+  var roundCount: Int { rounds ?? (quick ? 7 : 5) }
 }

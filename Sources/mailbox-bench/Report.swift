@@ -1,6 +1,8 @@
 import Foundation
 
-/// Prints measurements as they complete: a table, or JSON Lines with `--json`.
+/// Prints measurements as they complete: a table, or JSON Lines with `--json`. The `ratio`
+/// column is the median of the rounds' library / baseline ratios, `spread` the lowest and
+/// highest of them.
 final class Report {
   private let json: Bool
   private(set) var rows: [Measurement] = []
@@ -21,7 +23,8 @@ final class Report {
 
   static let header =
     pad("group", 12) + pad("measure", 34) + pad("dur", 8) + pad("size", 7) + pad("unit", 7)
-    + padLeft("library", 11) + padLeft("baseline", 11) + padLeft("ratio", 7) + "  vs  note"
+    + padLeft("library", 11) + padLeft("baseline", 11) + padLeft("ratio", 7) + "  "
+    + pad("spread", 11) + "vs  note"
 
   static func line(_ row: Measurement) -> String {
     let size =
@@ -30,6 +33,7 @@ final class Report {
       + pad(row.unit, 7) + padLeft(format(row.library), 11)
       + padLeft(row.baseline == nil ? "-" : format(row.baseline), 11)
       + padLeft(row.ratio.map { String(format: "%.2f", $0) } ?? "-", 7) + "  "
+      + pad(row.spread.map { String(format: "%.2f-%.2f", $0.low, $0.high) } ?? "-", 11)
       + pad(row.against, 4) + row.note
   }
 

@@ -1,18 +1,17 @@
 /// Alternating rounds: baseline and library take turns (the order flips every round), so a
 /// machine that slows down during the run slows both alike.
 enum Rounds {
-  /// Runs `count` rounds and returns the medians of (baseline, library) samples.
+  /// Runs `count` rounds and returns every round's (baseline, library) samples, in round order.
   static func alternate(
     _ count: Int, baseline: () throws -> Double, library: () throws -> Double
-  ) throws -> (baseline: Double, library: Double) {
-    var baselineSamples: [Double] = []
-    var librarySamples: [Double] = []
+  ) throws -> Paired {
+    var paired = Paired()
     try interleave(count) {
-      baselineSamples.append(try baseline())
+      paired.baseline.append(try baseline())
     } library: {
-      librarySamples.append(try library())
+      paired.library.append(try library())
     }
-    return (Statistics.median(baselineSamples), Statistics.median(librarySamples))
+    return paired
   }
 
   /// Runs `count` rounds of both sides, the baseline first in even rounds and the library (or
@@ -40,5 +39,17 @@ enum Rounds {
   /// Microseconds per operation for `count` operations in `nanoseconds`.
   static func cost(_ count: Int, _ nanoseconds: Int64) -> Double {
     Double(nanoseconds) / 1e3 / Double(max(count, 1))
+  }
+}
+
+/// The samples of both sides, one per round, in round order (round `i` of each side ran back to
+/// back with the other's).
+struct Paired {
+  var baseline: [Double] = []
+  var library: [Double] = []
+
+  /// Both sides' samples converted (for example nanoseconds to messages per second).
+  func map(_ transform: (Double) -> Double) -> Paired {
+    Paired(baseline: baseline.map(transform), library: library.map(transform))
   }
 }

@@ -40,8 +40,8 @@ enum Workers {
       let samples = Int(args[1])!
       var latencies = [Int64](repeating: 0, count: samples)
       let got = cbaseline_wake_consume(args[0], samples, &latencies)
-      guard got == samples else { throw BenchError.failed("C wake consumer") }
-      try Children.report(args[2], latencies.map(String.init))
+      guard got >= 0 else { throw BenchError.failed("C wake consumer") }
+      try Children.report(args[2], latencies.prefix(got).map(String.init))
     case "_wake-lib":
       // container samples ready out
       try LibraryWake.consume(

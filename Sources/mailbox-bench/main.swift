@@ -1,5 +1,6 @@
 // mailbox-bench: the library against the C system-call floor (Sources/CMailboxBaseline) and, with
-// --peers, Python's dirq and mailbox.Maildir. See docs/PERFORMANCE.md.
+// --peers, what a user would pick instead (Python's dirq, mailbox.Maildir, persist-queue and a
+// SQLite table). See docs/PERFORMANCE.md.
 import Foundation
 import Glibc
 
@@ -13,6 +14,15 @@ do {
 guard let options = BenchOptions(arguments: arguments) else {
   FileHandle.standardError.write(Data((BenchOptions.usage + "\n").utf8))
   exit(64)
+}
+
+if let (first, second) = options.compare {
+  do {
+    exit(try Compare.run(first, second) ? 0 : 1)
+  } catch {
+    FileHandle.standardError.write(Data("mailbox-bench --compare: \(error)\n".utf8))
+    exit(66)
+  }
 }
 
 let started = nowNanoseconds()
@@ -38,7 +48,8 @@ var failed = false
   }
 }
 
-if !options.json { print(Machine.describe(base: workspace.base)) }
+let loadAtStart = Machine.load()
+if !options.json { print(Machine.describe(base: workspace.base) + "; load " + loadAtStart) }
 group("throughput") { try ThroughputMeasures(context: context).run() }
 var depth = DepthMeasures(context: context)
 group("depth") { try depth.run() }
@@ -49,9 +60,11 @@ group("memory") { try MemoryMeasure(context: context).run() }
 group("drain") { try DrainMeasure(context: context).run() }
 group("bridge") { try BridgeMeasure(context: context).run() }
 group("peers") { try PeerMeasures(context: context).run() }
-Targets.check(report.rows, claimCost: depth.claimCost, json: options.json)
+Targets.check(report.rows, options: options, json: options.json)
 if !options.json {
-  print(String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9))
+  print(
+    String(format: "elapsed %.1f s", Double(nowNanoseconds() - started) / 1e9)
+      + "; load average at start \(loadAtStart), at end \(Machine.load())")
 }
 workspace.removeAll()
 exit(failed ? 1 : 0)

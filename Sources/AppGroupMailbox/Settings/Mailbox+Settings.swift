@@ -1,9 +1,10 @@
 public import Foundation
 
-extension AppGroupRawMailbox {
+/// The stored settings, the same for ``AppGroupMailbox`` and ``AppGroupRawMailbox``.
+extension AppGroupMailboxProtocol {
   /// The mailbox's stored settings (docs/FORMAT.md, "The settings file"), re-read when the
   /// file changed since this mailbox last read it.
-  public var settings: AppGroupMailboxSettings { spool.freshSettings }
+  public var settings: AppGroupMailboxSettings { inspector.spool.freshSettings }
 
   /// Changes the mailbox's stored settings for every process that uses it: `change` gets the
   /// current settings; the result is checked, then written atomically (a flushed temporary file
@@ -12,7 +13,7 @@ extension AppGroupRawMailbox {
   /// settings in every process. Lowering ``AppGroupMailboxSettings/maxPayloadBytes`` never
   /// makes a stored message unreadable (see ``AppGroupMailboxSettings/largestPayloadBytes``);
   /// lowering ``AppGroupMailboxSettings/maxMessages`` below the depth removes nothing, new
-  /// messages wait or are refused until the depth is under the bound.
+  /// messages wait or are refused until the depth is under the bound. Process safe.
   ///
   /// - Returns: The settings now stored.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming the first invalid field, or
@@ -23,23 +24,7 @@ extension AppGroupRawMailbox {
   public func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
     -> AppGroupMailboxSettings
   {
-    try spool.updateSettings(change)
-  }
-}
-
-extension AppGroupMailbox {
-  /// The mailbox's stored settings; see ``AppGroupRawMailbox/settings``.
-  public var settings: AppGroupMailboxSettings { spool.freshSettings }
-
-  /// Changes the mailbox's stored settings for every process that uses it, exactly as
-  /// ``AppGroupRawMailbox/updateSettings(_:)`` does (the same checks, lock, atomic write and
-  /// errors); process safe.
-  /// - Returns: The settings now stored.
-  @discardableResult
-  public func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
-    -> AppGroupMailboxSettings
-  {
-    try spool.updateSettings(change)
+    try inspector.spool.updateSettings(change)
   }
 }
 

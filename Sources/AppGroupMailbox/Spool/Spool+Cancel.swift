@@ -10,30 +10,27 @@ extension Spool {
   /// (delayed, pending, claimed, quarantine), so a message that moves while it is looked up is
   /// still found. A claim and a cancel of one pending message race on one name: the rename out
   /// of `pending/` and the unlink of that name are each atomic, so exactly one succeeds; the
-  /// loser sees ENOENT. Each removed name lowers the depth counter in the same hold of the lock,
-  /// as an acknowledge does (``removeCounted(_:_:)``).
+  /// loser sees ENOENT. The depth counter stays as it is, as after an acknowledge
+  /// (``remove(_:)``).
   /// - Complexity: O(n) in the entries of the four areas (names only; nothing is read).
   func cancel(id: UUID) throws -> AppGroupMailboxCancelOutcome {
     try mapIO("cancel") {
-      try withStateLock { counters -> AppGroupMailboxCancelOutcome in
+      try withStateLock { _ -> AppGroupMailboxCancelOutcome in
         var removed = 0
         for entry in try Syscall.list(directories.delayed) where !entry.isKnownNotRegular {
           guard case .text = entry.exactName, DelayedName(parsing: entry.name)?.message.id == id
           else { continue }
-          if try removeCounted(&counters, { try Syscall.unlink(directories.delayed, entry.name) }) {
+          if try remove({ try Syscall.unlink(directories.delayed, entry.name) }) {
             removed += 1
           }
         }
         for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
           guard case .text = entry.exactName, PendingName(parsing: entry.name)?.id == id
           else { continue }
-          if try removeCounted(&counters, { try Syscall.unlink(directories.pending, entry.name) }) {
+          if try remove({ try Syscall.unlink(directories.pending, entry.name) }) {
             removed += 1
           }
         }
-        // Two names of one message (a copy) count once in a recount: count again rather than
-        // lower the counter below it.
-        if removed > 1 { counters = try recount(stored: counters) }
         if removed > 0 { return .cancelled }
         for entry in try Syscall.list(directories.claimed) {
           if ClaimedName(parsing: entry.name)?.message.id == id { return .claimed }

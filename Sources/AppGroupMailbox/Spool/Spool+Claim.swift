@@ -45,7 +45,7 @@ extension Spool {
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
-    try promoteDue(diagnostics: &diagnostics)
+    try promoteDue(skippingUnchanged: true, diagnostics: &diagnostics)
     if isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
       return []
@@ -268,7 +268,7 @@ extension Spool {
   /// when the claim was recovered (or already finished) and touches nothing then.
   func acknowledge(_ claimed: ClaimedName) throws {
     let removed = try mapIO("acknowledge") {
-      try removeCounted { try Syscall.unlink(directories.claimed, claimed.fileName) }
+      try remove { try Syscall.unlink(directories.claimed, claimed.fileName) }
     }
     guard removed else { throw AppGroupMailboxError.claimNoLongerExists }
   }

@@ -1,26 +1,44 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Synchronization
 
 extension Spool {
   /// Moves every message of `delayed/` whose due time has come into `pending/` under its pending
   /// name (deleting instead those that outlived `messageLifetime`), so any operation of any
   /// process makes due messages claimable. Returns how many became pending.
+  ///
+  /// With `skippingUnchanged` (a claim), the listing is skipped, at the cost of one fstat(2), when
+  /// nothing in `delayed/` can be due since the last listing (see ``DelayedScan``).
   /// - Complexity: O(n) in the delayed entries (one listing).
   @discardableResult
-  func promoteDue(diagnostics: inout [AppGroupMailboxDiagnostic]) throws -> Int {
+  func promoteDue(
+    skippingUnchanged: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Int {
     let clock = now
     var promoted = 0
+    var nextEvent = Int64.max
+    let lifetime = limits.messageLifetime.microseconds
     try mapIO("promote") {
+      let before = DelayedScan.Stamp(try Syscall.fstat(directories.delayed))
+      if skippingUnchanged,
+        delayedScan.withLock({ $0.allowsSkipping(now: clock, current: before) })
+      {
+        return
+      }
       for entry in try Syscall.list(directories.delayed) {
         guard let name = DelayedName(parsing: entry.name) else { continue }
         // A message past its lifetime expires whether due or not (a retry delay longer than
         // the lifetime, clamped to the last representable instant, ends here).
-        let expired = clock - name.message.key.micros >= limits.messageLifetime.microseconds
-        guard expired || name.dueMicros <= clock else { continue }
+        let expiry = name.message.key.micros.addingMicros(lifetime)
+        let expired = clock >= expiry
+        guard expired || name.dueMicros <= clock else {
+          nextEvent = min(nextEvent, name.dueMicros, expiry)
+          continue
+        }
         do {
           if expired {
-            if try removeCounted({ try Syscall.unlink(directories.delayed, entry.name) }) {
+            if try remove({ try Syscall.unlink(directories.delayed, entry.name) }) {
               diagnostics.append(.expiredMessageRemoved)
             }
           } else if try lockedMove(
@@ -32,6 +50,10 @@ extension Spool {
         } catch let error as SystemCallError where error.isNotFound {
           continue
         }
+      }
+      let settled = before.isSettled ? before : nil
+      delayedScan.withLock {
+        $0 = DelayedScan(stamp: settled, nextEvent: nextEvent, listedAt: clock)
       }
       if promoted > 0 { try flushDirectory(directories.pending) }
     }

@@ -160,7 +160,7 @@ extension Spool {
         try flushDirectory(area)
       } catch let error as SystemCallError {
         // Not durable: withdraw it, unless a consumer was faster.
-        _ = try? removeCounted { try Syscall.unlink(area, publishedName) }
+        _ = try? remove { try Syscall.unlink(area, publishedName) }
         throw error.mailboxError("enqueue")
       }
     }

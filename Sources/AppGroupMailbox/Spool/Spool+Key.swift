@@ -58,7 +58,7 @@ extension Spool {
   /// pending message nor with two; the old file, now under the temporary name, is deleted by
   /// the caller. Returns false, changing nothing, when the pending message was claimed (or
   /// removed) first. Where the filesystem lacks the flag, the old message is unlinked (the
-  /// depth lowered in this hold of the lock) and false returned: the new one is then published
+  /// depth counter, an upper bound, unchanged) and false returned: the new one is then published
   /// as any message, and for that instant the key has no pending message.
   func replacePending(
     _ pending: PendingName, with temporary: String, _ counters: inout SpoolCounters,
@@ -72,9 +72,7 @@ extension Spool {
     } catch let error as SystemCallError
       where error.errno == .invalidArgument || error.errno == .noFunction
     {
-      _ = try removeCounted(&counters) {
-        try Syscall.unlink(directories.pending, pending.fileName)
-      }
+      _ = try remove { try Syscall.unlink(directories.pending, pending.fileName) }
       return false
     }
     try flushDirectory(directories.pending)

@@ -64,7 +64,7 @@ extension Spool {
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
             do {
-              if try removeCounted({ try Syscall.unlink(directories.claimed, entry.name) }) {
+              if try remove({ try Syscall.unlink(directories.claimed, entry.name) }) {
                 diagnostics.append(.expiredMessageRemoved)
               }
             } catch let error as SystemCallError

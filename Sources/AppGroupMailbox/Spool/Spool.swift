@@ -48,6 +48,8 @@ final class Spool: Sendable {
   /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock
   /// does not write the same line again. Touched only with `lock` held.
   private let persistedInBody = Locked<SpoolCounters?>(nil)
+  /// What the last listing of `delayed/` found (see ``DelayedScan``).
+  let delayedScan = Locked<DelayedScan>(DelayedScan())
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
   /// The earliest clock reading at which a claim must look again at an entry it skipped for
@@ -204,25 +206,22 @@ final class Spool: Sendable {
   // bound never rests on a count that missed a message renamed twice, or renamed within
   // `claimed/` (readdir(3) may skip such an entry).
 
-  /// Runs `removal` (an unlink or a rename that takes one counted message out of `pending/` or
-  /// `claimed/`) and lowers the depth counter in the same hold of the lock, so no recount can see
-  /// the removal and then have it subtracted a second time. Returns false, changing nothing,
-  /// when the entry was already gone (ENOENT).
-  func removeCounted(_ removal: () throws -> Void) throws -> Bool {
-    try withStateLock { counters in try removeCounted(&counters, removal) }
-  }
-
-  /// ``removeCounted(_:)`` for a caller that already holds the lock (a ``withStateLock(_:)``
-  /// body) with its `counters`.
-  func removeCounted(_ counters: inout SpoolCounters, _ removal: () throws -> Void) throws
-    -> Bool
-  {
+  /// Runs `removal` (an unlink that takes one message out of `pending/`, `claimed/` or
+  /// `delayed/`: an acknowledge, an expiry, a cancel, a withdrawn enqueue). Returns false when
+  /// the entry was already gone (ENOENT).
+  ///
+  /// The depth counter stays as it is: it is an upper bound, brought down to the true count by
+  /// the recount an enqueue makes when the counter says the mailbox is full (``makeRoom``), so
+  /// a removal needs neither the namespace lock nor a write of `state`. Lowering it here would
+  /// be wrong whenever the removed message was never counted (placed by another program, or by
+  /// hand, since the last recount): the counter would then sit below the messages it did count
+  /// and admit one more than the bound (docs/FORMAT.md, "The state file and the lock").
+  func remove(_ removal: () throws -> Void) throws -> Bool {
     do {
       try removal()
     } catch let error as SystemCallError where error.isNotFound {
       return false
     }
-    counters.depth = max(0, counters.depth - 1)
     return true
   }
 

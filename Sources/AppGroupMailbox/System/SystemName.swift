@@ -34,7 +34,9 @@ extension Syscall {
   ///
   /// `expected` (the size fstat(2) reported) sizes the first buffer; the buffer grows only while
   /// the file keeps delivering bytes, and never past `limit + 1`. Memory used is therefore
-  /// O(min(actual size, limit)), whatever the file's size.
+  /// O(min(actual size, limit)), whatever the file's size. A file of the size fstat(2) reported
+  /// takes one pread(2): a read that returns exactly `expected` bytes, one short of the buffer,
+  /// is at the end of the file.
   static func readCapped(_ fd: Int32, expected: Int, limit: Int) throws -> [UInt8] {
     let cap = limit + 1
     var buffer = [UInt8](repeating: 0, count: min(max(expected, 0), limit) + 1)
@@ -50,6 +52,9 @@ extension Syscall {
       }
       if got == 0 { break }
       total += got
+      // The size fstat(2) gave, read whole and short of the spare byte: at the end of the file
+      // (a regular file reads short only there), so no second call to see 0.
+      if total == expected, total < buffer.count { break }
     }
     buffer.removeSubrange(total...)
     return buffer

@@ -1,16 +1,6 @@
 import Foundation
 import MailboxLocks
 
-/// A claim a drain loop can finish: what ``AppGroupMailbox/Claim`` and
-/// ``AppGroupRawMailbox/Claim`` share.
-protocol DrainableClaim: AnyObject, Sendable {
-  func acknowledge() throws
-  func release() throws
-}
-
-extension AppGroupMailbox.Claim: DrainableClaim {}
-extension AppGroupRawMailbox.Claim: DrainableClaim {}
-
 /// Waiting for work, shared by the typed and the untyped mailbox: the watcher on `pending/`,
 /// the wait that also ends when a delayed message becomes due, and the drain loop.
 extension Spool {
@@ -60,7 +50,7 @@ extension Spool {
 
   /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``; `claim` claims up to
   /// the given number of messages.
-  func drain<C: DrainableClaim>(
+  func drain<C: AppGroupMailboxClaimBase>(
     batchSize: Int, pollingInterval: TimeInterval, claim: (Int) throws -> [C],
     handler: (C) async throws -> Void
   ) async throws {
@@ -89,7 +79,7 @@ extension Spool {
 
   /// Claims and hands out messages until nothing is pending, then returns; see
   /// ``AppGroupMailbox/drainPending(batchSize:handler:)``.
-  func drainPending<C: DrainableClaim>(
+  func drainPending<C: AppGroupMailboxClaimBase>(
     batchSize: Int, claim: (Int) throws -> [C], handler: (C) async throws -> Void
   ) async throws {
     guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
@@ -102,7 +92,7 @@ extension Spool {
 
   /// Hands `claims` to `handler` in order, acknowledging each after it returns; see
   /// ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``.
-  private func handOut<C: DrainableClaim>(
+  private func handOut<C: AppGroupMailboxClaimBase>(
     _ claims: [C], to handler: (C) async throws -> Void
   ) async throws {
     for (index, claim) in claims.enumerated() {
@@ -127,7 +117,7 @@ extension Spool {
     }
   }
 
-  private func releaseQuietly<C: DrainableClaim>(_ claims: ArraySlice<C>) {
+  private func releaseQuietly<C: AppGroupMailboxClaimBase>(_ claims: ArraySlice<C>) {
     for claim in claims { try? claim.release() }
   }
 

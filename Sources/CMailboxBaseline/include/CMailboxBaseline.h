@@ -62,7 +62,8 @@ long cbaseline_consume_until(cbaseline *spool, const char *done_path);
 /// Wake-up consumer: watches `<root>/pending` with inotify (IN_MOVED_TO), creates
 /// `<root>/ready`, then for each event claims, reads and acknowledges the named message, whose
 /// content is the producer's cbaseline_now_ns() in decimal, and stores now minus that in
-/// `latencies` (ns). Returns the samples stored (at most `samples`), or -1.
+/// `latencies` (ns). Stops after `samples` messages; a message whose content is not a decimal
+/// stamp is dropped. Returns the samples stored (at most `samples`), or -1.
 long cbaseline_wake_consume(const char *root, long samples, int64_t *latencies);
 /// Wake-up producer: `samples` times, sleeps `gap_us` microseconds then enqueues a message
 /// holding cbaseline_now_ns() in decimal. Returns 0 or -1.

@@ -37,7 +37,7 @@ import Testing
     let status = try container.rawMailbox().inspector.status()
     #expect(status.pending == 0 && status.delayed == 0 && status.quarantined == 0)
     #expect(status.claimed == claimedIDs.count)
-    #expect(try IndexedClaimTests.stateFields(container)[2] == UInt64(claimedIDs.count))
+    try container.expectDepth(claimedIDs.count)
     return (cancelled, claimedIDs.count)
   }
 

@@ -31,7 +31,7 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["B", "C"])
   }
 
-  @Test func `An acknowledge from a fresh instance lowers the depth once, so the bound holds`()
+  @Test func `An acknowledge leaves the depth counter high until a full mailbox recounts`()
     throws
   {
     let container = try TemporaryContainer()
@@ -40,18 +40,48 @@ import Testing
       limits: .init(maxMessages: 2), clock: clock)
     try producer.enqueue("A")
     try producer.enqueue("B")
-    // A fresh instance rebuilds the counters on its first lock; the acknowledge that takes that
-    // lock must not be subtracted from a count that already misses the acknowledged file.
+    // A fresh instance rebuilds the counters on its first lock; its acknowledge writes nothing.
     let consumer: AppGroupMailbox<String> = try container.mailbox(
       limits: .init(maxMessages: 2), clock: clock)
     try consumer.claimPending(limit: 1)[0].acknowledge()
-    #expect(container.counters()?.depth == 1)
+    #expect(container.counters()?.depth == 2)
+    // The counter says full: the enqueue recounts (1) and is admitted.
     try producer.enqueue("C")
+    #expect(container.counters()?.depth == 2)
     #expect(throws: AppGroupMailboxError.mailboxFull) { try producer.enqueue("D") }
     #expect(container.pendingNames().count == 2)
   }
 
-  @Test func `An expired message removed by a fresh instance lowers the depth once`() throws {
+  /// The spool-state fuzzer's far-time plant (kept seed `1 6 far-time`) once counted 49 worker
+  /// messages against a bound of 48: acknowledging a message the counter never counted lowered
+  /// it below the messages it did count.
+  @Test func `Acknowledging a message placed by hand never lets enqueued messages pass the bound`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 3), clock: clock)
+    try mailbox.enqueue("A")
+    try mailbox.enqueue("B")
+    #expect(container.counters()?.depth == 2)
+    // Placed after the instance counted: older than A, so it is claimed first.
+    let id = UUID()
+    let older = micros(clock.now) - 1_000_000
+    let name = PendingName(key: MessageKey(micros: older, sequence: 0), id: id, attempts: 0)
+    try container.plant(
+      "pending", name.fileName, messageFile("planted", id: id, enqueuedAt: older))
+    let claims = try mailbox.claimPending(limit: 1)
+    #expect(claims.map(\.message) == ["planted"])
+    try claims[0].acknowledge()
+    try mailbox.enqueue("C")
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue("D") }
+    #expect(container.pendingNames().count == 3)
+    #expect(container.counters()?.depth == 3)
+    #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C"])
+  }
+
+  @Test func `An expired message removed by a fresh instance is recounted once`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock()
     let limits = AppGroupMailboxLimits(maxMessages: 2, messageLifetime: 10)
@@ -83,7 +113,8 @@ import Testing
     #expect(container.claimedNames().map(\.message.id) == [claimA[0].id])
     try claimA[0].acknowledge()
     #expect(try mailbox.claimPending().map(\.message) == ["C", "D"])
-    #expect(container.counters()?.depth == 2)
+    // The eviction lowered the counter (after its recount); the acknowledge of A left it.
+    #expect(container.counters()?.depth == 3)
   }
 
   @Test func `discardOldest fails with mailboxFull when every message is claimed`() throws {
@@ -131,7 +162,8 @@ import Testing
     #expect(try mailbox.enqueue("while quarantined", id: id) == id)
     #expect(container.names("pending") == [])
     #expect(container.names("tmp") == [])
-    #expect(container.counters()?.depth == 0)
+    // Nothing counted: the acknowledge left the counter at 1 (an upper bound), no enqueue raised it.
+    #expect(container.counters()?.depth == 1)
   }
 
   @Test func `An acknowledged id can be enqueued again because the mailbox keeps no tombstones`()

@@ -28,6 +28,20 @@ extension TemporaryContainer {
     return SpoolCounters(line: Array(data))
   }
 
+  /// Checks the depth counter of `namespace` as docs/FORMAT.md defines it: a recount of the names
+  /// gives exactly `expected`, and the stored counter is not below that (a removal leaves it
+  /// high; a low counter would let an enqueue pass the bound). The recount is written back, as
+  /// any first use of the lock in a new instance does.
+  func expectDepth(
+    _ expected: Int, namespace: String = "jobs", sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
+    let stored = try #require(counters(namespace: namespace), sourceLocation: sourceLocation)
+    let spool = try mailbox(String.self, namespace: namespace).spool
+    let recounted = try spool.withStateLock { try spool.recount(stored: $0).depth }
+    #expect(recounted == expected, "names on disk", sourceLocation: sourceLocation)
+    #expect(stored.depth >= recounted, "stored counter", sourceLocation: sourceLocation)
+  }
+
   /// Writes `contents` as `area/name`, creating the area when needed.
   func plant(_ area: String, _ name: String, _ contents: Data, namespace: String = "jobs") throws {
     let directory = self.area(area, namespace: namespace)

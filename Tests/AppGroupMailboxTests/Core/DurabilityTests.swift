@@ -103,7 +103,7 @@ import Testing
     #expect(quarantined.map(\.reason) == [.malformed, .malformed])
     #expect(container.names("pending") == [])
     try claims[0].acknowledge()
-    #expect(container.counters()?.depth == 0)
+    try container.expectDepth(0)
     // Quarantined ids still block a re-import of the same id.
     try mailbox.enqueue("again", id: empty.id)
     #expect(container.names("pending") == [])

@@ -18,7 +18,7 @@ import Testing
     // A is exactly 100 s old: expired (age >= lifetime); B is 50 s old.
     #expect(try mailbox.claimPending(limit: 1).map(\.message) == ["B"])
     #expect(diagnostics.all == [.expiredMessageRemoved])
-    #expect(container.counters()?.depth == 2)
+    try container.expectDepth(2)
     clock.advance(100)
     try mailbox.performMaintenance()
     #expect(container.names("pending") == [])
@@ -55,7 +55,7 @@ import Testing
     try mailbox.performMaintenance()
     #expect(try mailbox.claimPending().isEmpty)
     try claim[0].acknowledge()
-    #expect(container.counters()?.depth == 0)
+    try container.expectDepth(0)
   }
 
   @Test func `An abandoned claim whose message also expired is removed, not restored`() throws {
@@ -70,7 +70,7 @@ import Testing
     #expect(diagnostics.all == [.expiredMessageRemoved])
     #expect(container.names("claimed") == [])
     #expect(container.names("pending") == [])
-    #expect(container.counters()?.depth == 0)
+    try container.expectDepth(0)
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try claim[0].acknowledge() }
   }
 
@@ -95,7 +95,7 @@ import Testing
     try container.setModified("tmp", "5678-young.tmp", to: clock.now.addingTimeInterval(-899))
     // Not counted: a mailbox of one still takes a message.
     try mailbox.enqueue("real")
-    #expect(container.counters()?.depth == 1)
+    try container.expectDepth(1)
     // Not delivered.
     let claims = try mailbox.claimPending()
     #expect(claims.map(\.message) == ["real"])
@@ -104,6 +104,6 @@ import Testing
     #expect(container.names("tmp") == ["5678-young.tmp"])
     #expect(diagnostics.all == [.staleTemporaryFileRemoved, .staleTemporaryFileRemoved])
     #expect(try mailbox.claimPending().isEmpty)
-    #expect(container.counters()?.depth == 0)
+    try container.expectDepth(0)
   }
 }

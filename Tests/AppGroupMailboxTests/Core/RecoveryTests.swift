@@ -143,7 +143,7 @@ import Testing
     #expect(container.claimedNames().map(\.leaseUntilMicros) == [micros(clock.now) + 2_000_000])
     try held[0].acknowledge()
     #expect(container.names("claimed") == [])
-    #expect(container.counters()?.depth == 0)
+    try container.expectDepth(0)
   }
 
   @Test func `C03: A is gone exactly once after the new holder acknowledges`() throws {
@@ -164,7 +164,7 @@ import Testing
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try slow[0].renew() }
     try fresh[0].acknowledge()
     #expect(try second.claimPending().map(\.message) == ["B"])
-    #expect(container.counters()?.depth == 1)
+    try container.expectDepth(1)
   }
 
   @Test func `renew starts a fresh lease from now`() throws {

@@ -87,7 +87,7 @@ import Testing
     #expect(container.names("tmp") == [])
     #expect(try depth(mailbox) == 3)
     try a.acknowledge()
-    #expect(try depth(mailbox) == 2)
+    try container.expectDepth(2)
     #expect(try mailbox.claimPending().map(\.message) == ["C", "D"])
   }
 

@@ -60,10 +60,10 @@ import Testing
     #expect(!"\(error) \(error.localizedDescription)".contains(secretMarker))
     #expect(container.names("tmp") == [])
     #expect(container.names("pending") == pendingBefore)
-    #expect(try depth(mailbox) == 1)
+    try container.expectDepth(1)
     try mailbox.enqueue("after")
     #expect(try mailbox.claimPending().map(\.message) == ["before", "after"])
-    #expect(try depth(mailbox) == 2)
+    try container.expectDepth(2)
   }
 
   @Test(arguments: [EIO, EMFILE, ENOSPC])

@@ -65,7 +65,7 @@ struct PythonConcurrencyTests {
         #expect(numbers == numbers.sorted())
       }
     }
-    #expect(try stateDepth(container) == 0)
+    try container.expectDepth(0)
   }
 
   @Test
@@ -130,7 +130,7 @@ struct PythonConcurrencyTests {
     #expect(header.id == delayed.id.uuidString.lowercased())
     #expect(header.enqueuedAt < Int64(due.timeIntervalSince1970 * 1_000_000) - 1_400_000)
     #expect(later.wasAlreadyPresent == false)
-    #expect(try stateDepth(container) == 0)
+    try container.expectDepth(0)
   }
 
   @Test
@@ -165,7 +165,7 @@ struct PythonConcurrencyTests {
     let recovered = try PythonSpool.drainUntilDelivered(other, ["--claim-timeout", "1"])
     #expect(recovered.map(\.payload) == ["8"])
     #expect(recovered.map(\.deliveryCount) == [2])
-    #expect(try stateDepth(other) == 0)
+    try other.expectDepth(0)
   }
 }
 

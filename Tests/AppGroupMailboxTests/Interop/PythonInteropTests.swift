@@ -65,7 +65,7 @@ struct PythonInteropTests {
       drained.map(\.messageType)
         == Array(repeating: "Interop.Job", count: half) + Array(repeating: "", count: half))
     #expect(try mailbox.inspector.status().pending == 0)
-    #expect(try stateDepth(container) == 0)
+    try container.expectDepth(0)
   }
 
   @Test
@@ -148,7 +148,7 @@ struct PythonInteropTests {
     #expect(
       Set(listed.map(\.id)) == [nil, future, mismatched, linked])
     #expect(container.names("pending").isEmpty && container.names("claimed").isEmpty)
-    #expect(try stateDepth(container) == 0)
+    try container.expectDepth(0)
     #expect(try String(contentsOf: outside, encoding: .utf8) == "outside")
   }
 
@@ -165,7 +165,7 @@ struct PythonInteropTests {
     #expect(claims.map { String(decoding: $0.payload, as: UTF8.self) } == ["3", "4"])
     #expect(claims.map { $0.id.uuidString.lowercased() } == produced.map(\.id))
     for claim in claims { try claim.acknowledge() }
-    #expect(try stateDepth(container) == 0)
+    try container.expectDepth(0)
   }
 }
 

@@ -171,7 +171,7 @@ class Consumer:
         return Claim(claimed, header, payload)
 
     def acknowledge(self, claim):
-        if not self.remove_counted(self.area("claimed", claim.claimed.file)):
+        if not self.remove(self.area("claimed", claim.claimed.file)):
             raise ClaimGone()
 
     def release(self, claim, delay=0.0):
@@ -205,7 +205,7 @@ class Consumer:
                 continue
             path = self.area("claimed", entry)
             if now - claimed.name.micros >= self.lifetime:
-                self.remove_counted(path)
+                self.remove(path)
                 continue
             try:
                 target = self.area("pending", claimed.name.file)
@@ -230,7 +230,7 @@ class Consumer:
                 continue
             path = self.area("delayed", entry)
             if now - delayed[1].micros >= self.lifetime:
-                self.remove_counted(path)
+                self.remove(path)
                 continue
             try:
                 target = self.area("pending", delayed[1].file)

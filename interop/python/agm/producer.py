@@ -82,7 +82,7 @@ class Producer:
             try:
                 self.fsync_area(area)
             except OSError:
-                self.remove_counted(self.area(area, published))
+                self.remove(self.area(area, published))
                 raise
         return id, outcome
 

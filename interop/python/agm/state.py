@@ -104,13 +104,12 @@ class State:
         """Rebuilds the counters under the lock (after entries left without lowering depth)."""
         self.locked(lambda counters: counters.__setitem__(slice(None), self.recount(counters)))
 
-    def remove_counted(self, path):
-        """Unlinks path and lowers depth in one hold of the lock; False when it was gone."""
-        def remove(counters):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                return False
-            counters[1] = max(0, counters[1] - 1)
-            return True
-        return self.locked(remove)
+    def remove(self, path):
+        """Unlinks a message file; False when it was gone. No lock, and depth stays: it is an upper
+        bound that only a recount lowers, since the message may never have been counted
+        (FORMAT.md, "The state file and the lock")."""
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True

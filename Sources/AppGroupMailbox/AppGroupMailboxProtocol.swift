@@ -1,0 +1,59 @@
+public import Foundation
+
+/// What ``AppGroupMailbox`` and ``AppGroupRawMailbox`` share, so that each member they have in
+/// common is written once: ``limits``, ``directoryURL``, ``performMaintenance()``, the stored
+/// settings (``settings``, ``updateSettings(_:)``) and
+/// waiting for work (``wakeUps(pollingInterval:)``, ``wait(timeout:)``,
+/// ``drain(batchSize:pollingInterval:handler:)``, ``drainPending(batchSize:handler:)``). Those
+/// members act on the mailbox's spool, which they reach through ``inspector``; generic code may
+/// take `some AppGroupMailboxProtocol` to serve typed and untyped mailboxes alike.
+///
+/// Only the two mailbox types of this package conform; another conforming type gets members
+/// that act on whatever namespace its ``inspector`` names. Thread and process safety as
+/// ``AppGroupMailbox``.
+public protocol AppGroupMailboxProtocol: AnyObject, Sendable {
+  /// The claim this mailbox hands out: ``AppGroupMailbox/Claim`` or
+  /// ``AppGroupRawMailbox/Claim``.
+  associatedtype Claim: AppGroupMailboxClaimBase
+
+  /// Counts, listings and quarantine repairs of this namespace; see
+  /// ``AppGroupMailboxInspector``.
+  var inspector: AppGroupMailboxInspector { get }
+
+  /// Claims up to `limit` pending messages (all when nil); see
+  /// ``AppGroupMailbox/claimPending(limit:)``.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
+  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  func claimPending(limit: Int?) throws -> [Claim]
+}
+
+extension AppGroupMailbox: AppGroupMailboxProtocol {}
+extension AppGroupRawMailbox: AppGroupMailboxProtocol {}
+
+/// The members of ``AppGroupMailbox`` and ``AppGroupRawMailbox`` that read or maintain the
+/// namespace whatever its messages' type.
+extension AppGroupMailboxProtocol {
+  /// The limits this mailbox enforces: the mailbox's stored settings (see ``settings``), with
+  /// this opener's ``AppGroupMailboxLimits/claimTimeout``.
+  public var limits: AppGroupMailboxLimits {
+    inspector.spool.refreshSettings()
+    return inspector.spool.limits
+  }
+
+  /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.
+  public var directoryURL: URL {
+    URL(fileURLWithPath: inspector.spool.directories.path, isDirectory: true)
+  }
+
+  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
+  /// quarantine and rebuilds the depth counter. Claims and enqueues already do the first part at
+  /// most once a second; call this from a timer to bound disk use while idle.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n log n) in the entries of the namespace.
+  public func performMaintenance() throws {
+    let spool = inspector.spool
+    var diagnostics: [AppGroupMailboxDiagnostic] = []
+    defer { spool.emit(diagnostics) }
+    try spool.maintain(diagnostics: &diagnostics)
+  }
+}

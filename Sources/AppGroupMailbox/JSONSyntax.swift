@@ -1,0 +1,192 @@
+import Foundation
+
+/// A check that bytes are one JSON value (RFC 8259, section 2: any top-level value), made in one
+/// pass without building the value, so the untyped mailbox can pass a message on without
+/// decoding it.
+///
+/// It answers only "certainly valid" or "not sure": ``isCertainlyValid(_:)`` accepts a subset
+/// of what JSONSerialization accepts (UTF-8 text; no `\u` escape of a surrogate or of NUL; no
+/// number with an exponent or more than 15 digits; nesting at most ``maximumDepth``), and
+/// every "not sure" goes to JSONSerialization, which stays the one authority on what is JSON
+/// (``AppGroupRawMailbox/isJSON(_:)``). A test compares the two on generated inputs.
+enum JSONSyntax {
+  /// The deepest nesting the fast check follows; deeper input goes to JSONSerialization.
+  static let maximumDepth = 100
+
+  /// Whether `bytes` is certainly one JSON value that JSONSerialization also accepts. False
+  /// means "not sure", never "invalid".
+  /// - Complexity: O(n) in the bytes; no allocation but a depth stack of at most
+  ///   ``maximumDepth`` bits.
+  static func isCertainlyValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    var scanner = Scanner(bytes: bytes)
+    guard scanner.value(), scanner.atEnd else { return false }
+    return !scanner.sawNonASCII || String(validating: bytes, as: UTF8.self) != nil
+  }
+
+  private struct Scanner {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+    var sawNonASCII = false
+    /// Open containers, innermost last: true for an object.
+    var open: [Bool] = []
+
+    init(bytes: UnsafeRawBufferPointer) {
+      self.bytes = bytes
+      open.reserveCapacity(16)
+    }
+
+    var atEnd: Bool {
+      mutating get {
+        skipSpace()
+        return index == bytes.count
+      }
+    }
+
+    mutating func skipSpace() {
+      while index < bytes.count {
+        switch bytes[index] {
+        case 0x20, 0x09, 0x0A, 0x0D: index += 1
+        default: return
+        }
+      }
+    }
+
+    mutating func take(_ byte: UInt8) -> Bool {
+      skipSpace()
+      guard index < bytes.count, bytes[index] == byte else { return false }
+      index += 1
+      return true
+    }
+
+    /// One value and everything nested in it, iteratively (no recursion on hostile depth).
+    mutating func value() -> Bool {
+      while true {
+        skipSpace()
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+          let isObject = bytes[index] == UInt8(ascii: "{")
+          index += 1
+          guard open.count < JSONSyntax.maximumDepth else { return false }
+          if take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) { break }
+          open.append(isObject)
+          if isObject, !member() { return false }
+          continue
+        case UInt8(ascii: "\""):
+          guard string() else { return false }
+        case UInt8(ascii: "t"): guard literal("true") else { return false }
+        case UInt8(ascii: "f"): guard literal("false") else { return false }
+        case UInt8(ascii: "n"): guard literal("null") else { return false }
+        default: guard number() else { return false }
+        }
+        // A value ended: close containers or go on to the next element.
+        while let isObject = open.last {
+          if take(UInt8(ascii: ",")) {
+            if isObject, !member() { return false }
+            break
+          }
+          guard take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { return false }
+          open.removeLast()
+        }
+        if open.isEmpty { return true }
+      }
+    }
+
+    /// A member's name and colon.
+    mutating func member() -> Bool {
+      skipSpace()
+      guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), string() else { return false }
+      return take(UInt8(ascii: ":"))
+    }
+
+    mutating func literal(_ word: StaticString) -> Bool {
+      let count = word.utf8CodeUnitCount
+      guard bytes.count - index >= count else { return false }
+      for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
+        return false
+      }
+      index += count
+      return true
+    }
+
+    /// A string from its opening quote: no control character, only the escapes of RFC 8259,
+    /// section 7.
+    mutating func string() -> Bool {
+      index += 1
+      while index < bytes.count {
+        let byte = bytes[index]
+        index += 1
+        switch byte {
+        case UInt8(ascii: "\""): return true
+        case 0..<0x20: return false
+        case 0x80...: sawNonASCII = true
+        case UInt8(ascii: "\\"):
+          guard index < bytes.count else { return false }
+          let escaped = bytes[index]
+          index += 1
+          switch escaped {
+          case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+            UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            continue
+          case UInt8(ascii: "u"):
+            guard let unit = hexUnit(), unit != 0, !(0xD800...0xDFFF).contains(unit) else {
+              return false
+            }
+          default: return false
+          }
+        default: continue
+        }
+      }
+      return false
+    }
+
+    mutating func hexUnit() -> UInt16? {
+      guard bytes.count - index >= 4 else { return nil }
+      var unit: UInt16 = 0
+      for _ in 0..<4 {
+        let byte = bytes[index]
+        let digit: UInt8
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+        unit = unit << 4 | UInt16(digit)
+        index += 1
+      }
+      return unit
+    }
+
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)?` with at most 15 digits in all; an exponent is left to
+    /// JSONSerialization (a value out of Double's range is its call).
+    mutating func number() -> Bool {
+      if bytes[index] == UInt8(ascii: "-") { index += 1 }
+      var digits = 0
+      func isDigit(_ at: Int) -> Bool {
+        at < bytes.count && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[at])
+      }
+      guard isDigit(index) else { return false }
+      if bytes[index] == UInt8(ascii: "0") {
+        index += 1
+        digits = 1
+        if isDigit(index) { return false }
+      } else {
+        while isDigit(index) {
+          index += 1
+          digits += 1
+        }
+      }
+      if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        index += 1
+        guard isDigit(index) else { return false }
+        while isDigit(index) {
+          index += 1
+          digits += 1
+        }
+      }
+      if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") { return false }
+      return digits <= 15
+    }
+  }
+}

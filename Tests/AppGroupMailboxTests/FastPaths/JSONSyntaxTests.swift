@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// The untyped mailbox's one-pass JSON check (``JSONSyntax``) accepts only what JSONSerialization
+/// accepts, and takes the common messages without it.
+@Suite struct JSONSyntaxTests {
+  static func fast(_ text: String) -> Bool {
+    Data(text.utf8).withUnsafeBytes(JSONSyntax.isCertainlyValid)
+  }
+
+  static func serialization(_ data: Data) -> Bool {
+    (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+  }
+
+  @Test(arguments: [
+    #"{"a":[1,2.5,"x\n\u00e9",true,false,null],"b":{}}"#, #""text""#, "0", "-12.5", "[]",
+    " [ {\"k\" : \"v\"} ] ", #""caf\#u{e9} \#u{1F600}""#, #""\/\\\"\b\f\r\t""#,
+    String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+  ])
+  func `Common JSON is certainly valid without JSONSerialization`(_ text: String) {
+    #expect(Self.fast(text))
+    #expect(Self.serialization(Data(text.utf8)))
+  }
+
+  @Test(arguments: [
+    "", " ", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "-", "1.", "+1", "[1 2]", "nul", "tru",
+    "\"open", "\"\u{1}\"", "{1:2}", "[1]]", "\u{FEFF}1",
+    // Left to JSONSerialization: exponents, long numbers, NUL and surrogate escapes, depth.
+    "1e5", "1234567890123456", #""\u0000""#, #""\ud83d\ude00""#,
+    String(repeating: "[", count: 101) + String(repeating: "]", count: 101),
+  ])
+  func `Anything else is not sure, and goes to JSONSerialization`(_ text: String) {
+    #expect(!Self.fast(text))
+  }
+
+  @Test func `Invalid UTF-8 inside a string is not certainly valid`() {
+    let bytes: [UInt8] = [0x22, 0xC3, 0x28, 0x22]
+    #expect(!bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid))
+  }
+
+  /// 20,000 inputs made from JSON pieces and random bytes: whatever the fast check accepts,
+  /// JSONSerialization accepts too.
+  @Test func `On generated inputs the fast check never accepts what JSONSerialization refuses`() {
+    var random = SeededGenerator(seed: 0x4A53_4F4E)
+    let pieces = [
+      "{", "}", "[", "]", ",", ":", "\"", "\"k\"", "\"v\"", "1", "0", "-", ".", "5", "e", "true",
+      "false", "null", " ", "\\", "\\u", "00e9", "d800", "\\n", "\u{1}", "é", "\u{FEFF}", "01",
+    ]
+    var accepted = 0
+    for _ in 0..<20_000 {
+      var bytes: [UInt8] = []
+      for _ in 0..<(random.next() % 12) {
+        if random.next() % 8 == 0 {
+          bytes.append(UInt8(truncatingIfNeeded: random.next()))
+        } else {
+          bytes += Array(pieces[Int(random.next() % UInt64(pieces.count))].utf8)
+        }
+      }
+      guard bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid) else { continue }
+      accepted += 1
+      #expect(Self.serialization(Data(bytes)), "\(bytes)")
+    }
+    #expect(accepted >= 500)
+  }
+
+  /// A random JSON value of at most `depth` levels.
+  static func value(_ random: inout SeededGenerator, depth: Int) -> String {
+    switch random.next() % (depth > 0 ? 8 : 5) {
+    case 0: return ["true", "false", "null"][Int(random.next() % 3)]
+    case 1: return String(Int64(bitPattern: random.next()) % 100_000)
+    case 2: return "\(Double(random.next() % 10_000) / 100)"
+    case 3: return #""a\u00e9\n\/é""#
+    case 4: return "\"\(random.next() % 1_000)\""
+    case 5, 6:
+      let count = Int(random.next() % 4)
+      let items = (0..<count).map { _ in value(&random, depth: depth - 1) }
+      return "[" + items.joined(separator: ",") + "]"
+    default:
+      let count = Int(random.next() % 4)
+      let members = (0..<count).map { index in
+        "\"k\(index)\" : " + value(&random, depth: depth - 1)
+      }
+      return "{ " + members.joined(separator: ", ") + " }"
+    }
+  }
+
+  /// 20,000 valid values, half of them with one byte changed, inserted or removed: the fast
+  /// check takes every valid one it can and never one JSONSerialization refuses.
+  @Test func `On mutated JSON values the fast check never accepts what JSONSerialization refuses`()
+  {
+    var random = SeededGenerator(seed: 0x6D75_7461)
+    var acceptedMutants = 0
+    for round in 0..<20_000 {
+      var bytes = Array(Self.value(&random, depth: 4).utf8)
+      if round % 2 == 1, !bytes.isEmpty {
+        let at = Int(random.next() % UInt64(bytes.count))
+        switch random.next() % 3 {
+        case 0: bytes[at] = UInt8(truncatingIfNeeded: random.next())
+        case 1: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: at)
+        default: bytes.remove(at: at)
+        }
+      }
+      let fast = bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid)
+      if round % 2 == 0 {
+        #expect(fast, "\(String(decoding: bytes, as: UTF8.self))")
+      } else if fast {
+        acceptedMutants += 1
+        #expect(Self.serialization(Data(bytes)), "\(bytes)")
+      }
+    }
+    #expect(acceptedMutants >= 1_000)
+  }
+}

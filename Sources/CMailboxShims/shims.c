@@ -35,6 +35,10 @@ int cmailbox_flock(int fd, int operation) { return flock(fd, operation); }
 
 int cmailbox_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }
 
+long cmailbox_getdents64(int fd, void *buffer, unsigned long size) {
+  return syscall(SYS_getdents64, fd, buffer, size);
+}
+
 // Weak: resolved only when the ThreadSanitizer runtime is linked (swift build --sanitize=thread).
 void __tsan_acquire(void *address) __attribute__((weak));
 void __tsan_release(void *address) __attribute__((weak));

@@ -70,10 +70,21 @@ struct PendingName: Hashable, Sendable {
 
   /// Parses a pending name; nil for anything else (temporary names, foreign files).
   init?(parsing name: String) {
-    guard name.hasSuffix(Self.suffix) else { return nil }
-    guard let parsed = Self.parseStem(name.utf8.dropLast(Self.suffix.utf8.count)) else {
-      return nil
-    }
+    let parsed =
+      name.utf8.withContiguousStorageIfAvailable { Self(bytes: $0) }
+      ?? Array(name.utf8).withUnsafeBufferPointer { Self(bytes: $0) }
+    guard let parsed else { return nil }
+    self = parsed
+  }
+
+  /// Parses a pending name from its bytes (as a listing or an inotify event reports them, without
+  /// a NUL); nil for anything else. Allocates nothing: a first claim parses every pending name.
+  init?(bytes: UnsafeBufferPointer<UInt8>) {
+    let stem = bytes.count - 4
+    guard stem > 0, bytes[stem] == UInt8(ascii: "."), bytes[stem + 1] == UInt8(ascii: "m"),
+      bytes[stem + 2] == UInt8(ascii: "s"), bytes[stem + 3] == UInt8(ascii: "g"),
+      let parsed = Self.parseStem(UnsafeBufferPointer(rebasing: bytes[..<stem]))
+    else { return nil }
     self = parsed
   }
 
@@ -86,39 +97,66 @@ struct PendingName: Hashable, Sendable {
   /// Parses `[p<level>-]<micros:16>-<sequence:20>-<uuid:36>-<attempts>`; a level prefix with
   /// the default level is not canonical and does not parse (every parsed name formats back to
   /// the same bytes).
-  static func parseStem(_ bytes: Substring.UTF8View) -> PendingName? {
-    // A native string's bytes are contiguous: copy them at once, not byte by byte.
-    var array = bytes.withContiguousStorageIfAvailable { Array($0) } ?? Array(bytes)
+  static func parseStem(_ stem: UnsafeBufferPointer<UInt8>) -> PendingName? {
     var level = AppGroupMailboxPriority.default
-    if array.first == UInt8(ascii: "p") {
-      guard array.count > 3, array[2] == UInt8(ascii: "-"),
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(array[1])
+    var bytes = stem
+    if stem.first == UInt8(ascii: "p") {
+      guard stem.count > 3, stem[2] == UInt8(ascii: "-"),
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(stem[1])
       else { return nil }
-      level = Int(array[1] - UInt8(ascii: "0"))
+      level = Int(stem[1] - UInt8(ascii: "0"))
       guard AppGroupMailboxPriority.levels.contains(level),
         level != AppGroupMailboxPriority.default
       else { return nil }
-      array.removeFirst(3)
+      bytes = UnsafeBufferPointer(rebasing: stem[3...])
     }
     // 16 + 1 + 20 + 1 + 36 + 1 + 1 to 10 digits (up to maxAttempts).
-    guard array.count >= 76, array.count <= 85 else { return nil }
-    guard array[16] == UInt8(ascii: "-"), array[37] == UInt8(ascii: "-"),
-      array[74] == UInt8(ascii: "-")
+    let count = bytes.count
+    guard count >= 76, count <= 85 else { return nil }
+    guard bytes[16] == UInt8(ascii: "-"), bytes[37] == UInt8(ascii: "-"),
+      bytes[74] == UInt8(ascii: "-")
     else { return nil }
-    guard let micros = digits(array[0..<16]), let sequence = digits(array[17..<37]),
-      let attempts = digits(array[75...]), attempts <= UInt64(maxAttempts)
+    guard let micros = digits(bytes, 0..<16), let sequence = digits(bytes, 17..<37),
+      let attempts = digits(bytes, 75..<count), attempts <= UInt64(maxAttempts)
     else { return nil }
-    guard array[75] != UInt8(ascii: "0") || array.count == 76 else { return nil }
-    let uuidBytes = array[38..<74]
-    guard uuidBytes.allSatisfy({ !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-      let id = NameBytes.parseUUID(uuidBytes)
+    guard bytes[75] != UInt8(ascii: "0") || count == 76 else { return nil }
+    guard
+      let id = NameBytes.parseUUID(
+        UnsafeBufferPointer(rebasing: bytes[38..<74]), lowercaseOnly: true)
     else { return nil }
     return PendingName(
       key: MessageKey(micros: Int64(micros), sequence: sequence, level: level), id: id,
       attempts: Int(attempts))
   }
 
-  static func digits(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+  /// The value of the decimal digits at `range` of `bytes` (1 to 20 of them); nil for anything
+  /// else or on overflow. The parsers' fast path: no generic collection, no allocation.
+  @inline(__always)
+  static func digits(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
+    guard !range.isEmpty, range.count <= 20 else { return nil }
+    var value: UInt64 = 0
+    var largest: UInt8 = 0
+    // At most 19 digits cannot overflow; a 20th is added with a check.
+    let last = min(range.upperBound, range.lowerBound + 19)
+    for index in range.lowerBound..<last {
+      let digit = bytes[index] &- UInt8(ascii: "0")
+      largest = max(largest, digit)
+      value = value &* 10 &+ UInt64(digit)
+    }
+    guard largest < 10 else { return nil }
+    if last < range.upperBound {
+      let digit = bytes[last] &- UInt8(ascii: "0")
+      guard digit < 10 else { return nil }
+      let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+      let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+      guard !overflow1, !overflow2 else { return nil }
+      value = sum
+    }
+    return value
+  }
+
+  /// The value of 1 to 20 decimal digits; nil for anything else or on overflow.
+  static func digits<C: Collection<UInt8>>(_ bytes: C) -> UInt64? {
     guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
     var value: UInt64 = 0
     for byte in bytes {
@@ -191,8 +229,11 @@ struct ClaimedName: Hashable, Sendable {
         !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0)
       })
     else { return nil }
-    let stem = String(decoding: bytes[..<(tokenStart - 1)], as: UTF8.self)
-    guard let message = PendingName.parseStem(Substring(stem).utf8) else { return nil }
+    guard
+      let message = bytes.withUnsafeBufferPointer({
+        PendingName.parseStem(UnsafeBufferPointer(rebasing: $0[..<(tokenStart - 1)]))
+      })
+    else { return nil }
     self.init(message: message, token: token, leaseUntilMicros: Int64(lease))
   }
 }

@@ -49,31 +49,36 @@ extension NameBytes {
   /// cost.
   static func parseUUID<C: Collection>(_ bytes: C) -> UUID? where C.Element == UInt8 {
     guard bytes.count == 36 else { return nil }
-    return bytes.withContiguousStorageIfAvailable { parseUUID(buffer: $0) }
-      ?? parseUUID(buffer: Array(bytes))
+    return bytes.withContiguousStorageIfAvailable { parseUUID($0, lowercaseOnly: false) }
+      ?? Array(bytes).withUnsafeBufferPointer { parseUUID($0, lowercaseOnly: false) }
   }
 
-  private static func parseUUID(buffer bytes: some RandomAccessCollection<UInt8>) -> UUID? {
+  /// ``parseUUID(_:)`` over a buffer; with `lowercaseOnly`, upper-case digits do not parse
+  /// (a file name's canonical form). A first claim at depth parses one per pending name.
+  static func parseUUID(_ bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool) -> UUID? {
+    guard bytes.count == 36, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
+      bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-")
+    else { return nil }
     var high: UInt64 = 0
     var low: UInt64 = 0
-    var nibbles = 0
-    var index = 0
-    for byte in bytes {
-      defer { index += 1 }
-      if index == 8 || index == 13 || index == 18 || index == 23 {
-        guard byte == UInt8(ascii: "-") else { return nil }
-        continue
+    var seen: UInt64 = 0  // every nibble ORed: 16 marks a byte that is not a digit
+    let letters: UInt8 = lowercaseOnly ? 0 : 0x20
+    @inline(__always) func add(_ range: Range<Int>, to word: inout UInt64) {
+      for index in range {
+        let byte = bytes[index]
+        let digit = byte &- UInt8(ascii: "0")
+        let letter = (byte | letters) &- UInt8(ascii: "a")
+        let nibble: UInt64 = digit < 10 ? UInt64(digit) : letter < 6 ? UInt64(letter) + 10 : 16
+        seen |= nibble
+        word = word << 4 | (nibble & 0xf)
       }
-      let nibble: UInt64
-      switch byte {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = UInt64(byte - UInt8(ascii: "0"))
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = UInt64(byte - UInt8(ascii: "a") + 10)
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = UInt64(byte - UInt8(ascii: "A") + 10)
-      default: return nil
-      }
-      if nibbles < 16 { high = high << 4 | nibble } else { low = low << 4 | nibble }
-      nibbles += 1
     }
+    add(0..<8, to: &high)
+    add(9..<13, to: &high)
+    add(14..<18, to: &high)
+    add(19..<23, to: &low)
+    add(24..<36, to: &low)
+    guard seen & 16 == 0 else { return nil }
     // Two big-endian words are the 16 bytes of the UUID in order.
     return UUID(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))
   }

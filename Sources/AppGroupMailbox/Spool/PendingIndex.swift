@@ -35,9 +35,12 @@ import MailboxLocks
 /// and `inotify_add_watch` (a simulated inotify limit) apply here as to the watcher.
 /// inotify sees no changes made by other NFS clients (inotify(7)): use local filesystems.
 ///
-/// Memory: one ``PendingName`` (about 48 bytes) per known pending message; never payload bytes.
+/// Memory: one ``PackedName`` (40 bytes) per known pending message, in a ``NameHeap`` whose
+/// storage grows in chunks without copying; a listing parses names straight from getdents64(2)'s
+/// buffer (``Syscall/forEachEntry(_:_:)``), so building the index allocates nothing per entry.
+/// Never payload bytes.
 final class PendingIndex: Sendable {
-  private struct State {
+  private struct State: ~Copyable {
     var watch: Int32 = -1
     var unavailable = false
     var stale = true
@@ -63,14 +66,16 @@ final class PendingIndex: Sendable {
   }
 
   /// Brings the index up to date with `pending/` (descriptor `pending`) before a claim call.
-  /// `list` lists `pending/` (message names sorted or not, and entries under any other name);
-  /// it runs only when the index cannot be trusted, or when inotify reported a name that is not
-  /// a message name. Returns the foreign entries of that listing (empty when it did not list),
-  /// for the caller to quarantine.
-  /// - Complexity: O(e log n) for e queued events; O(n log n) when it has to list.
+  /// `list` lists `pending/`, handing each message name to its argument (in any order) and
+  /// returning the entries under any other name (``listing(_:_:)``); it runs only
+  /// when the index cannot be trusted, or when inotify reported a name that is not a message
+  /// name. Returns the foreign entries of that listing (empty when it did not list), for the
+  /// caller to quarantine.
+  /// - Complexity: O(e log n) for e queued events; O(n) when it has to list (the names are
+  ///   heapified in place, not sorted).
   func refresh(
     pending: Int32,
-    list: () throws -> (messages: [(PendingName, DirectoryEntry)], foreign: [DirectoryEntry])
+    list: ((PendingName) -> Void) throws -> [DirectoryEntry]
   ) throws -> [DirectoryEntry] {
     try state.withLock { state in
       if !state.unavailable, state.watch < 0 {
@@ -81,7 +86,7 @@ final class PendingIndex: Sendable {
       if state.watch >= 0, !state.stale {
         var foreign = false
         let untrusted = Self.drain(state.watch) { name in
-          if let parsed = PendingName(parsing: name) {
+          if let parsed = PendingName(bytes: name) {
             state.heap.push(parsed)
           } else {
             foreign = true
@@ -94,12 +99,34 @@ final class PendingIndex: Sendable {
       guard state.unavailable || state.stale || state.misses >= Self.missesBeforeRelisting
       else { return [] }
       if state.watch >= 0 { _ = Self.drain(state.watch) { _ in } }
-      let listed = try list()
-      state.heap = NameHeap(listed.messages.map(\.0))
+      state.heap.removeAll()
+      let foreign: [DirectoryEntry]
+      do {
+        foreign = try list { state.heap.append($0) }
+      } catch {
+        state.heap.removeAll()
+        throw error
+      }
+      state.heap.heapify()
       state.stale = false
       state.misses = 0
-      return listed.foreign
+      return foreign
     }
+  }
+
+  /// Lists `pending` for ``refresh(pending:list:)``: hands each message name to `add` and
+  /// returns the entries under other names. Parses each name from the listing's buffer, so a
+  /// message costs no allocation. - Complexity: O(n) in the entries.
+  static func listing(_ pending: Int32, _ add: (PendingName) -> Void) throws -> [DirectoryEntry] {
+    var foreign: [DirectoryEntry] = []
+    try Syscall.forEachEntry(pending) { name, type in
+      if let parsed = PendingName(bytes: name) {
+        add(parsed)
+      } else {
+        foreign.append(DirectoryEntry(bytes: name, type: type))
+      }
+    }
+    return foreign
   }
 
   /// Puts names back that a claim call took with ``next()`` but left in `pending/`.
@@ -148,7 +175,7 @@ final class PendingIndex: Sendable {
   /// Reads the queued events without blocking (usually one read(2)), handing each name to
   /// `body`. Returns true when
   /// the index can no longer be trusted (queue overflow, watch removed, read error).
-  private static func drain(_ fd: Int32, _ body: (String) -> Void) -> Bool {
+  private static func drain(_ fd: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
     let capacity = 64 * 1024
     let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
     defer { buffer.deallocate() }
@@ -173,7 +200,7 @@ final class PendingIndex: Sendable {
           let start = buffer.advanced(by: offset + 16).assumingMemoryBound(to: UInt8.self)
           let bytes = UnsafeBufferPointer(start: start, count: length)
           let end = bytes.firstIndex(of: 0) ?? length
-          body(String(decoding: UnsafeBufferPointer(rebasing: bytes[..<end]), as: UTF8.self))
+          body(UnsafeBufferPointer(rebasing: bytes[..<end]))
         }
         offset += 16 + length
       }
@@ -182,58 +209,5 @@ final class PendingIndex: Sendable {
       // were not finished when this claim began).
       if got < capacity - (16 + 256) { return untrusted }
     }
-  }
-}
-
-/// A binary min-heap of pending names by ordering key, the claim order (then id, for a stable
-/// order).
-struct NameHeap {
-  private var items: [PendingName] = []
-
-  init() {}
-
-  /// A heap of `names` (a sorted array is a valid heap).
-  init(_ names: [PendingName]) {
-    items = names.sorted(by: Self.less)
-  }
-
-  var count: Int { items.count }
-
-  static func less(_ lhs: PendingName, _ rhs: PendingName) -> Bool {
-    if lhs.key != rhs.key { return lhs.key < rhs.key }
-    return lhs.id.uuidString < rhs.id.uuidString
-  }
-
-  /// Adds a name. - Complexity: O(log n).
-  mutating func push(_ name: PendingName) {
-    items.append(name)
-    var child = items.count - 1
-    while child > 0 {
-      let parent = (child - 1) / 2
-      guard Self.less(items[child], items[parent]) else { break }
-      items.swapAt(child, parent)
-      child = parent
-    }
-  }
-
-  /// Removes and returns the smallest name. - Complexity: O(log n).
-  mutating func pop() -> PendingName? {
-    guard !items.isEmpty else { return nil }
-    items.swapAt(0, items.count - 1)
-    let smallest = items.removeLast()
-    var parent = 0
-    while true {
-      let left = 2 * parent + 1
-      let right = left + 1
-      var smallestChild = parent
-      if left < items.count, Self.less(items[left], items[smallestChild]) { smallestChild = left }
-      if right < items.count, Self.less(items[right], items[smallestChild]) {
-        smallestChild = right
-      }
-      if smallestChild == parent { break }
-      items.swapAt(parent, smallestChild)
-      parent = smallestChild
-    }
-    return smallest
   }
 }

@@ -54,7 +54,9 @@ extension Spool {
     let wanted = limit ?? Int.max
     var removed = 0
     let foreign = try mapIO("claim") {
-      try pendingIndex.refresh(pending: directories.pending) { try pendingListing() }
+      try pendingIndex.refresh(pending: directories.pending) {
+        try PendingIndex.listing(directories.pending, $0)
+      }
     }
     for entry in foreign {
       // Nothing may sit in pending/ that drain cannot empty (a systemd DirectoryNotEmpty= unit

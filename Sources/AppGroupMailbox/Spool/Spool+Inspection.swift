@@ -73,9 +73,11 @@ extension Spool {
   /// Calls `body` with the name and the lstat(2) description of each entry of `area`; an entry
   /// gone before it was looked at is left out. - Complexity: O(n) in the area's entries.
   private func eachEntry(_ area: Int32, _ body: (String, stat) -> Void) throws {
-    for entry in try Syscall.list(area) {
-      guard let info = try? Syscall.lstat(area, entry.name) else { continue }
-      body(entry.name, info)
+    // One name at a time: a status at depth 100,000 holds no listing of strings.
+    try Syscall.forEachEntry(area) { bytes, _ in
+      let name = String(decoding: bytes, as: UTF8.self)
+      guard let info = try? Syscall.lstat(area, name) else { return }
+      body(name, info)
     }
   }
 

@@ -154,35 +154,47 @@ final class Spool: Sendable {
   /// moves once during the recount is still seen.
   /// - Complexity: O(n) in the number of entries.
   func recount(stored: SpoolCounters?) throws -> SpoolCounters {
-    struct Seen: Hashable {
-      var key: MessageKey
-      var id: UUID
-    }
-    var seen = Set<Seen>()
+    // Every name of the first three listings, sorted in place (40 bytes a name, no hash set:
+    // a fresh consumer at depth recounts once); the second pending listing looks names up.
+    var seen = NameHeap()
+    var extra = Set<PackedName.Message>()
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
     let clock = now
-    func count(_ name: PendingName) {
-      seen.insert(Seen(key: name.key, id: name.id))
+    func note(_ name: PendingName) {
       sequence = max(sequence, name.key.sequence)
       if stored == nil, name.key.micros <= clock { newest = max(newest, name.key.micros) }
     }
-    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
-      if let name = PendingName(parsing: entry.name) { count(name) }
+    func pendingNames(_ body: (PendingName) -> Void) throws {
+      try Syscall.forEachEntry(directories.pending) { bytes, type in
+        if !DirectoryEntry.isKnownNotRegular(type), let name = PendingName(bytes: bytes) {
+          body(name)
+        }
+      }
+    }
+    try pendingNames { name in
+      seen.append(name)
+      note(name)
     }
     for entry in try Syscall.list(directories.claimed) where !entry.isKnownNotRegular {
-      if let name = ClaimedName(parsing: entry.name) { count(name.message) }
+      if let name = ClaimedName(parsing: entry.name) {
+        seen.append(name.message)
+        note(name.message)
+      }
     }
     for entry in try Syscall.list(directories.delayed) where !entry.isKnownNotRegular {
       if let name = DelayedName(parsing: entry.name) {
-        seen.insert(Seen(key: name.message.key, id: name.message.id))
+        seen.append(name.message)
         sequence = max(sequence, name.message.key.sequence)
       }
     }
-    for entry in try Syscall.list(directories.pending) where !entry.isKnownNotRegular {
-      if let name = PendingName(parsing: entry.name) { count(name) }
+    seen.sortDescending()
+    try pendingNames { name in
+      if !seen.contains(name) { extra.insert(PackedName(name).message) }
+      note(name)
     }
-    return SpoolCounters(sequence: sequence, depth: seen.count, newestImplicitMicros: newest)
+    return SpoolCounters(
+      sequence: sequence, depth: seen.distinctCount + extra.count, newestImplicitMicros: newest)
   }
 
   // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)`` (SpoolMove.swift) runs a

@@ -21,6 +21,12 @@ int cmailbox_flock(int fd, int operation);
 /// pipe2(2) with O_CLOEXEC | O_NONBLOCK (Swift's Glibc lacks pipe2). Returns 0 or -1 with errno.
 int cmailbox_pipe_cloexec(int fds[2]);
 
+/// getdents64(2): reads directory entries of the open directory `fd` into `buffer` (`size`
+/// bytes) as `struct linux_dirent64` records (d_ino, d_off, d_reclen, d_type, NUL-terminated
+/// d_name). Returns the bytes read, 0 at the end of the directory, or -1 with errno (EINVAL
+/// when `size` cannot hold the next entry). Swift cannot call the variadic syscall(2).
+long cmailbox_getdents64(int fd, void *buffer, unsigned long size);
+
 /// Tells ThreadSanitizer that the lock at `address` was acquired (after locking) or is about to
 /// be released (before unlocking); no-ops unless the ThreadSanitizer runtime is linked in.
 void cmailbox_tsan_acquire(void *address);

@@ -113,17 +113,8 @@ import Testing
     let later = try add(20, 2)
     let earlier = try add(10, 1)
     try Data().write(to: container.url.appendingPathComponent("foreign.tmp"))
-    func list() throws -> (messages: [(PendingName, DirectoryEntry)], foreign: [DirectoryEntry]) {
-      var messages: [(PendingName, DirectoryEntry)] = []
-      var foreign: [DirectoryEntry] = []
-      for entry in try Syscall.list(fd) {
-        if let name = PendingName(parsing: entry.name) {
-          messages.append((name, entry))
-        } else {
-          foreign.append(entry)
-        }
-      }
-      return (messages, foreign)
+    func list(_ add: (PendingName) -> Void) throws -> [DirectoryEntry] {
+      try PendingIndex.listing(fd, add)
     }
     let index = PendingIndex(watching: watching)
     #expect(try index.refresh(pending: fd, list: list).map(\.name) == ["foreign.tmp"])
@@ -163,18 +154,9 @@ import Testing
     try #require(fd >= 0)
     defer { close(fd) }
     var listings = 0
-    func list() throws -> (messages: [(PendingName, DirectoryEntry)], foreign: [DirectoryEntry]) {
+    func list(_ add: (PendingName) -> Void) throws -> [DirectoryEntry] {
       listings += 1
-      var messages: [(PendingName, DirectoryEntry)] = []
-      var foreign: [DirectoryEntry] = []
-      for entry in try Syscall.list(fd) {
-        if let name = PendingName(parsing: entry.name) {
-          messages.append((name, entry))
-        } else {
-          foreign.append(entry)
-        }
-      }
-      return (messages, foreign)
+      return try PendingIndex.listing(fd, add)
     }
     let index = PendingIndex(watching: true)
     #expect(try index.refresh(pending: fd, list: list).isEmpty)

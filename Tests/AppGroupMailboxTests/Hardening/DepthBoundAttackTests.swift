@@ -39,6 +39,38 @@ import Testing
     #expect(pendingAfterRequeue + admitted <= 2, "pending: \(container.names("pending"))")
     #expect(container.names("pending").count <= 2)
   }
+  @Test func `An enqueue whose link fallback fails to unlink the temporary file is not published`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), clock: clock)
+    try mailbox.enqueue("before")
+    // No RENAME_NOREPLACE (EINVAL): the move links tmp/x to pending/y, then the unlink of
+    // tmp/x fails (EIO). The enqueue throws, so it must leave nothing published and counted.
+    let (thrown, unfired) = thrownError(under: [
+      .init(call: "renameat2", errno: EINVAL, count: Int.max),
+      .init(call: "unlinkat", errno: EIO),
+    ]) {
+      try mailbox.enqueue("failed")
+    }
+    #expect(unfired.allSatisfy { $0.call == "renameat2" })
+    #expect(thrown != nil)
+    let delivered = try mailbox.claimPending().map(\.message)
+    #expect(delivered == ["before"], "an enqueue that threw was delivered")
+    // And whatever is on disk is counted: one more enqueue fills maxMessages 2, the next is
+    // refused.
+    for claim in try mailbox.claimPending() { try claim.release() }
+    var admitted = 0
+    for text in ["a", "b"] {
+      do {
+        try mailbox.enqueue(text)
+        admitted += 1
+      } catch AppGroupMailboxError.mailboxFull {}
+    }
+    #expect(container.names("pending").count + container.names("claimed").count <= 2)
+  }
 }
 
 /// The crash torture checks the counters only after a fresh opener recounted them; a process

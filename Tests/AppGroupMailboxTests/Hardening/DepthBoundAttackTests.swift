@@ -71,6 +71,24 @@ import Testing
     }
     #expect(container.names("pending").count + container.names("claimed").count <= 2)
   }
+  @Test func `A keyed replace whose flush of pending fails keeps the message it replaced`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    _ = try mailbox.enqueue("old", key: "k", onConflict: .replace)
+    // fsync of the new file, of its rewrite under the old id, then of pending/ (EIO) after the
+    // exchange put the new file under the old name.
+    let (thrown, unfired) = thrownError(under: [.init(call: "fsync", errno: EIO, skip: 2)]) {
+      _ = try mailbox.enqueue("new", key: "k", onConflict: .replace)
+    }
+    #expect(unfired.isEmpty)
+    #expect(thrown != nil)
+    // The replace threw, so it did not happen: the old message is still there to deliver.
+    let delivered = try mailbox.claimPending().map(\.message)
+    #expect(delivered == ["old"])
+  }
 }
 
 /// The crash torture checks the counters only after a fresh opener recounted them; a process

@@ -204,18 +204,21 @@ extension Spool {
         let micros = min(max(header.enqueuedAt, 0), MessageKey.maxMicros)
         let name = PendingName(
           key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
+        // The counters go to disk before the rename, as an enqueue's do: killed, or failing to
+        // write `state`, after the rename would leave a depth below the messages on disk (so
+        // enqueues pass the bound) and a sequence handed out again. Left high when nothing
+        // moved: the depth is an upper bound.
+        counters.sequence += 1
+        counters.depth += 1
+        try persist(counters)
         switch try move(
           directories.quarantine, fileName, to: directories.pending, name.fileName, id: id,
           diagnostics: &events)
         {
         case .vanished: return .notFound
-        case .moved:
-          counters.sequence += 1
-          counters.depth += 1
-          return .requeued(id)
+        case .moved: return .requeued(id)
         case .duplicate, .conflict:
           // A leftover held the fresh name: the move policy dropped or quarantined the copy.
-          counters.sequence += 1
           return .alreadyPresent(id)
         }
       }

@@ -59,7 +59,8 @@ extension Spool {
   /// the caller. Returns false, changing nothing, when the pending message was claimed (or
   /// removed) first. Where the filesystem lacks the flag, the old message is unlinked (the
   /// depth counter, an upper bound, unchanged) and false returned: the new one is then published
-  /// as any message, and for that instant the key has no pending message.
+  /// as any message, and for that instant the key has no pending message. When the flush of
+  /// `pending/` fails, the files are swapped back before the error is thrown.
   func replacePending(
     _ pending: PendingName, with temporary: String, _ counters: inout SpoolCounters,
     diagnostics: inout [AppGroupMailboxDiagnostic]
@@ -75,7 +76,15 @@ extension Spool {
       _ = try remove { try Syscall.unlink(directories.pending, pending.fileName) }
       return false
     }
-    try flushDirectory(directories.pending)
+    do {
+      try flushDirectory(directories.pending)
+    } catch {
+      // Not durable: swap the old message back, so the error means "not replaced" (unless a
+      // consumer claimed the new one first), and the caller deletes the new file.
+      try? Syscall.renameExchange(
+        directories.pending, pending.fileName, directories.tmp, temporary)
+      throw error
+    }
     return true
   }
 

@@ -134,7 +134,8 @@ enum Syscall {
   /// Where the filesystem lacks the flag (EINVAL, ENOSYS) it falls back to linkat(2) then
   /// unlinkat(2), which shows two links for an instant (see docs/FORMAT.md, "Claim"); a source
   /// already gone when the fallback unlinks it (another process finished the same move) counts as
-  /// moved. With `linkFallback` false it falls back to renameat(2) instead, which is atomic but
+  /// moved; when the unlink fails otherwise, the new link is removed again while the source is
+  /// still there, so an error means "not moved". With `linkFallback` false it falls back to renameat(2) instead, which is atomic but
   /// replaces: only for a destination that carries a fresh random token (a claim, a renewal).
   /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``.
   static func renameNoReplace(
@@ -153,6 +154,13 @@ enum Syscall {
         try unlink(from, old)
       } catch let error as SystemCallError where error.isNotFound {
         return
+      } catch {
+        // The entry has both names. While the old one is still there, take the new one back,
+        // so an error means "not moved" (an enqueue then lowers its counters again and
+        // reports the message as not enqueued); with the old one gone, it moved.
+        guard (try? lstat(from, old)) != nil else { return }
+        try? unlink(to, new)
+        throw error
       }
     }
   }

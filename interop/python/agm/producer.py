@@ -112,7 +112,11 @@ class Producer:
             return
         if not self.discard_oldest:
             raise MailboxFull()
-        names = [n for n in map(Name.parse, os.listdir(self.area("pending"))) if n]
+        # Regular files only: the recount counted nothing else, so evicting anything else
+        # would lower the counter below the messages it counted.
+        names = [Name.parse(e.name) for e in os.scandir(self.area("pending"))
+                 if e.is_file(follow_symlinks=False)]
+        names = [n for n in names if n]
         names = [n for n in names if n.level <= level]
         if len(names) < counters[1] + 1 - self.max_messages:
             raise MailboxFull()

@@ -93,7 +93,8 @@ class State:
         for area, parse, implicit in (("pending", Name.parse, True), ("claimed", claimed, True),
                                       ("delayed", delayed, False), ("pending", Name.parse, True)):
             for entry in os.scandir(self.area(area)):
-                if entry.is_dir(follow_symlinks=False) or entry.is_symlink():
+                # Only regular files are messages (FIFOs, sockets, devices neither).
+                if not entry.is_file(follow_symlinks=False):
                     continue
                 name = parse(entry.name)
                 if name:

@@ -33,4 +33,16 @@ def rename_noreplace(source, target):
         if code not in (errno.EINVAL, errno.ENOSYS):
             raise OSError(code, os.strerror(code), source)
     os.link(source, target)
-    os.unlink(source)
+    try:
+        os.unlink(source)
+    except FileNotFoundError:
+        return  # another process finished the same move
+    except OSError:
+        # Both names hold the entry: take the new one back while the old one is there, so an
+        # error means "not moved" (the producer then restores its counters).
+        if os.path.lexists(source):
+            try:
+                os.unlink(target)
+            except OSError:
+                pass
+            raise

@@ -17,6 +17,8 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
         claims one message and releases it with a retry delay of S seconds.
     limits: --max-messages N --max-payload-bytes N --lifetime S --claim-timeout S
             --max-quarantined N --max-attempts N --discard-oldest --group-shared --relaxed
+            (--max-messages and --discard-oldest apply only to a namespace without a settings
+            file: the stored settings apply to every opener)
 """
 
 import argparse

@@ -24,8 +24,8 @@ struct PythonDepthBoundTests {
     #expect(mailbox.settings.maxMessages == 2)
     // No --max-messages: the stored settings (maxMessages 2) apply.
     let finished = try Self.pythonEnqueue(4, container, [])
-    #expect(container.names("pending").count <= 2, "pending: \(container.names("pending").count)")
-    #expect(finished.lines.filter { $0.hasSuffix(" published") }.count <= 2)
+    #expect(container.names("pending").count == 2, "pending: \(container.names("pending").count)")
+    #expect(finished.lines.filter { $0.hasSuffix(" published") }.count == 2)
   }
 
   @Test func `A Python producer does not count a FIFO in pending as a message`() throws {

@@ -156,10 +156,13 @@ struct PythonInteropTests {
     throws
   {
     let container = try TemporaryContainer()
-    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 2))
+    // The stored policy applies to every opener: the mailbox is made with discardOldest, and the
+    // Python producer's own --max-messages and policy flags are left at their defaults.
+    let mailbox = try AppGroupRawMailbox(
+      containerURL: container.url, namespace: "jobs", limits: .init(maxMessages: 2),
+      overflowPolicy: .discardOldest)
     for message in ["1", "2"] { _ = try mailbox.enqueue(Data(message.utf8)) }
-    let produced = try PythonSpool.enqueue(
-      ["3", "4"], into: container, ["--max-messages", "2", "--discard-oldest"])
+    let produced = try PythonSpool.enqueue(["3", "4"], into: container)
     #expect(produced.map(\.outcome) == ["published", "published"])
     let claims = try mailbox.claimPending(limit: 10)
     #expect(claims.map { String(decoding: $0.payload, as: UTF8.self) } == ["3", "4"])

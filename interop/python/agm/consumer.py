@@ -42,14 +42,8 @@ class Consumer:
     def held(self):
         """Whether delivery is held: `settings` has format 2 and `held` true (FORMAT.md, "The
         settings file"). A format newer than 2 is refused; no file (an old spool) is not held."""
-        try:
-            with open(os.path.join(self.path, "settings"), "rb") as file:
-                settings = json.loads(file.read(4097))
-        except FileNotFoundError:
-            return False
-        if settings.get("format") not in (1, 2):
-            raise ValueError("settings format %r is newer than this reader" % settings.get("format"))
-        return settings["format"] == 2 and settings.get("held") is True
+        settings = self.stored_settings()
+        return settings is not None and settings["format"] == 2 and settings.get("held") is True
 
     def claim(self, limit=None):
         """Claims up to limit valid messages, oldest first; returns Claims."""

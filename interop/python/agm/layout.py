@@ -1,6 +1,7 @@
 """The directories of a namespace, created with their modes when missing (FORMAT.md, "Layout")."""
 
 import errno
+import json
 import os
 
 AREAS = ("tmp", "pending", "claimed", "quarantine", "delayed")
@@ -49,3 +50,16 @@ class Layout:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+    def stored_settings(self):
+        """The namespace's `settings` object (FORMAT.md, "The settings file"): what applies to
+        every opener. None when there is no file (a spool made before settings files); a format
+        newer than 2 is refused."""
+        try:
+            with open(os.path.join(self.path, "settings"), "rb") as file:
+                settings = json.loads(file.read(4097))
+        except FileNotFoundError:
+            return None
+        if settings.get("format") not in (1, 2):
+            raise ValueError("settings format %r is newer than this reader" % settings.get("format"))
+        return settings

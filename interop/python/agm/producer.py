@@ -102,15 +102,25 @@ class Producer:
                 return True
         return any(quarantined_id(entry) == id for entry in os.listdir(self.area("quarantine")))
 
+    def stored_bounds(self):
+        """maxMessages and whether to discard the oldest: the stored settings, which apply to
+        every opener; this opener's own values for a spool without a settings file."""
+        settings = self.stored_settings()
+        if settings is None:
+            return self.max_messages, self.discard_oldest
+        return int(settings["maxMessages"]), settings["overflowPolicy"] == "discardOldest"
+
     def make_room(self, counters, level=DEFAULT_LEVEL):
         """Step 4: recount when the counter says full, then reject or evict the oldest pending
-        message of the lowest level, never one above the incoming message's `level`."""
-        if counters[1] < self.max_messages:
+        message of the lowest level, never one above the incoming message's `level`. The bound
+        and the policy come from `settings`, read under the lock."""
+        max_messages, discard_oldest = self.stored_bounds()
+        if counters[1] < max_messages:
             return
         counters[:] = self.recount(counters)
-        if counters[1] < self.max_messages:
+        if counters[1] < max_messages:
             return
-        if not self.discard_oldest:
+        if not discard_oldest:
             raise MailboxFull()
         # Regular files only: the recount counted nothing else, so evicting anything else
         # would lower the counter below the messages it counted.
@@ -118,15 +128,15 @@ class Producer:
                  if e.is_file(follow_symlinks=False)]
         names = [n for n in names if n]
         names = [n for n in names if n.level <= level]
-        if len(names) < counters[1] + 1 - self.max_messages:
+        if len(names) < counters[1] + 1 - max_messages:
             raise MailboxFull()
         for name in sorted(names, key=lambda n: n.eviction_key):
-            if counters[1] < self.max_messages:
+            if counters[1] < max_messages:
                 break
             try:
                 os.unlink(self.area("pending", name.file))
                 counters[1] -= 1
             except FileNotFoundError:
                 continue
-        if counters[1] >= self.max_messages:
+        if counters[1] >= max_messages:
             raise MailboxFull()

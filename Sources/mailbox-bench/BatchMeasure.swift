@@ -30,13 +30,9 @@ struct BatchMeasure: MeasureGroup {
       }
       let rates = result.map { Rounds.rate(count, Int64($0)) }
       report.add(
-        Measurement(
-          group: "batch", name: "enqueue, batches of \(Self.batch)",
-          durability: durable ? "full" : "relaxed", size: Self.size, unit: "msg/s",
-          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
-          note: "\(count) msgs/run; C flushes the directory once per batch too",
-          rounds: rates.library.count, libraryRounds: rates.library,
-          baselineRounds: rates.baseline))
+        .rates(
+          rates, group: "batch", name: "enqueue, batches of \(Self.batch)", durable: durable,
+          size: Self.size, note: "\(count) msgs/run; C flushes the directory once per batch too"))
     }
   }
 }

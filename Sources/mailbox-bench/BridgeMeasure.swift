@@ -68,14 +68,10 @@ struct BridgeMeasure: MeasureGroup {
           subject: "bench.f\(run)")
       }
       report.add(
-        Measurement(
-          group: "bridge", name: "forward: drain --coprocess forward.py (jobs \(Self.jobs))",
-          durability: durable ? "full" : "relaxed", size: 256, unit: "msg/s",
-          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
-          against: "nats-py",
-          note: "\(count) msgs/run; baseline: nats-py publishing directly, \(Self.jobs) in flight",
-          rounds: rates.library.count, libraryRounds: rates.library, baselineRounds: rates.baseline
-        ))
+        .rates(
+          rates, group: "bridge", name: "forward: drain --coprocess forward.py (jobs \(Self.jobs))",
+          durable: durable, size: 256, against: "nats-py",
+          note: "\(count) msgs/run; baseline: nats-py publishing directly, \(Self.jobs) in flight"))
     }
   }
 

@@ -22,12 +22,9 @@ struct ConcurrencyMeasure: MeasureGroup {
       let total = perProducer * Self.producers
       let rates = result.map { Rounds.rate(total, Int64($0)) }
       report.add(
-        Measurement(
-          group: "concurrency", name: "4 producers + 4 consumers",
-          durability: durable ? "full" : "relaxed", size: Self.size, unit: "msg/s",
-          library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
-          note: "\(total) msgs/run, 8 processes", rounds: rates.library.count,
-          libraryRounds: rates.library, baselineRounds: rates.baseline))
+        .rates(
+          rates, group: "concurrency", name: "4 producers + 4 consumers", durable: durable,
+          size: Self.size, note: "\(total) msgs/run, 8 processes"))
     }
   }
 

@@ -29,6 +29,19 @@ struct Measurement {
   /// two sides of round `i` ran back to back.
   var baselineRounds: [Double] = []
 
+  /// A msg/s row from each round's rates on both sides: their medians, and the rounds behind the
+  /// ratio and its spread.
+  static func rates(
+    _ rates: Paired, group: String, name: String, durable: Bool, size: Int,
+    against: String = "C", note: String
+  ) -> Measurement {
+    Measurement(
+      group: group, name: name, durability: durable ? "full" : "relaxed", size: size,
+      unit: "msg/s", library: Statistics.median(rates.library),
+      baseline: Statistics.median(rates.baseline), against: against, note: note,
+      rounds: rates.library.count, libraryRounds: rates.library, baselineRounds: rates.baseline)
+  }
+
   /// library / baseline of each round whose two sides were both measured.
   var roundRatios: [Double] {
     zip(libraryRounds, baselineRounds).compactMap { $1 > 0 ? $0 / $1 : nil }

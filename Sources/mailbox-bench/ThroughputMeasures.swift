@@ -138,10 +138,8 @@ struct ThroughputMeasures: MeasureGroup {
   ) {
     let rates = nanoseconds.map { Rounds.rate(count, Int64($0)) }
     report.add(
-      Measurement(
-        group: "throughput", name: name, durability: durability, size: size, unit: "msg/s",
-        library: Statistics.median(rates.library), baseline: Statistics.median(rates.baseline),
-        note: "\(count) msgs/run", rounds: rates.library.count, libraryRounds: rates.library,
-        baselineRounds: rates.baseline))
+      .rates(
+        rates, group: "throughput", name: name, durable: durability == "full", size: size,
+        note: "\(count) msgs/run"))
   }
 }

@@ -59,7 +59,7 @@ extension Spool {
     defer { watcher.close() }
     while !Task.isCancelled {
       while !Task.isCancelled {
-        let claims = try claim(batchSize)
+        let claims = try removalReported { try claim(batchSize) }
         if claims.isEmpty { break }
         try await handOut(claims, to: handler)
       }
@@ -70,10 +70,25 @@ extension Spool {
       if outcome == .timedOut {
         var diagnostics: [AppGroupMailboxDiagnostic] = []
         defer { emit(diagnostics) }
-        try recoverClaims(diagnostics: &diagnostics)
-        try promoteDue(diagnostics: &diagnostics)
+        try removalReported {
+          try recoverClaims(diagnostics: &diagnostics)
+          try promoteDue(diagnostics: &diagnostics)
+        }
       }
       guard try AppGroupMailboxWatcher.interpret(outcome) || outcome == .timedOut else { return }
+    }
+  }
+
+  /// Runs `body`; when it fails because the namespace directory was deleted meanwhile (a listing
+  /// of an area in a deleted directory fails with ENOENT before the watcher reports the removal),
+  /// throws ``AppGroupMailboxError/mailboxDirectoryRemoved`` instead, as a wait would.
+  func removalReported<T>(_ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as AppGroupMailboxError {
+      // A deleted directory keeps no links (fstat(2) on its descriptor shows st_nlink 0).
+      guard (try? Syscall.fstat(directories.namespace))?.st_nlink == 0 else { throw error }
+      throw AppGroupMailboxError.mailboxDirectoryRemoved
     }
   }
 

@@ -1,5 +1,6 @@
 // libFuzzer entry point over the parsers that read bytes an untrusted process controls: the
-// envelope decoder, the pending, claimed and quarantine file-name parsers and the state line.
+// envelope decoder, the pending, claimed and quarantine file-name parsers, the state line and
+// the untyped mailbox's one-pass JSON check.
 // Built by scripts/fuzz together with the package's own source files (see there); not part of the
 // Swift package. Every invariant below traps (a crash libFuzzer reports) when it fails.
 import Foundation
@@ -12,7 +13,15 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   checkHeaderFastPath(bytes)
   checkNames(bytes)
   _ = SpoolCounters(line: bytes)
+  checkJSONSyntax(bytes)
   return 0
+}
+
+/// The untyped mailbox's one-pass JSON check never accepts what JSONSerialization refuses.
+private func checkJSONSyntax(_ bytes: [UInt8]) {
+  guard bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid) else { return }
+  let parsed = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+  precondition(parsed != nil)
 }
 
 /// A decoded envelope's message range lies inside the input, after the header line, and the

@@ -79,19 +79,6 @@ extension Spool {
     }
   }
 
-  /// Runs `body`; when it fails because the namespace directory was deleted meanwhile (a listing
-  /// of an area in a deleted directory fails with ENOENT before the watcher reports the removal),
-  /// throws ``AppGroupMailboxError/mailboxDirectoryRemoved`` instead, as a wait would.
-  func removalReported<T>(_ body: () throws -> T) throws -> T {
-    do {
-      return try body()
-    } catch let error as AppGroupMailboxError {
-      // A deleted directory keeps no links (fstat(2) on its descriptor shows st_nlink 0).
-      guard (try? Syscall.fstat(directories.namespace))?.st_nlink == 0 else { throw error }
-      throw AppGroupMailboxError.mailboxDirectoryRemoved
-    }
-  }
-
   /// Claims and hands out messages until nothing is pending, then returns; see
   /// ``AppGroupMailbox/drainPending(batchSize:handler:)``.
   func drainPending<C: AppGroupMailboxClaimBase>(

@@ -3,8 +3,8 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// A drain whose namespace is deleted while it claims (before its watcher reports the removal)
-/// gets ``AppGroupMailboxError/mailboxDirectoryRemoved``, as a wait would, not an I/O failure.
+/// A claim or drain whose namespace is deleted while it lists (before any watcher reports the
+/// removal) gets ``AppGroupMailboxError/mailboxDirectoryRemoved``, as a wait would, not an I/O failure.
 @Suite struct RemovedWhileClaimingTests {
   @Test func `A listing in a deleted namespace is reported as the directory removed`() throws {
     let container = try TemporaryContainer()
@@ -17,6 +17,16 @@ import Testing
     #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) {
       try spool.removalReported { try spool.promoteDue(diagnostics: &diagnostics) }
     }
+  }
+
+  @Test func `A claim in a deleted namespace throws mailboxDirectoryRemoved`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    try mailbox.enqueue("A")
+    try FileManager.default.removeItem(at: container.area(""))
+    clock.advance(2)  // the recovery sweep is due: it lists claimed/
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
   }
 
   @Test func `An I/O failure in a namespace still there keeps its cause`() throws {

@@ -146,6 +146,14 @@ import Testing
       failure?.ioFailureCause == .init(operation: "enqueue", systemCall: "write", errno: ENOSPC))
     #expect(try names("tmp") == [])
     #expect(try names("pending") == [])
+    // The failed file is unlinked and closed, but a child another test forks at that moment holds
+    // a copy of its descriptor until its exec closes it (O_CLOEXEC), and tmpfs frees the pages
+    // only then: wait for the space to come back (a hang bound, not a speed one).
+    #expect(
+      waitUntil(deadline: 60) {
+        var info = statvfs()
+        return statvfs(mount, &info) == 0 && Int(info.f_bavail) * Int(info.f_frsize) >= 512 * 1024
+      })
     #expect(try depth(mailbox) == 0)
     let small = String(repeating: "y", count: 10 * 1024)
     try mailbox.enqueue(small)

@@ -59,7 +59,7 @@ extension Spool {
     defer { watcher.close() }
     while !Task.isCancelled {
       while !Task.isCancelled {
-        let claims = try removalReported { try claim(batchSize) }
+        let claims = try claim(batchSize)  // claimPending reports a removed namespace
         if claims.isEmpty { break }
         try await handOut(claims, to: handler)
       }

@@ -7,6 +7,18 @@ import Testing
 /// Attacks on the depth bound (reviewer, branch adv): the counter in `state` must never sit
 /// below the messages it counted, or enqueues pass `maxMessages`.
 @Suite struct DepthBoundAttackTests {
+  /// How many of `texts` an enqueue admits; `mailboxFull` refusals are counted out.
+  static func admitted(_ texts: [String], into mailbox: AppGroupMailbox<String>) throws -> Int {
+    var admitted = 0
+    for text in texts {
+      do {
+        try mailbox.enqueue(text)
+        admitted += 1
+      } catch AppGroupMailboxError.mailboxFull {}
+    }
+    return admitted
+  }
+
   @Test func `A requeue whose state write fails leaves no message the counter missed`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock()
@@ -29,13 +41,7 @@ import Testing
     // Whatever the requeue reported, every message on disk must be counted: two more enqueues
     // through the library may not both be admitted under maxMessages 2.
     let pendingAfterRequeue = container.names("pending").count
-    var admitted = 0
-    for text in ["a", "b"] {
-      do {
-        try mailbox.enqueue(text)
-        admitted += 1
-      } catch AppGroupMailboxError.mailboxFull {}
-    }
+    let admitted = try Self.admitted(["a", "b"], into: mailbox)
     #expect(pendingAfterRequeue + admitted <= 2, "pending: \(container.names("pending"))")
     #expect(container.names("pending").count <= 2)
   }
@@ -62,13 +68,7 @@ import Testing
     // And whatever is on disk is counted: one more enqueue fills maxMessages 2, the next is
     // refused.
     for claim in try mailbox.claimPending() { try claim.release() }
-    var admitted = 0
-    for text in ["a", "b"] {
-      do {
-        try mailbox.enqueue(text)
-        admitted += 1
-      } catch AppGroupMailboxError.mailboxFull {}
-    }
+    _ = try Self.admitted(["a", "b"], into: mailbox)
     #expect(container.names("pending").count + container.names("claimed").count <= 2)
   }
   @Test func `A keyed replace whose flush of pending fails keeps the message it replaced`()

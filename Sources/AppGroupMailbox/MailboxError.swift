@@ -51,8 +51,8 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// caller asked for one message).
   case decodingFailure
   /// The namespace directory (or its `pending/` area) this mailbox opened was deleted, moved or
-  /// replaced while a watcher waited on it, or deleted while a claim (or a `drain`) listed it;
-  /// open the mailbox again (a Linux addition).
+  /// replaced while a watcher waited on it, or it or one of its areas was deleted while a claim
+  /// (or a `drain`) listed it; open the mailbox again (a Linux addition).
   case mailboxDirectoryRemoved
 
   /// The cause of an ``AppGroupMailboxError/ioFailure(_:)``: never file contents or message

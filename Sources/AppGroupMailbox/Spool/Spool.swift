@@ -240,15 +240,14 @@ final class Spool: Sendable {
     }
   }
 
-  /// Runs `body`; when it fails because the namespace directory was deleted meanwhile (a listing
-  /// of an area in a deleted directory fails with ENOENT, before any watcher reports the
+  /// Runs `body`; when it fails because the namespace directory or one of its areas was deleted
+  /// meanwhile (a listing of a deleted area fails with ENOENT, before any watcher reports the
   /// removal), throws ``AppGroupMailboxError/mailboxDirectoryRemoved`` instead, as a wait would.
   func removalReported<T>(_ body: () throws -> T) throws -> T {
     do {
       return try body()
     } catch let error as AppGroupMailboxError {
-      // A deleted directory keeps no links (fstat(2) on its descriptor shows st_nlink 0).
-      guard (try? Syscall.fstat(directories.namespace))?.st_nlink == 0 else { throw error }
+      guard directories.isRemoved else { throw error }
       throw AppGroupMailboxError.mailboxDirectoryRemoved
     }
   }

@@ -32,6 +32,15 @@ final class SpoolDirectories: Sendable {
   /// The `state` file: the lock every producer takes, and the counters it guards.
   var state: Int32 { stateFile.rawValue }
   let path: String
+
+  /// Whether the namespace directory or one of its areas was deleted since it was opened: a
+  /// deleted directory keeps no links (fstat(2) on its descriptor shows `st_nlink` 0). A
+  /// recursive removal deletes the areas before the namespace, so each is asked.
+  var isRemoved: Bool {
+    [namespace, tmp, pending, claimed, quarantine, delayed].contains {
+      (try? Syscall.fstat($0))?.st_nlink == 0
+    }
+  }
   /// Opened for looking only: nothing was created, `state` is read-only.
   let readOnly: Bool
   /// The namespace directory's owner and group when this process runs as root and the

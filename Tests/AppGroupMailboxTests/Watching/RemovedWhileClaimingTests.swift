@@ -29,6 +29,23 @@ import Testing
     #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
   }
 
+  /// A recursive removal (`rm -r`, `FileManager.removeItem`) deletes the areas before the
+  /// namespace: a claim that lists in between finds the namespace still linked and `pending/`
+  /// gone (a CI run's `drain --follow` exited 74 with "getdents64 on the pending area failed").
+  @Test(arguments: ["pending", "claimed", "delayed"])
+  func `A claim while a recursive removal has deleted an area throws mailboxDirectoryRemoved`(
+    area: String
+  ) throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    try mailbox.enqueue("A")
+    try FileManager.default.removeItem(at: container.area(area))
+    #expect(FileManager.default.fileExists(atPath: container.area("").path))
+    clock.advance(2)  // the recovery sweep is due: it lists claimed/
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
+  }
+
   @Test func `An I/O failure in a namespace still there keeps its cause`() throws {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox()

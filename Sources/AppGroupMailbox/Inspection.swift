@@ -130,6 +130,15 @@ public struct AppGroupMailboxEnvelope: Sendable, Equatable, Hashable {
   public var messageBytes: Int?
   /// The encoded message itself, only when asked for and readable.
   public var message: Data?
+  /// Why the file is not a readable envelope; nil when it is (a Linux addition). One of
+  /// `"unsafe"` (not a regular file, or it cannot be opened without following a link or
+  /// blocking), `"linked"` (a regular file with more than one hard link), `"oversized"`
+  /// (larger than the mailbox's largest payload limit), `"malformed"` (empty, no header line,
+  /// a header that does not decode, or an id that is not the name's), `"future"` (an envelope
+  /// format newer than this build reads) or `"vanished"` (removed or replaced while it was
+  /// read). The first five are what a consumer would quarantine it for (a linked file as
+  /// `unsafe`); see docs/FORMAT.md.
+  public var unreadableReason: String?
 
   /// Creates an envelope description.
   public init(

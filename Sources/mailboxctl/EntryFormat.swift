@@ -53,6 +53,7 @@ enum EntryFormat {
       object.add("headerEnqueuedAt", date: envelope.enqueuedAt)
       object.add("messageType", envelope.messageType)
       object.add("messageBytes", envelope.messageBytes)
+      object.add("unreadable", envelope.unreadableReason)
       if let message = envelope.message {
         if (try? JSONSerialization.jsonObject(with: message, options: .fragmentsAllowed)) != nil {
           object.add("message", rawJSON: message)
@@ -81,7 +82,7 @@ enum EntryFormat {
       rows.append(("message type", envelope.messageType.map { $0.isEmpty ? "(none)" : $0 } ?? "-"))
       rows.append(("message bytes", envelope.messageBytes.map(String.init) ?? "-"))
     } else {
-      rows.append(("envelope", "unreadable (not a regular file, too large, or malformed)"))
+      rows.append(("envelope", "unreadable (\(envelope.unreadableReason ?? "unknown"))"))
     }
     var text =
       rows.map { $0.0 + ":" + String(repeating: " ", count: 15 - $0.0.count) + $0.1 }

@@ -248,7 +248,7 @@ enum MailboxOptions {
         .unavailable,
         "cannot open the mailbox at \(path): its settings file has "
           + "\(name.dropFirst("settings ".count)), newer than this mailboxctl reads "
-          + "(formats 1 and 2); use the version that wrote it")
+          + "(formats 1 to \(AppGroupMailboxSettings.newestFormat)); use the version that wrote it")
     case .invalidLimit(let name)? where name.hasPrefix("settings: "):
       return CommandFailure(
         .unavailable,

@@ -13,8 +13,9 @@ let showCommand = Subcommand(
     ]),
     details: """
       ID is a message id or a file name in pending/, claimed/ or quarantine/. The file is
-      opened without following links and read only up to the mailbox's payload limit.
-      Exit status 66 when no such message exists.
+      opened without following links and read only up to the mailbox's payload limit. A
+      file that is not a readable envelope shows why: unsafe, linked, oversized, malformed,
+      future or vanished (JSON: "unreadable"). Exit status 66 when no such message exists.
       """),
   run: { arguments in
     let selector = arguments.positionals[0]

@@ -40,6 +40,12 @@ public struct AppGroupMailboxSettings: Sendable, Equatable, Hashable {
   /// mailbox; ``AppGroupRawMailbox/updateSettings(_:)`` keeps it as it is.
   public internal(set) var isHeld = false
 
+  /// The newest `settings` file format this build reads and writes (docs/FORMAT.md, "The
+  /// settings file"); it reads every format from 1 up to this one. Opening a mailbox whose
+  /// settings file has a newer format throws ``AppGroupMailboxError/invalidLimit(_:)`` with
+  /// `"settings format N"` (a Linux addition).
+  public static var newestFormat: Int { SettingsText.format }
+
   /// Settings from the limits, policy and sharing mode a mailbox is created with
   /// (`limits.claimTimeout` is the opener's and is not stored).
   public init(

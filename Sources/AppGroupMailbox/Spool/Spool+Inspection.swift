@@ -163,14 +163,18 @@ extension Spool {
 
   /// Reads one file's envelope with the checked reader
   /// (``readMessage(_:_:id:checkType:extent:unchanged:)``); a file the reader refuses is shown
-  /// without its envelope's fields.
+  /// without its envelope's fields, with the reason.
   private func readEnvelope(
     _ directory: Int32, _ entry: AppGroupMailboxEntry, includeMessage: Bool
   ) throws -> AppGroupMailboxEnvelope {
     var envelope = AppGroupMailboxEnvelope(
       entry: entry, format: nil, enqueuedAt: nil, messageType: nil, messageBytes: nil,
       message: nil)
-    guard case .success(let read) = try readMessage(directory, entry.fileName) else {
+    let read: CheckedMessage
+    switch try readMessage(directory, entry.fileName) {
+    case .success(let message): read = message
+    case .failure(let failure):
+      envelope.unreadableReason = failure.shownName
       return envelope
     }
     envelope.format = read.header.format
@@ -258,4 +262,17 @@ extension Spool {
 extension Date {
   /// The date `micros` microseconds after the Unix epoch.
   init(mailboxMicros micros: Int64) { self.init(timeIntervalSince1970: Double(micros) / 1_000_000) }
+}
+
+extension Spool.ReadFailure {
+  /// The name ``AppGroupMailboxEnvelope/unreadableReason`` shows: the quarantine reason's name,
+  /// except that a hard-linked file says `linked` and a file gone while it was read `vanished`
+  /// (neither is quarantined for that as such).
+  var shownName: String {
+    switch self {
+    case .linked: "linked"
+    case .vanished: "vanished"
+    default: quarantine.rawValue
+    }
+  }
 }

@@ -81,7 +81,7 @@ import Testing
       ),
       (
         #"{"format":9}"#,
-        "its settings file has format 9, newer than this mailboxctl reads (formats 1 and 2); "
+        "its settings file has format 9, newer than this mailboxctl reads (formats 1 to 2); "
           + "use the version that wrote it"
       ),
     ]

@@ -80,5 +80,15 @@ import Testing
       .future: .future, .otherType: .wrongtype,
     ]
     for (failure, reason) in reasons { #expect(failure.quarantine == reason) }
+    // The inspector shows the same verdict as the reason a file is not a readable envelope.
+    let shown: [(String, String?)] = [
+      (good.0, nil), (future.0, "future"), (garbage.0, "malformed"), (large.0, "oversized"),
+      (fifo, "unsafe"), (symlinked, "unsafe"), (linked.0, "linked"),
+    ]
+    for (name, reason) in shown {
+      let envelope = try #require(try mailbox.inspector.envelope(name), "\(name)")
+      #expect(envelope.unreadableReason == reason, "\(name)")
+      #expect((envelope.format == nil) == (reason != nil), "\(name)")
+    }
   }
 }

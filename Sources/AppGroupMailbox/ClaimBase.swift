@@ -22,7 +22,7 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
   /// When the message was enqueued (microsecond precision).
   public let enqueuedAt: Date
   /// 1 on the first delivery, one more each time it is claimed again after a release or a
-  /// recovery.
+  /// recovery (not after ``releaseUndelivered()``).
   public let deliveryCount: Int
 
   let core: ClaimCore
@@ -45,6 +45,17 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
   /// - Throws: as ``acknowledge()``.
   public func release() throws {
     try core.release()
+  }
+
+  /// Returns the message to pending at its original position as if this claim had not been
+  /// made: its delivery count stays what it was before (so ``AppGroupMailboxLimits/
+  /// maxDeliveryAttempts`` never makes a dead letter of a message nobody handled). For a claim
+  /// whose message was never handed to the code that handles it, such as the rest of a batch
+  /// cut short; use ``release()`` once the message was looked at. Watchers see a `putBack`
+  /// event. A Linux addition.
+  /// - Throws: as ``acknowledge()``.
+  public func releaseUndelivered() throws {
+    try core.releaseUndelivered()
   }
 
   /// Returns the message to the mailbox, not claimable for `retryAfter` seconds (it waits in

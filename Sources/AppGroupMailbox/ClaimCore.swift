@@ -44,6 +44,12 @@ final class ClaimCore: Sendable {
   /// Puts the message back at its original position (``Spool/release(_:)``).
   func release() throws { try finish { spool, name in try spool.release(name) } }
 
+  /// Puts the message back as it was before the claim, delivery count included
+  /// (``Spool/release(_:countingDelivery:)``).
+  func releaseUndelivered() throws {
+    try finish { spool, name in try spool.release(name, countingDelivery: false) }
+  }
+
   /// Puts the message back, claimable after `delay` seconds (``Spool/release(_:delay:)``).
   func release(retryAfter delay: TimeInterval) throws {
     try finish { spool, name in try spool.release(name, delay: delay) }

@@ -106,6 +106,19 @@ final class DrainContext {
     }
   }
 
+  /// Puts back `claim`, which no handler had (a handler that could not be started or took
+  /// nothing), without counting the delivery, so it never becomes a dead letter for that.
+  func putBack(_ claim: AppGroupRawMailbox.Claim) {
+    do {
+      try claim.releaseUndelivered()
+      released += 1
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      // Recovered by another consumer already: nothing of ours to put back.
+    } catch {
+      fatal = CommandFailure(error, while: "release")
+    }
+  }
+
   /// Moves `claim` to quarantine as a dead letter, as the handler asked (`reason` is the
   /// handler's own text, shown on one line, at most 200 characters).
   func deadLetter(_ claim: AppGroupRawMailbox.Claim, reason: String) {

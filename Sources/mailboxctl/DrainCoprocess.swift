@@ -48,11 +48,11 @@ final class CoprocessDelivery: DeliveryMode {
 
   var inFlight: Int { flights.count }
 
-  /// Sends the messages in one write; when the handler does not take them, they are released
-  /// and it is stopped.
+  /// Sends the messages in one write; when the handler does not take them, they are put back
+  /// (without counting the delivery) and it is stopped.
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     guard let handler, handler.failure == nil else {
-      for claim in claims { context.release(claim) }
+      for claim in claims { context.putBack(claim) }
       return
     }
     var text = ""

@@ -28,7 +28,7 @@ final class ExecDelivery: DeliveryMode {
             executable: executable, arguments: arguments, claim: claim,
             location: context.location, wakeup: context.signals.wakeup))
       } catch {
-        for unstarted in claims[index...] { context.release(unstarted) }
+        for unstarted in claims[index...] { context.putBack(unstarted) }
         context.fatal = CommandFailure(error.status, "--exec: \(error.message)")
         return
       }

@@ -274,16 +274,20 @@ extension Spool {
   }
 
   /// Puts a claimed message back in `pending/` under its original key (so at its original
-  /// position), keeping the delivery count. When a copy of the message already sits under that
-  /// name, the move policy applies (``move(_:_:to:_:id:freshTarget:diagnostics:)``): the message
-  /// stays once, and this returns normally.
-  func release(_ claimed: ClaimedName) throws {
+  /// position), keeping the delivery count, or, without `countingDelivery` (a claim never handed
+  /// to a handler), under the name it had before the claim. When a copy of the message already
+  /// sits under that name, the move policy applies
+  /// (``move(_:_:to:_:id:freshTarget:diagnostics:)``): the message stays once, and this returns
+  /// normally.
+  func release(_ claimed: ClaimedName, countingDelivery: Bool = true) throws {
     var events: [AppGroupMailboxDiagnostic] = []
     defer { emit(events) }
+    var message = claimed.message
+    if !countingDelivery { message.attempts = max(0, message.attempts - 1) }
     let outcome = try finishing("release") {
       try lockedMove(
-        directories.claimed, claimed.fileName, to: directories.pending,
-        claimed.message.fileName, id: claimed.message.id, diagnostics: &events)
+        directories.claimed, claimed.fileName, to: directories.pending, message.fileName,
+        id: message.id, diagnostics: &events)
     }
     guard outcome == .moved else { return }
     try mapIO("release") { try flushDirectory(directories.pending) }

@@ -53,7 +53,8 @@ extension AppGroupMailboxProtocol {
   /// throws, that claim and the rest of the batch are released and the error is rethrown. On
   /// cancellation the claim in the handler finishes as usual, the claims of the batch not yet
   /// handed out are released (back at their positions), and `drain` returns: no claim is lost
-  /// or held twice. While idle it also wakes when the earliest lease in `claimed/` runs out, to
+  /// or held twice. A claim never handed out goes back without counting a delivery
+  /// (``AppGroupMailboxClaimBase/releaseUndelivered()``). While idle it also wakes when the earliest lease in `claimed/` runs out, to
   /// recover that abandoned claim, and when the earliest delayed message becomes due (no busy
   /// polling in between).
   /// - Parameters:
@@ -78,7 +79,8 @@ extension AppGroupMailboxProtocol {
   ///
   /// When `handler` returns, the claim is acknowledged (unless the handler already finished
   /// it); when it throws, that claim and the rest of its batch are released and the error is
-  /// rethrown; on cancellation the claims not yet handed out are released and it returns.
+  /// rethrown; on cancellation the claims not yet handed out are released and it returns. A
+  /// claim never handed out goes back without counting a delivery.
   /// Delayed messages that are not due yet stay.
   /// - Parameter batchSize: Messages claimed at once, at least 1. Default 16.
   /// - Throws: what `handler` throws; ``AppGroupMailboxError/invalidLimit(_:)`` (`"batchSize"`);

@@ -22,7 +22,8 @@ public struct AppGroupMailboxEvent: Sendable, Equatable, Hashable {
     /// a release with a retry delay) while its lease ran.
     case released
     /// A claim went back to `pending/` without counting the delivery (a message of another
-    /// consumer's type, or one that could not be read, put back where it was).
+    /// consumer's type, one that could not be read, or a claim released undelivered: see
+    /// ``AppGroupMailboxClaimBase/releaseUndelivered()``), put back where it was.
     case putBack
     /// A claim whose lease had run out went back to `pending/` (recovery of an abandoned claim).
     case recovered

@@ -105,7 +105,8 @@ extension Spool {
       do {
         try await handler(claim)
       } catch {
-        releaseQuietly(claims[index...])
+        try? claim.release()  // the handler had it: the delivery counts
+        releaseQuietly(claims[(index + 1)...])
         throw error
       }
       do {
@@ -119,8 +120,9 @@ extension Spool {
     }
   }
 
+  /// Puts back claims no handler had, without counting their delivery.
   private func releaseQuietly<C: AppGroupMailboxClaimBase>(_ claims: ArraySlice<C>) {
-    for claim in claims { try? claim.release() }
+    for claim in claims { try? claim.releaseUndelivered() }
   }
 
   /// Seconds until the earliest delayed message is due (at least 0.001), nil when none waits.

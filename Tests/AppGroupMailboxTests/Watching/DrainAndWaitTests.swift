@@ -30,7 +30,8 @@ import Testing
     #expect(container.names("claimed") == [])
     let rest = try mailbox.claimPending()
     #expect(rest.map(\.message) == Array(2..<10))
-    #expect(rest.map(\.deliveryCount) == [2, 2, 2, 1, 1, 1, 1, 1])
+    // 2, 3 and 4 were claimed in the batch but never handed out: no delivery counted.
+    #expect(rest.map(\.deliveryCount) == [1, 1, 1, 1, 1, 1, 1, 1])
   }
 
   @Test func `A handler error releases its claim and the rest of the batch, then propagates`()
@@ -51,7 +52,8 @@ import Testing
     #expect(container.names("claimed") == [])
     let rest = try mailbox.claimPending()
     #expect(rest.map(\.message) == [3, 4, 5])
-    #expect(rest.map(\.deliveryCount) == [2, 2, 1])
+    // 3 was handed out and failed; 4 was claimed in the batch but never handed out.
+    #expect(rest.map(\.deliveryCount) == [2, 1, 1])
   }
 
   @Test func `A handler may finish its claim itself, and drain leaves it alone`() async throws {

@@ -34,9 +34,10 @@ final class ClaimCore: Sendable {
   }
 
   /// The lease deadline; nil once the claim was finished or found gone.
-  var leaseDeadline: Date? {
-    name.withLock { current in current.map { Date(mailboxMicros: $0.leaseUntilMicros) } }
-  }
+  var leaseDeadline: Date? { leaseUntilMicros.map { Date(mailboxMicros: $0) } }
+
+  /// The lease deadline in microseconds of the mailbox clock; nil once finished or found gone.
+  var leaseUntilMicros: Int64? { name.withLock { $0?.leaseUntilMicros } }
 
   /// Deletes the message (``Spool/acknowledge(_:)``).
   func acknowledge() throws { try finish { spool, name in try spool.acknowledge(name) } }

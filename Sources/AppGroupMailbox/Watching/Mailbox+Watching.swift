@@ -59,7 +59,9 @@ extension AppGroupMailboxProtocol {
   /// polling in between).
   /// - Parameters:
   ///   - batchSize: Messages claimed at once, at least 1 (their leases run while earlier ones
-  ///     are handled). Default 16.
+  ///     are handled: a claim past half its lease is renewed before it is handed out, and one
+  ///     whose lease ran out and that another consumer recovered meanwhile is skipped, never
+  ///     handed out). Default 16.
   ///   - pollingInterval: As in ``wakeUps(pollingInterval:)``.
   ///   - handler: Called for each claim, one at a time, in order.
   /// - Throws: what `handler` throws; ``AppGroupMailboxError/invalidLimit(_:)``;

@@ -103,6 +103,12 @@ extension Spool {
         return
       }
       do {
+        guard try isStillHeld(claim) else { continue }  // another consumer has it now
+      } catch {
+        releaseQuietly(claims[index...])
+        throw error
+      }
+      do {
         try await handler(claim)
       } catch {
         try? claim.release()  // the handler had it: the delivery counts
@@ -117,6 +123,23 @@ extension Spool {
         releaseQuietly(claims[(index + 1)...])
         throw error
       }
+    }
+  }
+
+  /// Whether `claim`, waiting in a batch while earlier handlers ran, is still this drain's to
+  /// hand out. Past half its lease it is renewed first, so a handler never gets a claim whose
+  /// lease ran out; one recovered meanwhile (another consumer may have handled it already) is
+  /// skipped. A claim with most of its lease left costs nothing here.
+  /// - Throws: what ``AppGroupMailboxClaimBase/renew()`` throws, except `claimNoLongerExists`.
+  private func isStillHeld(_ claim: some AppGroupMailboxClaimBase) throws -> Bool {
+    guard let deadline = claim.core.leaseUntilMicros else { return false }
+    let halfLease = limits.claimTimeout.microseconds / 2
+    guard deadline.microsSince(now) <= halfLease else { return true }
+    do {
+      try claim.renew()
+      return true
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      return false
     }
   }
 

@@ -4,7 +4,7 @@ public import Foundation
 /// common is written once: ``limits``, ``directoryURL``, ``performMaintenance()``, the stored
 /// settings (``settings``, ``updateSettings(_:)``) and
 /// waiting for work (``wakeUps(pollingInterval:)``, ``wait(timeout:)``,
-/// ``drain(batchSize:pollingInterval:handler:)``, ``drainPending(batchSize:handler:)``). Those
+/// ``drain(batchSize:pollingInterval:isolation:handler:)``, ``drainPending(batchSize:isolation:handler:)``). Those
 /// members act on the mailbox's spool, which they reach through ``inspector``; generic code may
 /// take `some AppGroupMailboxProtocol` to serve typed and untyped mailboxes alike.
 ///

@@ -3,8 +3,8 @@ import Foundation
 extension AppGroupRawMailbox {
   /// Holds delivery from this mailbox for every process that uses it, as Postfix's
   /// `postsuper -h` holds mail: from the next claim in any process (each claim re-checks the
-  /// settings file, one fstatat(2)), ``claimPending(limit:)`` returns nothing, ``drain(batchSize:pollingInterval:handler:)``
-  /// and ``wait(timeout:)`` wait, and ``drainPending(batchSize:handler:)`` returns at once.
+  /// settings file, one fstatat(2)), ``claimPending(limit:)`` returns nothing, ``drain(batchSize:pollingInterval:isolation:handler:)``
+  /// and ``wait(timeout:)`` wait, and ``drainPending(batchSize:isolation:handler:)`` returns at once.
   /// Enqueues go on (the depth bound still applies); claims already taken are untouched and
   /// may be acknowledged, released and renewed; abandoned claims are still recovered and due
   /// delayed messages still made pending.

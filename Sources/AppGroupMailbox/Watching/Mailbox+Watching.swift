@@ -63,11 +63,14 @@ extension AppGroupMailboxProtocol {
   ///     whose lease ran out and that another consumer recovered meanwhile is skipped, never
   ///     handed out). Default 16.
   ///   - pollingInterval: As in ``wakeUps(pollingInterval:)``.
+  ///   - isolation: The actor drain runs on, the caller's by default, so a handler may touch
+  ///     state of the caller's actor (the main actor's, for example) without being `Sendable`.
   ///   - handler: Called for each claim, one at a time, in order.
   /// - Throws: what `handler` throws; ``AppGroupMailboxError/invalidLimit(_:)``;
   ///   ``AppGroupMailboxError/ioFailure(_:)``; ``AppGroupMailboxError/mailboxDirectoryRemoved``.
   public func drain(
     batchSize: Int = 16, pollingInterval: TimeInterval = 1,
+    isolation: isolated (any Actor)? = #isolation,
     handler: (Claim) async throws -> Void
   ) async throws {
     try await inspector.spool.drain(
@@ -76,7 +79,7 @@ extension AppGroupMailboxProtocol {
   }
 
   /// Claims what is pending in batches and hands each claim to `handler`, as
-  /// ``drain(batchSize:pollingInterval:handler:)`` does, but returns as soon as a claim finds
+  /// ``drain(batchSize:pollingInterval:isolation:handler:)`` does, but returns as soon as a claim finds
   /// nothing pending instead of waiting: for a job that empties the mailbox and ends.
   ///
   /// When `handler` returns, the claim is acknowledged (unless the handler already finished
@@ -84,12 +87,16 @@ extension AppGroupMailboxProtocol {
   /// rethrown; on cancellation the claims not yet handed out are released and it returns. A
   /// claim never handed out goes back without counting a delivery.
   /// Delayed messages that are not due yet stay.
-  /// - Parameter batchSize: Messages claimed at once, at least 1. Default 16.
+  /// - Parameters:
+  ///   - batchSize: Messages claimed at once, at least 1. Default 16.
+  ///   - isolation: As in ``drain(batchSize:pollingInterval:isolation:handler:)``.
+  ///   - handler: Called for each claim, one at a time, in order.
   /// - Throws: what `handler` throws; ``AppGroupMailboxError/invalidLimit(_:)`` (`"batchSize"`);
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
-  public func drainPending(batchSize: Int = 16, handler: (Claim) async throws -> Void)
-    async throws
-  {
+  public func drainPending(
+    batchSize: Int = 16, isolation: isolated (any Actor)? = #isolation,
+    handler: (Claim) async throws -> Void
+  ) async throws {
     try await inspector.spool.drainPending(
       batchSize: batchSize, claim: { try claimPending(limit: $0) }, handler: handler)
   }

@@ -48,11 +48,11 @@ extension Spool {
     }
   }
 
-  /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``; `claim` claims up to
+  /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:isolation:handler:)``; `claim` claims up to
   /// the given number of messages.
   func drain<C: AppGroupMailboxClaimBase>(
-    batchSize: Int, pollingInterval: TimeInterval, claim: (Int) throws -> [C],
-    handler: (C) async throws -> Void
+    batchSize: Int, pollingInterval: TimeInterval, isolation: isolated (any Actor)? = #isolation,
+    claim: (Int) throws -> [C], handler: (C) async throws -> Void
   ) async throws {
     guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
     let watcher = try watcher(pollingInterval: pollingInterval)
@@ -80,9 +80,10 @@ extension Spool {
   }
 
   /// Claims and hands out messages until nothing is pending, then returns; see
-  /// ``AppGroupMailbox/drainPending(batchSize:handler:)``.
+  /// ``AppGroupMailbox/drainPending(batchSize:isolation:handler:)``.
   func drainPending<C: AppGroupMailboxClaimBase>(
-    batchSize: Int, claim: (Int) throws -> [C], handler: (C) async throws -> Void
+    batchSize: Int, isolation: isolated (any Actor)? = #isolation, claim: (Int) throws -> [C],
+    handler: (C) async throws -> Void
   ) async throws {
     guard batchSize >= 1 else { throw AppGroupMailboxError.invalidLimit("batchSize") }
     while !Task.isCancelled {
@@ -93,9 +94,10 @@ extension Spool {
   }
 
   /// Hands `claims` to `handler` in order, acknowledging each after it returns; see
-  /// ``AppGroupMailbox/drain(batchSize:pollingInterval:handler:)``.
+  /// ``AppGroupMailbox/drain(batchSize:pollingInterval:isolation:handler:)``.
   private func handOut<C: AppGroupMailboxClaimBase>(
-    _ claims: [C], to handler: (C) async throws -> Void
+    _ claims: [C], isolation: isolated (any Actor)? = #isolation,
+    to handler: (C) async throws -> Void
   ) async throws {
     for (index, claim) in claims.enumerated() {
       if Task.isCancelled {

@@ -54,6 +54,14 @@ func startConsumer(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any E
   }
 }
 
+@MainActor final class WidgetModel {
+  var lastAction: WidgetAction?
+
+  func refresh(from mailbox: AppGroupMailbox<WidgetAction>) async throws {
+    try await mailbox.drainPending { claim in lastAction = claim.message }
+  }
+}
+
 @Suite struct ReadmeExampleTests {
   @Test func `The README's async examples run as written`() async throws {
     _ = readmeExample
@@ -71,5 +79,15 @@ func startConsumer(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any E
     #expect(await waitUntilAsync(deadline: 900) { (try? mailbox.inspector.status().depth) == 0 })
     follow.cancel()
     try await follow.value
+    // A main-actor model drains into its own state.
+    try mailbox.enqueue(.selectItem(id: 7))
+    let model = WidgetModel()
+    try await model.refresh(from: mailbox)
+    let last = await model.lastAction
+    guard case .selectItem(let id)? = last else {
+      Issue.record("the main-actor drain handed out nothing")
+      return
+    }
+    #expect(id == 7)
   }
 }

@@ -92,7 +92,10 @@ final class Spool: Sendable {
     }
     self.settingsCache = Locked(found ?? SettingsCache(settings: initial))
     if found == nil, !readOnly { try createSettings() }
-    let differing = settings.differences(from: configuration.storedSettings)
+    // Only what an opener passes: a hold is the mailbox's state, not a choice of the opener.
+    var opened = settings
+    opened.isHeld = configuration.storedSettings.isHeld
+    let differing = opened.differences(from: configuration.storedSettings)
     if !differing.isEmpty { emit([.storedSettingsApplied(differingFields: differing)]) }
   }
 

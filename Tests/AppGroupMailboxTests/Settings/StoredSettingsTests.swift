@@ -54,6 +54,19 @@ import Testing
     #expect(recorder.all.count == 1)
   }
 
+  /// A hold is the mailbox's state, not something an opener passes: opening a held mailbox
+  /// with its own settings reports no difference (found by a new-user trial: every opener of a
+  /// held mailbox was told "held" differed).
+  @Test func `Opening a held mailbox with its settings reports no difference`() throws {
+    let container = try TemporaryContainer()
+    let creator = try container.mailbox()
+    try creator.pause()
+    let recorder = DiagnosticRecorder()
+    let opener = try container.mailbox(diagnostics: recorder)
+    #expect(recorder.all.isEmpty)
+    #expect(opener.isHeld)
+  }
+
   @Test func `A changed setting applies at once to a mailbox already open in another process`()
     throws
   {

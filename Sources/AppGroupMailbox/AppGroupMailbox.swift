@@ -193,7 +193,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
 
   /// Imports a message at its original position: ordered by `enqueuedAt` as given (to the
   /// microsecond), equal dates in insertion order; writes nothing while `id` is pending,
-  /// delayed, claimed or quarantined. `messageLifetime` counts from `enqueuedAt`. An explicit
+  /// delayed, claimed or quarantined. `messageLifetime` counts from `enqueuedAt`: a message
+  /// already that old is not written (it expired;
+  /// ``AppGroupMailboxDiagnostic/expiredMessageRemoved`` is reported). An explicit
   /// date never moves the clock later enqueues without a date use (docs/FORMAT.md, the state
   /// file).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the accepted range

@@ -22,9 +22,9 @@ public final class AppGroupRawMailbox: Sendable {
     /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:priority:)``);
     /// nil when it was published pending or nothing was written.
     public var notBefore: Date?
-    /// True when its not-before time lay past its ``AppGroupMailboxLimits/messageLifetime``: it
-    /// expired at once and nothing was written
-    /// (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+    /// True when its not-before time lay past its ``AppGroupMailboxLimits/messageLifetime``, or
+    /// its explicit `enqueuedAt` was already that old: it expired at once and nothing was
+    /// written (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
     public var expiredBeforeDue: Bool
 
     /// Creates a receipt.

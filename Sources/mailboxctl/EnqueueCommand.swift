@@ -154,10 +154,12 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         throw fullFailure(mailbox, waited: wait, lines: lines)
       }
       if receipt.expiredBeforeDue {
+        let why =
+          notBefore == nil
+          ? "is older than the mailbox's message lifetime" : "would expire before it is due"
         throw CommandFailure(
           .dataError,
-          "message \(receipt.id.uuidString.lowercased()) would expire before it is due; "
-            + "it was not enqueued")
+          "message \(receipt.id.uuidString.lowercased()) \(why); it was not enqueued")
       }
     } catch {
       let failure = error as? CommandFailure ?? CommandFailure(error, while: "")

@@ -36,8 +36,9 @@ extension Spool {
   /// enqueued" in every case but that race.
   ///
   /// With `notBeforeMicros` later than now the message goes to `delayed/` instead, keyed to join
-  /// the line at that time; one that would outlive `messageLifetime` before it is due expires at
-  /// once (nothing written, ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+  /// the line at that time; one that would outlive `messageLifetime` before it is due, or whose
+  /// explicit enqueue date is already `messageLifetime` old, expires at once (nothing written,
+  /// ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   ///
   /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
   /// migration carries over deliveries made in another format). `level` is the priority level
@@ -56,7 +57,9 @@ extension Spool {
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
       ?? max(now, newestImplicitSeen.withLock { $0 })
     let due = notBeforeMicros.flatMap { $0 > now ? min($0, MessageKey.maxMicros) : nil }
-    if let due, due - micros >= limits.messageLifetime.microseconds {
+    // Expired before it could be claimed (due past its lifetime, or an explicit enqueue date
+    // older than it): nothing is written, as the first claim would only delete it.
+    if (due ?? now).microsSince(micros) >= limits.messageLifetime.microseconds {
       diagnostics.append(.expiredMessageRemoved)
       return .expired
     }

@@ -81,6 +81,21 @@ import Testing
     #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C"])
   }
 
+  @Test func `An import dated past the lifetime is not written`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let recorder = DiagnosticRecorder()
+    let mailbox = try container.mailbox(
+      limits: .init(messageLifetime: 60), clock: clock, diagnostics: recorder)
+    let id = UUID()
+    try mailbox.enqueue("old", id: id, enqueuedAt: clock.now.addingTimeInterval(-60))
+    #expect(container.names("pending").isEmpty)
+    #expect(container.names("tmp").isEmpty)
+    #expect(recorder.all == [.expiredMessageRemoved])
+    try mailbox.enqueue("young", id: UUID(), enqueuedAt: clock.now.addingTimeInterval(-59))
+    #expect(try mailbox.claimPending().map(\.message) == ["young"])
+  }
+
   @Test func `An expired message removed by a fresh instance is recounted once`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock()

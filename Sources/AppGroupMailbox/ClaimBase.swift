@@ -31,7 +31,8 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
     self.id = raw.name.message.id
     self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
     self.deliveryCount = raw.name.message.attempts
-    self.core = ClaimCore(name: raw.name, owner: owner)
+    self.core = ClaimCore(
+      name: raw.name, enqueuedAtMicros: raw.header.enqueuedAt, owner: owner)
   }
 
   /// Deletes the message: it has been handled.

@@ -27,10 +27,13 @@ extension AppGroupRawMailbox: ClaimOwner {}
 final class ClaimCore: Sendable {
   private weak let owner: (any ClaimOwner)?
   private let name: Locked<ClaimedName?>
+  /// The header's `enqueuedAt` (microseconds): what the message's lifetime counts from.
+  let enqueuedAtMicros: Int64
 
-  init(name: ClaimedName, owner: any ClaimOwner) {
+  init(name: ClaimedName, enqueuedAtMicros: Int64, owner: any ClaimOwner) {
     self.owner = owner
     self.name = Locked(name)
+    self.enqueuedAtMicros = enqueuedAtMicros
   }
 
   /// The lease deadline; nil once the claim was finished or found gone.

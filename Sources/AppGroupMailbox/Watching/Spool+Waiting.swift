@@ -105,7 +105,8 @@ extension Spool {
         return
       }
       do {
-        guard try isStillHeld(claim) else { continue }  // another consumer has it now
+        // Another consumer has it now, or it outlived its lifetime while it waited.
+        guard try isStillHeld(claim), try !expiredWhileWaiting(claim) else { continue }
       } catch {
         releaseQuietly(claims[index...])
         throw error
@@ -143,6 +144,23 @@ extension Spool {
     } catch AppGroupMailboxError.claimNoLongerExists {
       return false
     }
+  }
+
+  /// Whether `claim` reached its message's lifetime while it waited in the batch (handlers
+  /// before it took long): a consumer never hands out a message that old (docs/FORMAT.md), so it
+  /// is deleted as the claim would have (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+  /// - Throws: what ``AppGroupMailboxClaimBase/acknowledge()`` throws, except
+  ///   `claimNoLongerExists`.
+  private func expiredWhileWaiting(_ claim: some AppGroupMailboxClaimBase) throws -> Bool {
+    let age = now.microsSince(claim.core.enqueuedAtMicros)
+    guard age >= limits.messageLifetime.microseconds else { return false }
+    do {
+      try claim.acknowledge()
+      emit([.expiredMessageRemoved])
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      // Recovered by another consumer meanwhile: its claim decides.
+    }
+    return true
   }
 
   /// Puts back claims no handler had, without counting their delivery.

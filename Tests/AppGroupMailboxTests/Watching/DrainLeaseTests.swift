@@ -51,4 +51,28 @@ import Testing
     #expect(leases.withLock { $0 } == expected)
     #expect(container.names("claimed") == [])
   }
+
+  /// "A consumer never delivers a message older than its lifetime by its header" (FORMAT.md): a
+  /// slow first handler lets the rest of the batch outlive its lifetime before it is handed out
+  /// (found by an adversarial review).
+  @Test func `Drain does not hand out a message that outlived its lifetime in the batch`()
+    async throws
+  {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let recorder = DiagnosticRecorder()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(messageLifetime: 10), clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("first")
+    try mailbox.enqueue("second")
+    let handled = Locked<[String]>([])
+    try await mailbox.drainPending(batchSize: 16) { claim in
+      handled.withLock { $0.append(claim.message) }
+      clock.advance(30)  // a slow handler
+    }
+    #expect(handled.withLock { $0 } == ["first"])
+    #expect(recorder.count(.expiredMessageRemoved) == 1)
+    #expect(container.names("pending") == [])
+    #expect(container.names("claimed") == [])
+  }
 }

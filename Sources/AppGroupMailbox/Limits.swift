@@ -32,6 +32,11 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// claim whose lease ends further ahead than this, as a planted or corrupted name.
   public static let claimTimeoutCeiling: TimeInterval = 31_622_400
 
+  /// How far ahead (microseconds) a lease must end to count as never given: the longest claim
+  /// timeout plus one day, so a claim made with the ceiling a moment after a sweep read its
+  /// clock (or by a process whose clock is a little ahead) is never taken for a forged one.
+  static let forgedLeaseHorizonMicros = Int64(claimTimeoutCeiling + 86_400) * 1_000_000
+
   /// The largest accepted ``maxPayloadBytes``: 64 MiB.
   public static let payloadCeiling = 64 * 1024 * 1024
 

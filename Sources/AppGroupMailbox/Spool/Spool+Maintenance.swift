@@ -43,13 +43,13 @@ extension Spool {
 
   /// Restores every claim whose lease ran out to `pending/` under its original name (so at its
   /// original position), or deletes it when the message also outlived its lifetime. A lease
-  /// ending more than ``AppGroupMailboxLimits/claimTimeoutCeiling`` ahead was never given by a
-  /// process (a planted or corrupted name) and counts as run out, so it cannot hold a place in
+  /// ending more than ``AppGroupMailboxLimits/claimTimeoutCeiling`` plus a day ahead was never
+  /// given by a process (a planted or corrupted name) and counts as run out, so it cannot hold a place in
   /// the depth bound for centuries. Two processes sweeping at once race on the same rename: one
   /// wins, the other sees ENOENT.
   func recoverClaims(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let clock = now
-    let latestLease = clock.addingMicros(AppGroupMailboxLimits.claimTimeoutCeiling.microseconds)
+    let latestLease = clock.addingMicros(AppGroupMailboxLimits.forgedLeaseHorizonMicros)
     var recovered = 0
     var contained = 0
     var earliestLeft = Int64.max

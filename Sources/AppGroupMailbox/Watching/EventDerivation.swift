@@ -161,7 +161,7 @@ struct EventDerivation {
   /// Whether the claim's lease has run out, or lies further ahead than any process gives one
   /// (the recovery rule of docs/FORMAT.md).
   private func leaseOver(_ claim: ClaimedName, _ now: Int64) -> Bool {
-    let ceiling = Int64(AppGroupMailboxLimits.claimTimeoutCeiling * 1_000_000)
-    return claim.leaseUntilMicros < now || claim.leaseUntilMicros - now > ceiling
+    let horizon = AppGroupMailboxLimits.forgedLeaseHorizonMicros
+    return claim.leaseUntilMicros < now || claim.leaseUntilMicros - now > horizon
   }
 }

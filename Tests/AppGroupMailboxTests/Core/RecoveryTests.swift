@@ -65,6 +65,24 @@ import Testing
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try stale[0].acknowledge() }
   }
 
+  /// A claim made with the longest claim timeout a moment after another process's sweep read its
+  /// clock carries a lease just past that sweep's now + 366 days: it is live, not forged (found by
+  /// an adversarial review; modelled with two clocks 1 ms apart).
+  @Test func `A live claim with the longest claim timeout is not recovered`() throws {
+    let container = try TemporaryContainer()
+    let sweeperClock = FakeClock()
+    let holderClock = FakeClock(start: sweeperClock.now.addingTimeInterval(0.001))
+    let holder: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(claimTimeout: AppGroupMailboxLimits.claimTimeoutCeiling), clock: holderClock)
+    let sweeper: AppGroupMailbox<String> = try container.mailbox(clock: sweeperClock)
+    try holder.enqueue("A")
+    let held = try holder.claimPending()
+    #expect(held.map(\.message) == ["A"])
+    try sweeper.performMaintenance()
+    #expect(try sweeper.claimPending().isEmpty)
+    try #require(held.first).acknowledge()
+  }
+
   @Test func `A lease ending past the longest claim timeout is forged: maintenance recovers it`()
     throws
   {

@@ -57,7 +57,7 @@ import Testing
   @Test func `A claim back in pending is recovered after its lease, put back with its old count`() {
     var derivation = EventDerivation(lifetimeMicros: Self.lifetime)
     let over = Self.now - 1
-    let farAhead = Self.now + 31_622_400_000_000 + 1
+    let farAhead = Self.now + AppGroupMailboxLimits.forgedLeaseHorizonMicros + 1
     let kinds = derive(
       [
         (.claimed, Self.event(IN_MOVED_FROM, Self.claimed(2, lease: over), cookie: 1)),

@@ -19,7 +19,9 @@ public enum AppGroupMailboxKeyedOutcome: Sendable, Equatable, Hashable {
   /// nothing was written.
   case kept(UUID)
   /// ``AppGroupMailboxKeyPolicy/replace``: the pending message with this id now holds the new
-  /// message.
+  /// message. Where the filesystem cannot swap two names (no `RENAME_EXCHANGE`), the new
+  /// message was published under this new id and the old one deleted after it (docs/FORMAT.md,
+  /// "Keys").
   case replaced(UUID)
 
   /// The id of the message pending with the key after the enqueue.

@@ -74,6 +74,7 @@ extension Spool {
     directories.adoptOwner(fd)
     var published = false
     var publishedName: String?
+    var superseded: PendingName?  // a keyed replacement's old message, deleted once published
     defer {
       Syscall.close(fd)
       if !published { try? Syscall.unlink(directories.tmp, temporary) }
@@ -98,8 +99,8 @@ extension Spool {
           }
           if let key,
             let decided = try resolveKey(
-              key, id: id, temporary: temporary, counters: &counters, rewrite: rewrite,
-              diagnostics: &diagnostics)
+              key, id: id, temporary: temporary, counters: &counters, superseded: &superseded,
+              rewrite: rewrite, diagnostics: &diagnostics)
           {
             return (decided, false)
           }
@@ -166,6 +167,12 @@ extension Spool {
         _ = try? remove { try Syscall.unlink(area, publishedName) }
         throw error.mailboxError("enqueue")
       }
+    }
+    if let superseded, case .published(let name) = outcome {
+      // The replacement is durable: the old message goes (unless a consumer was faster).
+      _ = try? remove { try Syscall.unlink(directories.pending, superseded.fileName) }
+      configuration.onPending?()  // a new pending name, unlike an exchange
+      return .replaced(name)
     }
     return outcome
   }

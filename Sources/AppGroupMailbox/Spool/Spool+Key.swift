@@ -30,12 +30,16 @@ extension Spool {
   /// names in `pending/` alone. Without one, records `id` as the key's message and returns nil:
   /// the enqueue goes on as any other. With one, `keep` returns ``EnqueueOutcome/kept(_:)``
   /// (nothing is written) and `replace` swaps the new file into the pending message's name
-  /// (``replacePending(_:with:_:diagnostics:)``). `rewrite` re-encodes the temporary file
-  /// `temporary` for a given id.
+  /// (``replacePending(_:with:diagnostics:)``). Where the filesystem cannot swap, the new
+  /// message goes on under its own id and the old one's name is returned in `superseded`: the
+  /// caller deletes it once the new one is published and flushed, so no failure or crash
+  /// leaves the key without its message (a consumer that claims the old one first gets both).
+  /// `rewrite` re-encodes the temporary file `temporary` for a given id.
   /// - Complexity: O(n) in the pending entries (one listing of names; no file is read).
   func resolveKey(
     _ request: KeyRequest, id: UUID, temporary: String, counters: inout SpoolCounters,
-    rewrite: (UUID) throws -> Void, diagnostics: inout [AppGroupMailboxDiagnostic]
+    superseded: inout PendingName?, rewrite: (UUID) throws -> Void,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome? {
     let keysFile = try keysDirectory()
     let keys = keysFile.rawValue
@@ -44,8 +48,10 @@ extension Spool {
     {
       guard request.replace else { return .kept(holder) }
       try rewrite(holder)
-      if try replacePending(pending, with: temporary, &counters, diagnostics: &diagnostics) {
-        return .replaced(pending)
+      switch try replacePending(pending, with: temporary, diagnostics: &diagnostics) {
+      case .replaced: return .replaced(pending)
+      case .gone: break
+      case .cannotExchange: superseded = pending
       }
       try rewrite(id)
     }
@@ -53,28 +59,35 @@ extension Spool {
     return nil
   }
 
+  /// What ``replacePending(_:with:diagnostics:)`` did.
+  enum Replacement {
+    /// The new file holds the pending message's name; the old one is under the temporary name.
+    case replaced
+    /// The pending message was claimed (or removed) first; nothing changed.
+    case gone
+    /// The filesystem cannot exchange two names (`EINVAL`, `ENOSYS`); nothing changed.
+    case cannotExchange
+  }
+
   /// Swaps the temporary file (already carrying the pending message's id) into the pending
   /// message's name in one renameat2(2) `RENAME_EXCHANGE`, so the key is never without a
   /// pending message nor with two; the old file, now under the temporary name, is deleted by
-  /// the caller. Returns false, changing nothing, when the pending message was claimed (or
-  /// removed) first. Where the filesystem lacks the flag, the old message is unlinked (the
-  /// depth counter, an upper bound, unchanged) and false returned: the new one is then published
-  /// as any message, and for that instant the key has no pending message. When the flush of
-  /// `pending/` fails, the files are swapped back before the error is thrown.
+  /// the caller. Changes nothing when the pending message was claimed (or removed) first, or
+  /// where the filesystem lacks the flag. When the flush of `pending/` fails, the files are
+  /// swapped back before the error is thrown.
   func replacePending(
-    _ pending: PendingName, with temporary: String, _ counters: inout SpoolCounters,
+    _ pending: PendingName, with temporary: String,
     diagnostics: inout [AppGroupMailboxDiagnostic]
-  ) throws -> Bool {
+  ) throws -> Replacement {
     do {
       try Syscall.renameExchange(
         directories.tmp, temporary, directories.pending, pending.fileName)
     } catch let error as SystemCallError where error.isNotFound {
-      return false
+      return .gone
     } catch let error as SystemCallError
       where error.errno == .invalidArgument || error.errno == .noFunction
     {
-      _ = try remove { try Syscall.unlink(directories.pending, pending.fileName) }
-      return false
+      return .cannotExchange
     }
     do {
       try flushDirectory(directories.pending)
@@ -85,7 +98,7 @@ extension Spool {
         directories.pending, pending.fileName, directories.tmp, temporary)
       throw error
     }
-    return true
+    return .replaced
   }
 
   /// The pending name carrying `id` (any delivery count), or nil.

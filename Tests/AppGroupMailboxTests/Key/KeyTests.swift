@@ -112,7 +112,7 @@ import Testing
     #expect(container.names("tmp").isEmpty)
   }
 
-  @Test func `Without RENAME_EXCHANGE the old message is unlinked and the new one published`()
+  @Test func `Without RENAME_EXCHANGE the new message is published, then the old one unlinked`()
     throws
   {
     let container = try TemporaryContainer()
@@ -122,12 +122,35 @@ import Testing
       .init(call: "renameat2", errno: EINVAL)
     ]) { try mailbox.enqueue(Data("\"new\"".utf8), key: "k", onConflict: .replace) }
     #expect(unfired.isEmpty)
-    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    guard case .replaced(let newID) = outcome else { throw KeyFailure(outcome) }
     #expect(newID != old.id)
     #expect(try container.pendingFiles().map(\.message) == ["\"new\""])
     #expect(Array(try IndexedClaimTests.stateFields(container).prefix(2)) == [1, 2])
     try container.expectDepth(1)
     #expect(container.indexedID("k") == newID.uuidString.lowercased())
+    #expect(container.names("tmp").isEmpty)
+  }
+
+  /// Unlinking the old message before publishing the new one lost it whenever a later step of
+  /// the enqueue failed (found by an adversarial review: an I/O error rewriting the new file).
+  @Test func `A failed replace without RENAME_EXCHANGE keeps the pending message`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    try mailbox.enqueue("old", key: "k", onConflict: .replace)
+    let (thrown, unfired) = FaultInjection.withRules([
+      .init(call: "renameat2", errno: EINVAL, count: 1),  // the exchange
+      .init(call: "ftruncate", errno: EIO, skip: 1, count: 1),  // the rewrite with its own id
+    ]) { () -> (any Error)? in
+      do {
+        try mailbox.enqueue("new", key: "k", onConflict: .replace)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    #expect(unfired.isEmpty)
+    #expect(thrown != nil)
+    #expect(try mailbox.claimPending().map(\.message) == ["old"])
     #expect(container.names("tmp").isEmpty)
   }
 }

@@ -51,8 +51,8 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// caller asked for one message).
   case decodingFailure
   /// The namespace directory (or its `pending/` area) this mailbox opened was deleted, moved or
-  /// replaced while a watcher waited on it, or it or one of its areas was deleted while a claim
-  /// (or a `drain`) listed it; open the mailbox again (a Linux addition).
+  /// replaced while a watcher waited on it, or it or one of its areas was deleted before a claim,
+  /// a `drain` or an enqueue used it; open the mailbox again (a Linux addition).
   case mailboxDirectoryRemoved
 
   /// The cause of an ``AppGroupMailboxError/ioFailure(_:)``: never file contents or message
@@ -160,18 +160,24 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// A sentence for people; names fields and causes, never contents.
   public var errorDescription: String? {
     switch self {
-    case .invalidNamespace: "The mailbox namespace is invalid."
-    case .invalidLimit(let name): "The mailbox limit '\(name)' is invalid."
+    case .invalidNamespace:
+      "The mailbox namespace is invalid: use 1 to 64 bytes of A-Z a-z 0-9 . _ -, not starting "
+        + "with - and not only dots."
+    case .invalidLimit(let name): "The value of '\(name)' is out of range or invalid."
     case .containerUnavailable(let cause):
       cause == .unspecified
         ? "The mailbox container is unavailable."
         : "The mailbox container is unavailable: \(cause)."
-    case .mailboxFull: "The mailbox is full."
+    case .mailboxFull:
+      "The mailbox is full (its maxMessages bound): wait for consumers, raise maxMessages, or "
+        + "use the discardOldest overflow policy."
     case .payloadTooLarge(let actual, let maximum):
       "The encoded message is \(actual) bytes, which exceeds the limit of \(maximum) bytes."
     case .unsafeFile: "A mailbox file failed safety checks."
     case .claimNoLongerExists: "The claim no longer exists."
-    case .mailboxDeallocated: "The mailbox has been deallocated."
+    case .mailboxDeallocated:
+      "The mailbox has been deallocated; keep a reference to the mailbox while you hold its "
+        + "claims."
     case .ordinalExhausted: "The mailbox ordinal space is exhausted."
     case .ioFailure(let cause): "A mailbox file operation failed: \(cause)."
     case .encodingFailure: "Encoding the message failed."

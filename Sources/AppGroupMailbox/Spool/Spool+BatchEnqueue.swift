@@ -33,10 +33,12 @@ extension Spool {
     defer {
       for name in temporaries[published..<written] { try? Syscall.unlink(directories.tmp, name) }
     }
-    try mapIO("enqueue") {
-      for (index, file) in files.enumerated() {
-        try write(file, to: temporaries[index], creating: true)
-        written += 1
+    try removalReported {  // a deleted namespace fails here first (ENOENT)
+      try mapIO("enqueue") {
+        for (index, file) in files.enumerated() {
+          try write(file, to: temporaries[index], creating: true)
+          written += 1
+        }
       }
     }
     var discarded = 0

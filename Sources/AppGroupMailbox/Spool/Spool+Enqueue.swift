@@ -66,10 +66,13 @@ extension Spool {
     var file = try encodeChecked(
       id: id, micros: micros, type: messageType, key: key?.key, payload: payload)
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
-    let fd = try mapIO("enqueue") {
-      try Syscall.open(
-        directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-        mode: permissions.fileMode)
+    // In a deleted namespace this first step fails (ENOENT): report the removal as a claim does.
+    let fd = try removalReported {
+      try mapIO("enqueue") {
+        try Syscall.open(
+          directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+          mode: permissions.fileMode)
+      }
     }
     directories.adoptOwner(fd)
     var published = false

@@ -25,9 +25,12 @@ extension Spool {
       last = clock
       return true
     }
+    // A deleted namespace fails its listings first: reported as a claim or enqueue reports it.
     if due {
-      try recoverClaims(diagnostics: &diagnostics)
-      try promoteDue(diagnostics: &diagnostics)
+      try removalReported {
+        try recoverClaims(diagnostics: &diagnostics)
+        try promoteDue(diagnostics: &diagnostics)
+      }
     }
     let temporaryDue = lastTemporarySweep.withLock { last -> Bool in
       guard last == Int64.min || clock - last >= Self.temporarySweepInterval || clock < last
@@ -35,7 +38,11 @@ extension Spool {
       last = clock
       return true
     }
-    if temporaryDue { try mapIO("sweep") { try sweepTemporaryFiles(diagnostics: &diagnostics) } }
+    if temporaryDue {
+      try removalReported {
+        try mapIO("sweep") { try sweepTemporaryFiles(diagnostics: &diagnostics) }
+      }
+    }
   }
 
   /// How often (microseconds) claims and enqueues sweep `tmp/` for a crashed writer's leftovers.

@@ -54,3 +54,37 @@ import Testing
     #expect(throws: failure) { try mailbox.spool.removalReported { throw failure } }
   }
 }
+
+/// An enqueue into a deleted namespace is told so too (found by a new-user trial: it threw an
+/// I/O failure of "openat on the tmp area").
+@Suite struct RemovedWhileEnqueueingTests {
+  @Test func `An enqueue or a batch into a deleted namespace throws mailboxDirectoryRemoved`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    try FileManager.default.removeItem(at: container.area(""))
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.enqueue("A") }
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) {
+      try mailbox.enqueue(contentsOf: ["B", "C"])
+    }
+  }
+
+  @Test func `Error texts say what to do`() {
+    #expect(
+      AppGroupMailboxError.invalidNamespace.errorDescription
+        == "The mailbox namespace is invalid: use 1 to 64 bytes of A-Z a-z 0-9 . _ -, not "
+        + "starting with - and not only dots.")
+    #expect(
+      AppGroupMailboxError.mailboxDeallocated.errorDescription
+        == "The mailbox has been deallocated; keep a reference to the mailbox while you hold "
+        + "its claims.")
+    #expect(
+      AppGroupMailboxError.mailboxFull.errorDescription
+        == "The mailbox is full (its maxMessages bound): wait for consumers, raise maxMessages, "
+        + "or use the discardOldest overflow policy.")
+    #expect(
+      AppGroupMailboxError.invalidLimit("maxMessages").errorDescription
+        == "The value of 'maxMessages' is out of range or invalid.")
+  }
+}

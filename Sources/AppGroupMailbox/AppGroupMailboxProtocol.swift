@@ -45,15 +45,22 @@ extension AppGroupMailboxProtocol {
     URL(fileURLWithPath: inspector.spool.directories.path, isDirectory: true)
   }
 
-  /// Recovers abandoned claims, deletes expired messages and stale temporary files, trims the
-  /// quarantine and rebuilds the depth counter. Claims and enqueues already do the first part at
-  /// most once a second; call this from a timer to bound disk use while idle.
+  /// Recovers abandoned claims, makes due delayed messages pending, deletes expired messages
+  /// and stale temporary files, trims the quarantine and rebuilds the depth counter. Claims and
+  /// enqueues already do the first part at most once a second; call this from a timer to bound
+  /// disk use while idle.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n log n) in the entries of the namespace.
   public func performMaintenance() throws {
+    _ = try performMaintenanceCountingPromotions()
+  }
+
+  /// ``performMaintenance()``, returning how many delayed messages it made pending (for
+  /// `mailboxctl maintain`, whose other counts come from diagnostics).
+  package func performMaintenanceCountingPromotions() throws -> Int {
     let spool = inspector.spool
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
-    try spool.maintain(diagnostics: &diagnostics)
+    return try spool.maintain(diagnostics: &diagnostics)
   }
 }

@@ -11,8 +11,8 @@ let maintainCommand = Subcommand(
     details: """
       Also makes delayed messages that are due pending (a timer running this lets a systemd
       .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
-      Prints what was done: claims recovered, messages expired, temporary files removed,
-      files quarantined and quarantined files discarded. The mailbox's stored settings
+      Prints what was done: claims recovered, delayed messages made pending, messages
+      expired, temporary files removed, files quarantined and quarantined files discarded. The mailbox's stored settings
       (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
       abandoned when the lease in its name has run out.
       """),
@@ -20,8 +20,9 @@ let maintainCommand = Subcommand(
     let events = Locked<[AppGroupMailboxDiagnostic]>([])
     let (mailbox, _) = try MailboxOptions.open(
       arguments, mustExist: true, diagnostic: { event in events.withLock { $0.append(event) } })
+    let promoted: Int
     do {
-      try mailbox.performMaintenance()
+      promoted = try mailbox.performMaintenanceCountingPromotions()
     } catch {
       throw CommandFailure(error, while: "")
     }
@@ -29,6 +30,7 @@ let maintainCommand = Subcommand(
     func count(_ event: AppGroupMailboxDiagnostic) -> Int { seen.filter { $0 == event }.count }
     let rows: [(String, Int)] = [
       ("recoveredClaims", count(.abandonedClaimRecovered)),
+      ("promotedMessages", promoted),
       ("expiredMessages", count(.expiredMessageRemoved)),
       ("staleTemporaryFiles", count(.staleTemporaryFileRemoved)),
       (

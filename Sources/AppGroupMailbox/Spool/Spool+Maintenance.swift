@@ -107,13 +107,15 @@ extension Spool {
     if recovered > 0 { configuration.onPending?() }
   }
 
-  /// Everything maintenance does: recovers abandoned claims, deletes expired pending messages
-  /// and stale temporary files, trims quarantine and rebuilds the depth counter from the names.
+  /// Everything maintenance does: recovers abandoned claims, makes due delayed messages pending,
+  /// deletes expired pending messages and stale temporary files, trims quarantine and rebuilds
+  /// the depth counter from the names. Returns how many delayed messages became pending.
   /// - Complexity: O(n log n) in the entries of the namespace.
-  func maintain(diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
+  @discardableResult
+  func maintain(diagnostics: inout [AppGroupMailboxDiagnostic]) throws -> Int {
     lastSweep.withLock { $0 = now }
     try recoverClaims(diagnostics: &diagnostics)
-    try promoteDue(diagnostics: &diagnostics)
+    let promoted = try promoteDue(diagnostics: &diagnostics)
     try mapIO("maintenance") {
       let clock = now
       let (names, foreign) = try pendingListing()
@@ -141,6 +143,7 @@ extension Spool {
       try trimQuarantine(diagnostics: &diagnostics)
       try withStateLock { counters in counters = try recount(stored: counters) }
     }
+    return promoted
   }
 
   /// Deletes entries of `tmp/` whose modification time is older than the grace period (a

@@ -317,13 +317,30 @@ import Testing
     #expect(result.status == 0)
     #expect(
       result.stdout
-        == "{\"recoveredClaims\":1,\"expiredMessages\":0,\"staleTemporaryFiles\":0,"
-        + "\"quarantined\":0,\"quarantineDiscarded\":0}\n")
+        == "{\"recoveredClaims\":1,\"promotedMessages\":0,\"expiredMessages\":0,"
+        + "\"staleTemporaryFiles\":0,\"quarantined\":0,\"quarantineDiscarded\":0}\n")
     #expect(container.names("claimed").isEmpty)
     #expect(container.names("pending").count == 1)
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try claim.acknowledge() }
     let text = try Mailboxctl.run(["maintain"] + container.arguments())
-    #expect(text.stdout.hasPrefix("recoveredClaims:      0\n"))
+    #expect(text.stdout.hasPrefix("recoveredClaims:      0\npromotedMessages:     0\n"))
+  }
+
+  /// A timer running maintain is what makes due retries pending for a .path unit: it says how
+  /// many it made pending (found by a new-user trial: the count was missing).
+  @Test func `Maintain reports the delayed messages it made pending`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    try mailbox.enqueue(Data("1".utf8), notBefore: Date().addingTimeInterval(0.2))
+    #expect(
+      waitUntil(deadline: 30) {
+        Date() > (try? mailbox.nextDueDate()).flatMap { $0 } ?? .distantFuture
+      })
+    let result = try Mailboxctl.run(["maintain"] + container.arguments() + ["--json"])
+    #expect(result.status == 0)
+    #expect(result.stdout.contains("\"promotedMessages\":1,"))
+    #expect(container.names("delayed").isEmpty)
+    #expect(container.names("pending").count == 1)
   }
 
   @Test func `Quarantine list, show, requeue and purge repair a mailbox`() throws {

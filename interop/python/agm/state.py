@@ -51,9 +51,11 @@ class State:
         os.close(self.state)
 
     def locked(self, body):
-        """Runs body(counters) under the lock; writes the counters back when they changed."""
+        """Runs body(counters) under the lock, the settings re-read first when they changed;
+        writes the counters back when they changed."""
         fcntl.flock(self.state, fcntl.LOCK_EX)
         try:
+            self.refresh_settings()
             stored = parse_state(os.pread(self.state, STATE_LENGTH, 0))
             counters = list(stored) if stored and self.validated else self.recount(stored)
             self.validated = True

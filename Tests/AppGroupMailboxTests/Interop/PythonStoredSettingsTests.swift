@@ -15,10 +15,13 @@ struct PythonStoredSettingsTests {
     let mailbox = try container.rawMailbox(limits: .init(maxPayloadBytes: 200_000))
     let big = "\"" + String(repeating: "a", count: 100_000) + "\""
     let id = try mailbox.enqueue(Data(big.utf8)).id
-    let drained = try PythonSpool.delivered(
-      PythonSpool.run("drain", container, ["--max-payload-bytes", "65536"]))
+    let finished = try PythonSpool.run("drain", container, ["--max-payload-bytes", "65536"])
+    let drained = try PythonSpool.delivered(finished)
     #expect(drained.map(\.id) == [id.uuidString.lowercased()])
     #expect(drained.map(\.payload.utf8.count) == [100_002])
+    #expect(
+      finished.stderr
+        == "note: --max-payload-bytes ignored: the mailbox's stored settings apply\n")
     #expect(container.names("quarantine") == [])
     try container.expectDepth(0)
   }

@@ -37,7 +37,7 @@ class Claim:
 
 
 class Consumer:
-    """Claim and what follows it; a mixin of Spool (needs Layout and State)."""
+    """Claim and what follows it; a mixin of Spool (needs Layout, State and StoredSettings)."""
 
     def held(self):
         """Whether delivery is held: `settings` has format 2 and `held` true (FORMAT.md, "The

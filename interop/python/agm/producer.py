@@ -12,7 +12,7 @@ from .system import now_micros, rename_noreplace
 
 
 class Producer:
-    """Enqueue; a mixin of Spool (needs Layout and State)."""
+    """Enqueue; a mixin of Spool (needs Layout, State and StoredSettings)."""
 
     def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type=""):
         """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired.

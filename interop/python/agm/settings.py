@@ -148,7 +148,7 @@ def _stamp(info):
 
 
 class StoredSettings:
-    """The stored settings of a namespace, as last read; a mixin of Spool (needs Layout)."""
+    """The stored settings of a namespace, as last read; a mixin of Spool (needs Layout, State)."""
 
     def open_settings(self, opener, created):
         """Reads `settings`, or, when the namespace has none, writes opener's (the sharing mode

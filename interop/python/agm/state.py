@@ -30,7 +30,8 @@ def state_line(counters):
 
 
 class State:
-    """The lock and the counters of a namespace; a mixin of Spool (needs Layout)."""
+    """The lock and the counters of a namespace; a mixin of Spool (needs Layout and
+    StoredSettings)."""
 
     def open_state(self):
         """Opens the state file, creating it with its mode set explicitly when missing."""

@@ -15,10 +15,16 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
         claims up to L messages, prints them as drain does, and exits without acknowledging.
     agm_spool.py release-delay CONTAINER NS --delay S [limits]
         claims one message and releases it with a retry delay of S seconds.
-    limits: --max-messages N --max-payload-bytes N --lifetime S --claim-timeout S
-            --max-quarantined N --max-attempts N --discard-oldest --group-shared --relaxed
-            (--max-messages and --discard-oldest apply only to a namespace without a settings
-            file: the stored settings apply to every opener)
+    limits: --claim-timeout S (this opener's lease), --relaxed (no flushes), and the settings
+            --max-messages N --max-payload-bytes N --lifetime S --max-quarantined N
+            --max-attempts N --discard-oldest --group-shared, which only set the settings of a
+            namespace this command creates (or finds without a settings file): the mailbox's
+            stored settings apply to every opener (FORMAT.md, "The settings file"), so given for
+            an existing mailbox whose settings differ they are ignored, with a note on stderr.
+
+Exit status: 0; 65 when a message is over the stored maxPayloadBytes (prints "too-large";
+nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
+the mailbox stayed full for --retry-full seconds (prints "full").
 """
 
 import argparse
@@ -29,16 +35,37 @@ import time
 
 sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
-from agm import MailboxFull, Spool, now_micros  # noqa: E402
+from agm import MailboxFull, PayloadTooLarge, SettingsUnreadable, Spool, now_micros  # noqa: E402
+
+# The settings options: (destination, option, stored member, default).
+SETTINGS_OPTIONS = (
+    ("max_messages", "--max-messages", "maxMessages", 100),
+    ("max_payload_bytes", "--max-payload-bytes", "maxPayloadBytes", 65536),
+    ("lifetime", "--lifetime", "messageLifetime", 86400.0),
+    ("max_quarantined", "--max-quarantined", "maxQuarantinedFiles", 20),
+    ("max_attempts", "--max-attempts", "maxDeliveryAttempts", None),
+    ("discard_oldest", "--discard-oldest", "overflowPolicy", False),
+    ("group_shared", "--group-shared", "sharing", False),
+)
 
 
 def _spool(arguments):
-    return Spool(arguments.container, arguments.namespace, max_messages=arguments.max_messages,
-                 max_payload_bytes=arguments.max_payload_bytes, lifetime=arguments.lifetime,
-                 claim_timeout=arguments.claim_timeout, max_quarantined=arguments.max_quarantined,
-                 max_attempts=arguments.max_attempts, discard_oldest=arguments.discard_oldest,
-                 message_type=arguments.type if arguments.command == "drain" else None,
-                 durable=not arguments.relaxed, group_shared=arguments.group_shared)
+    """The Spool, and a note on stderr naming the settings options given that the mailbox's
+    stored settings override (as mailboxctl notes them)."""
+    given = {destination: getattr(arguments, destination)
+             for destination, _, _, _ in SETTINGS_OPTIONS
+             if getattr(arguments, destination) not in (None, False)}
+    values = {destination: given.get(destination, default)
+              for destination, _, _, default in SETTINGS_OPTIONS}
+    spool = Spool(arguments.container, arguments.namespace, claim_timeout=arguments.claim_timeout,
+                  message_type=arguments.type if arguments.command == "drain" else None,
+                  durable=not arguments.relaxed, **values)
+    ignored = [option for destination, option, member, _ in SETTINGS_OPTIONS
+               if destination in given and member in spool.differing_settings]
+    if ignored:
+        print("note: %s ignored: the mailbox's stored settings apply" % ", ".join(ignored),
+              file=sys.stderr, flush=True)
+    return spool
 
 
 def _print_claim(claim):
@@ -62,17 +89,21 @@ def main(argv):
     parser.add_argument("--count", type=int)
     parser.add_argument("--until-file")
     parser.add_argument("--limit", type=int)
-    parser.add_argument("--max-messages", type=int, default=100)
-    parser.add_argument("--max-payload-bytes", type=int, default=65536)
-    parser.add_argument("--lifetime", type=float, default=86400.0)
+    parser.add_argument("--max-messages", type=int)
+    parser.add_argument("--max-payload-bytes", type=int)
+    parser.add_argument("--lifetime", type=float)
     parser.add_argument("--claim-timeout", type=float, default=600.0)
-    parser.add_argument("--max-quarantined", type=int, default=20)
+    parser.add_argument("--max-quarantined", type=int)
     parser.add_argument("--max-attempts", type=int)
     parser.add_argument("--discard-oldest", action="store_true")
     parser.add_argument("--group-shared", action="store_true")
     parser.add_argument("--relaxed", action="store_true")
     arguments = parser.parse_args(argv)
-    spool = _spool(arguments)
+    try:
+        spool = _spool(arguments)
+    except SettingsUnreadable as error:
+        print("agm_spool.py: cannot open the mailbox: %s" % error, file=sys.stderr)
+        return 69
     if arguments.command == "enqueue":
         data = sys.stdin.buffer.read()
         if arguments.lines:
@@ -95,6 +126,9 @@ def main(argv):
                         print("full", flush=True)
                         return 75
                     time.sleep(0.001)
+                except PayloadTooLarge:
+                    print("too-large", flush=True)
+                    return 65
             print(id, outcome, flush=True)
     elif arguments.command in ("drain", "hold"):
         delivered = 0

@@ -11,6 +11,7 @@ One concern a module:
     system.py    the clock and the move without replacing
     envelope.py  the header line and the message ("Message files")
     layout.py    the directories of a namespace ("Layout")
+    settings.py  the stored settings every opener follows ("The settings file")
     state.py     the lock, the state line and its rebuild ("The state file and the lock")
     producer.py  enqueue ("Producer protocol", "Delayed messages")
     consumer.py  claim and what follows it ("Consumer protocol", "Delayed messages", "Lifetime")
@@ -19,8 +20,11 @@ The command line is interop/python/agm_spool.py.
 """
 
 from .consumer import Claim
-from .errors import ClaimGone, MailboxFull, PayloadTooLarge
+from .errors import (
+    ClaimGone, MailboxFull, PayloadTooLarge, SettingsFormatTooNew, SettingsUnreadable)
+from .settings import Settings
 from .spool import Spool
 from .system import now_micros
 
-__all__ = ["Claim", "ClaimGone", "MailboxFull", "PayloadTooLarge", "Spool", "now_micros"]
+__all__ = ["Claim", "ClaimGone", "MailboxFull", "PayloadTooLarge", "Settings",
+           "SettingsFormatTooNew", "SettingsUnreadable", "Spool", "now_micros"]

@@ -37,16 +37,17 @@ class Claim:
 
 
 class Consumer:
-    """Claim and what follows it; a mixin of Spool (needs Layout and State)."""
+    """Claim and what follows it; a mixin of Spool (needs Layout, State and StoredSettings)."""
 
     def held(self):
         """Whether delivery is held: `settings` has format 2 and `held` true (FORMAT.md, "The
-        settings file"). A format newer than 2 is refused; no file (an old spool) is not held."""
-        settings = self.stored_settings()
-        return settings is not None and settings["format"] == 2 and settings.get("held") is True
+        settings file"), as last read (claim re-reads a changed file first)."""
+        return self.settings.held
 
     def claim(self, limit=None):
-        """Claims up to limit valid messages, oldest first; returns Claims."""
+        """Claims up to limit valid messages, oldest first; returns Claims. Re-reads `settings`
+        first when it changed, so a changed bound or a hold applies from this claim."""
+        self.refresh_settings()
         now = now_micros()
         interval = min(1_000_000, self.claim_timeout // 2)
         if self.last_sweep is None or now - self.last_sweep >= interval:
@@ -78,13 +79,13 @@ class Consumer:
     def _take(self, name):
         now = now_micros()
         path = self.area("pending", name.file)
-        if now - name.micros >= self.lifetime:
+        if now - name.micros >= self.settings.lifetime_micros:
             try:
                 os.unlink(path)
                 return "removed"
             except FileNotFoundError:
                 return None
-        if name.attempts >= min(self.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
+        if name.attempts >= min(self.settings.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
             moved = self.quarantine("pending", name.file, name.id, "deadletter")
             return "removed" if moved else None
         try:
@@ -138,17 +139,18 @@ class Consumer:
                 return "unsafe"
             if info.st_nlink != 1:
                 return "linked"
-            if info.st_size > self.max_payload_bytes:
+            if not self._accepts(info.st_size):
                 return "oversized"
+            limit = self.settings.largest_payload_bytes
             data = b""
-            while len(data) <= self.max_payload_bytes:
-                chunk = os.read(fd, self.max_payload_bytes + 1 - len(data))
+            while len(data) <= limit:
+                chunk = os.read(fd, limit + 1 - len(data))
                 if not chunk:
                     break
                 data += chunk
         finally:
             os.close(fd)
-        if len(data) > self.max_payload_bytes:
+        if len(data) > limit:
             return "oversized"
         try:
             header, payload = decode_header(data)
@@ -158,11 +160,20 @@ class Consumer:
             return "malformed"
         if self.message_type is not None and header["messageType"] not in ("", self.message_type):
             return "othertype"
-        if now_micros() - header["enqueuedAt"] >= self.lifetime:
+        if now_micros() - header["enqueuedAt"] >= self.settings.lifetime_micros:
             return "expired"
         if not is_json(payload):
             return "malformed"
         return Claim(claimed, header, payload)
+
+    def _accepts(self, size):
+        """Whether a message file of size bytes may be read: up to largestPayloadBytes, re-read
+        from `settings` before calling a file oversized (FORMAT.md), so a consumer never
+        quarantines what a producer of this mailbox was allowed to write."""
+        if size <= self.settings.largest_payload_bytes:
+            return True
+        self.refresh_settings()
+        return size <= self.settings.largest_payload_bytes
 
     def acknowledge(self, claim):
         if not self.remove(self.area("claimed", claim.claimed.file)):
@@ -198,7 +209,7 @@ class Consumer:
             if not claimed or now <= claimed.lease <= now + LEASE_CEILING_MICROS:
                 continue
             path = self.area("claimed", entry)
-            if now - claimed.name.micros >= self.lifetime:
+            if now - claimed.name.micros >= self.settings.lifetime_micros:
                 self.remove(path)
                 continue
             try:
@@ -223,7 +234,7 @@ class Consumer:
             if not delayed or delayed[0] > now:
                 continue
             path = self.area("delayed", entry)
-            if now - delayed[1].micros >= self.lifetime:
+            if now - delayed[1].micros >= self.settings.lifetime_micros:
                 self.remove(path)
                 continue
             try:
@@ -239,8 +250,9 @@ class Consumer:
     def quarantine(self, area, entry, id, reason):
         """Moves an entry into quarantine/ (or deletes it); True when it left its area."""
         source = self.area(area, entry)
-        if self.max_quarantined > 0:
-            self._trim(self.max_quarantined - 1)
+        bound = self.settings.max_quarantined
+        if bound > 0:
+            self._trim(bound - 1)
             for _ in range(8):
                 target = quarantined_file(now_micros(), reason, id, secrets.token_hex(4))
                 try:

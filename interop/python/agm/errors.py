@@ -12,3 +12,16 @@ class PayloadTooLarge(Exception):
 
 class ClaimGone(Exception):
     """The claim was recovered or finished elsewhere (ENOENT); nothing was changed."""
+
+
+class SettingsUnreadable(ValueError):
+    """The namespace's `settings` file is not readable settings (the text names a member, never
+    a value); the mailbox is not opened (FORMAT.md, "The settings file")."""
+
+
+class SettingsFormatTooNew(SettingsUnreadable):
+    """The `settings` file has a format newer than this reader's: refused, not guessed."""
+
+    def __init__(self, version):
+        super().__init__("settings format %d" % version)
+        self.version = version

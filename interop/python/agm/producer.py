@@ -12,21 +12,24 @@ from .system import now_micros, rename_noreplace
 
 
 class Producer:
-    """Enqueue; a mixin of Spool (needs Layout and State)."""
+    """Enqueue; a mixin of Spool (needs Layout, State and StoredSettings)."""
 
     def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type=""):
-        """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired."""
+        """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired.
+        The bounds are the stored settings, re-read first when `settings` changed (and again
+        under the lock). Raises PayloadTooLarge over maxPayloadBytes, MailboxFull."""
+        self.refresh_settings()
         unique = id is not None
         id = str(uuid.UUID(id)) if unique else str(uuid.uuid4())
         now = now_micros()
         micros = enqueued_at if enqueued_at is not None else now
         due = min(not_before, MAX_MICROS) if not_before is not None and not_before > now else None
-        if due is not None and due - micros >= self.lifetime:
+        if due is not None and due - micros >= self.settings.lifetime_micros:
             return id, "expired"
 
         def encode(micros):
             data = envelope.encode(id, micros, message_type, payload)
-            if len(data) > self.max_payload_bytes:
+            if len(data) > self.settings.max_payload_bytes:
                 raise PayloadTooLarge(len(data))
             return data
 
@@ -102,19 +105,11 @@ class Producer:
                 return True
         return any(quarantined_id(entry) == id for entry in os.listdir(self.area("quarantine")))
 
-    def stored_bounds(self):
-        """maxMessages and whether to discard the oldest: the stored settings, which apply to
-        every opener; this opener's own values for a spool without a settings file."""
-        settings = self.stored_settings()
-        if settings is None:
-            return self.max_messages, self.discard_oldest
-        return int(settings["maxMessages"]), settings["overflowPolicy"] == "discardOldest"
-
     def make_room(self, counters, level=DEFAULT_LEVEL):
         """Step 4: recount when the counter says full, then reject or evict the oldest pending
         message of the lowest level, never one above the incoming message's `level`. The bound
-        and the policy come from `settings`, read under the lock."""
-        max_messages, discard_oldest = self.stored_bounds()
+        and the policy come from `settings`, re-read under the lock (State.locked)."""
+        max_messages, discard_oldest = self.settings.max_messages, self.settings.discard_oldest
         if counters[1] < max_messages:
             return
         counters[:] = self.recount(counters)

@@ -1,26 +1,46 @@
-"""One namespace of a mailbox, opened (and created when missing) as FORMAT.md, "Layout" and "The
-state file and the lock", describe; the protocols come from the mixins."""
+"""One namespace of a mailbox, opened (and created when missing) as FORMAT.md, "Layout", "The
+state file and the lock" and "The settings file", describe; the protocols come from the mixins."""
+
+import copy
 
 from .consumer import Consumer
+from .errors import SettingsUnreadable
 from .layout import Layout
 from .names import valid_namespace
 from .producer import Producer
+from .settings import Settings, StoredSettings
 from .state import State
 
 
-class Spool(Producer, Consumer, State, Layout):
-    """One namespace of a mailbox, opened (and created when missing) as FORMAT.md describes."""
+class Spool(Producer, Consumer, StoredSettings, State, Layout):
+    """One namespace of a mailbox, opened (and created when missing) as FORMAT.md describes.
+
+    Every bound comes from the mailbox's `settings` file, which applies to every opener whatever
+    limits it was given, and is re-read when it changes: max_messages, max_payload_bytes,
+    lifetime (seconds), max_quarantined, max_attempts (None: unlimited), discard_oldest and
+    group_shared are only the settings stored when this opener creates the namespace, or finds
+    one made before settings files (FORMAT.md); `differing_settings` then names the stored members
+    that differ from them. claim_timeout (seconds), message_type and durable are this opener's
+    own (not stored). Raises SettingsFormatTooNew for a settings format newer than 2, and
+    SettingsUnreadable for a file that is not readable settings."""
 
     def __init__(self, container, namespace, max_messages=100, max_payload_bytes=65536,
                  lifetime=86400.0, claim_timeout=600.0, max_quarantined=20, max_attempts=None,
                  discard_oldest=False, message_type=None, durable=True, group_shared=False):
         if not valid_namespace(namespace):
             raise ValueError("invalid namespace")
-        self.max_messages, self.max_payload_bytes = max_messages, max_payload_bytes
-        self.lifetime = int(lifetime * 1_000_000)
+        opener = Settings(max_messages, max_payload_bytes, lifetime, max_quarantined,
+                          max_attempts, discard_oldest, group_shared)
+        try:
+            opener.validate()
+        except SettingsUnreadable as error:
+            raise ValueError("invalid limit: %s" % error) from None
         self.claim_timeout = int(claim_timeout * 1_000_000)
-        self.max_quarantined, self.max_attempts = max_quarantined, max_attempts
-        self.discard_oldest, self.message_type, self.durable = discard_oldest, message_type, durable
-        self.create_layout(container, namespace, group_shared)
+        self.message_type, self.durable = message_type, durable
+        created = self.create_layout(container, namespace, group_shared)
         self.open_state()
+        requested = copy.copy(opener)  # open_settings may adopt the directory's sharing mode
+        self.open_settings(opener, created)
+        self.set_modes(self.settings.group_shared)
+        self.differing_settings = self.settings.differences(requested)
         self.last_sweep = None

@@ -30,7 +30,8 @@ def state_line(counters):
 
 
 class State:
-    """The lock and the counters of a namespace; a mixin of Spool (needs Layout)."""
+    """The lock and the counters of a namespace; a mixin of Spool (needs Layout and
+    StoredSettings)."""
 
     def open_state(self):
         """Opens the state file, creating it with its mode set explicitly when missing."""
@@ -51,9 +52,11 @@ class State:
         os.close(self.state)
 
     def locked(self, body):
-        """Runs body(counters) under the lock; writes the counters back when they changed."""
+        """Runs body(counters) under the lock, the settings re-read first when they changed;
+        writes the counters back when they changed."""
         fcntl.flock(self.state, fcntl.LOCK_EX)
         try:
+            self.refresh_settings()
             stored = parse_state(os.pread(self.state, STATE_LENGTH, 0))
             counters = list(stored) if stored and self.validated else self.recount(stored)
             self.validated = True

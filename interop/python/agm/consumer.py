@@ -17,8 +17,9 @@ from .names import (
 from .system import now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
-# The longest claim timeout (366 days): a lease ending further ahead was never given (FORMAT.md).
-LEASE_CEILING_MICROS = 31_622_400_000_000
+# The longest claim timeout (366 days) plus a day of margin: a lease ending further ahead was
+# never given (FORMAT.md, "Recovery").
+LEASE_CEILING_MICROS = (31_622_400 + 86_400) * 1_000_000
 
 
 class Claim:

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -104,5 +105,57 @@ import Testing
       for claim in claims { try claim.acknowledge() }
       #expect(try watcher.wait(timeout: deadline))
     }
+  }
+
+  @Test func `Claims on many mailboxes from several threads each get every message once in order`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let count = 8
+    let perMailbox = 40
+    let consumers: [AppGroupMailbox<Int>] = try (0..<count).map {
+      try container.mailbox(Int.self, namespace: "m\($0)", durability: .relaxed)
+    }
+    let producers: [AppGroupMailbox<Int>] = try (0..<count).map {
+      try container.mailbox(Int.self, namespace: "m\($0)", durability: .relaxed)
+    }
+    // A watcher on one of them, so the reader thread runs and competes for the descriptor.
+    let watcher = try consumers[0].wakeUps()
+    defer { watcher.close() }
+    for consumer in consumers { #expect(try consumer.claimPending().isEmpty) }
+    let claimed = Locked([[Int]](repeating: [], count: count))
+    let failures = Locked([String]())
+    // One thread per lane (concurrentPerform would run only as many lanes at once as there
+    // are cores): the last lane produces, the others claim.
+    let finished = DispatchSemaphore(value: 0)
+    for lane in 0...count {
+      Thread {
+        defer { finished.signal() }
+        do {
+          if lane == count {
+            for value in 0..<perMailbox {
+              for producer in producers { try producer.enqueue(value) }
+            }
+            return
+          }
+          let limit = Date().addingTimeInterval(60)
+          var mine: [Int] = []
+          while mine.count < perMailbox, Date() < limit {
+            let claims = try consumers[lane].claimPending(limit: 3)
+            for claim in claims {
+              mine.append(claim.message)
+              try claim.acknowledge()
+            }
+            if claims.isEmpty { usleep(500) }  // the producer is behind: poll again
+          }
+          claimed.withLock { $0[lane] = mine }
+        } catch {
+          failures.withLock { $0.append("lane \(lane): \(error)") }
+        }
+      }.start()
+    }
+    for _ in 0...count { finished.wait() }
+    #expect(failures.withLock { $0 } == [])
+    #expect(claimed.withLock { $0 } == Array(repeating: Array(0..<perMailbox), count: count))
   }
 }

@@ -198,8 +198,7 @@ final class InotifyInstance: Sendable {
       let batches = routing.withLock { routing -> [(Handler, [InotifyEvent])]? in
         guard !routing.closed else { return nil }
         if readable { _ = routing.readAndRoute(fd) }
-        defer { routing.deliveries = [] }
-        return routing.deliveries
+        return routing.takeDeliveries()
       }
       guard let batches else { break }
       for (handler, batch) in batches { handler(batch) }

@@ -57,8 +57,15 @@ struct InotifyRouting: ~Copyable {
 
   var watches: [Int32: [Subscriber]] = [:]
   var feeds: [Int: Feed] = [:]
-  /// Batches for handler subscribers, in the order they were read, for the reader thread.
-  var deliveries: [(InotifyInstance.Handler, [InotifyEvent])] = []
+  /// Batches for handler subscribers, in the order they were read, for the reader thread
+  /// (``takeDeliveries()``); at most ``deliveryLimit`` events, then one `IN_Q_OVERFLOW` each.
+  private(set) var deliveries: [(InotifyInstance.Handler, [InotifyEvent])] = []
+  private var queuedEvents = 0
+  private var deliveriesOverflowed = false
+  /// The most events that wait for the reader thread (when a handler is slow while claims
+  /// read): past it they are replaced by one `IN_Q_OVERFLOW` per handler subscriber, as the
+  /// kernel does past `fs.inotify.max_queued_events` (inotify(7)).
+  static let deliveryLimit = 8_192
   var nextID = 1
   var closed = false
   /// Whether the reader thread was started, and the write end of its wake-up pipe (-1: none).
@@ -177,15 +184,48 @@ struct InotifyRouting: ~Copyable {
     }
   }
 
+  /// The batches waiting for the reader thread, removed.
+  mutating func takeDeliveries() -> [(InotifyInstance.Handler, [InotifyEvent])] {
+    defer {
+      deliveries = []
+      queuedEvents = 0
+      deliveriesOverflowed = false
+    }
+    return deliveries
+  }
+
   private mutating func deliver(
     _ event: InotifyEvent, to subscriber: Subscriber, _ batches: inout [Int: Int]
   ) {
-    guard let handler = subscriber.handler else { return }
+    guard let handler = subscriber.handler, !deliveriesOverflowed else { return }
+    guard queuedEvents < Self.deliveryLimit else {
+      overflowDeliveries()
+      return
+    }
+    queuedEvents += 1
     if let slot = batches[subscriber.id] {
       deliveries[slot].1.append(event)
     } else {
       batches[subscriber.id] = deliveries.count
       deliveries.append((handler, [event]))
+    }
+  }
+
+  /// Replaces the waiting batches by one `IN_Q_OVERFLOW` for each handler subscriber; later
+  /// events are dropped until the reader thread takes it.
+  private mutating func overflowDeliveries() {
+    deliveries = []
+    deliveriesOverflowed = true
+    let overflow = InotifyEvent(
+      watch: -1, mask: UInt32(bitPattern: IN_Q_OVERFLOW), cookie: 0, name: nil)
+    var seen: Set<Int> = []
+    for subscribers in watches.values {
+      for subscriber in subscribers {
+        guard let handler = subscriber.handler, seen.insert(subscriber.id).inserted else {
+          continue
+        }
+        deliveries.append((handler, [overflow]))
+      }
     }
   }
 }

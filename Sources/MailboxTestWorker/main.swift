@@ -17,6 +17,7 @@ let commands: [WorkerCommand] =
   coreCommands
   + hardeningCommands
   + watchCommands
+  + inotifyCommands
   + tortureCommands
   + soakCommands
   + spoolFuzzCommands

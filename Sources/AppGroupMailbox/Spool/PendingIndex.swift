@@ -5,47 +5,57 @@ import MailboxLocks
 /// The pending names of one spool, kept in memory between claims so a claim at depth n costs
 /// O(log n) instead of a listing and sort of `pending/` (O(n log n)).
 ///
-/// How it stays FIFO-correct across processes: before its first use the index adds an inotify
-/// watch (IN_MOVED_TO | IN_CREATE) on `pending/`, *then* lists it (watch first, then scan, so
-/// nothing arriving in between is missed). Every way a message enters `pending/` — an enqueue
-/// (single or batch) or import by any process (rename), a release, a claim put back, a
-/// recovered claim (rename back under the original name, so the original position), a
-/// promotion from `delayed/` (rename), an outside `mv` (rename) or `ln` (link) — queues an
-/// event in the kernel before that system call returns. Each claim call first drains the queued events without
-/// blocking and pushes each named message into a min-heap ordered by ``MessageKey`` (priority level, highest
-/// first, then enqueuedAt and sequence), so an import with an older date, a release or a recovery goes ahead of newer messages exactly
-/// as a fresh sorted listing would order them. Names are hints: a name another consumer already
-/// claimed fails its rename with ENOENT and is skipped, duplicates are harmless, and the file
-/// itself is checked as before (lstat, links, expiry, dead letters: see ``Spool/claim``). A
-/// name the claim takes but leaves in `pending/` (a young hard link, an entry
-/// a failed quarantine could not move) is pushed back with ``push(_:)``.
+/// How it stays FIFO-correct across processes: before its first use the index subscribes to
+/// `pending/` (IN_MOVED_TO | IN_CREATE) on the process's one inotify instance (``InotifyHub``),
+/// *then* lists it (watch first, then scan, so nothing arriving in between is missed). Every way
+/// a message enters `pending/` — an enqueue (single or batch) or import by any process (rename),
+/// a release, a claim put back, a recovered claim (rename back under the original name, so the
+/// original position), a promotion from `delayed/` (rename), an outside `mv` (rename) or `ln`
+/// (link) — queues an event in the kernel before that system call returns. Each claim call
+/// first reads the shared descriptor without blocking, under the lock its reader thread also
+/// reads it under, and routes what it read to every subscriber (``InotifyInstance/take(_:into:)``);
+/// then it takes this index's names, which include those the reader thread or another mailbox's
+/// claim read before, so it sees every event queued before it began. It pushes each named
+/// message into a min-heap ordered by ``MessageKey`` (priority level, highest first, then
+/// enqueuedAt and sequence), so an import with an older date, a release or a recovery goes ahead
+/// of newer messages exactly as a fresh sorted listing would order them. Names are hints: a name
+/// another consumer already claimed fails its rename with ENOENT and is skipped, duplicates are
+/// harmless, and the file itself is checked as before (lstat, links, expiry, dead letters: see
+/// ``Spool/claim``). A name the claim takes but leaves in `pending/` (a young hard link, an
+/// entry a failed quarantine could not move) is pushed back with ``push(_:)``.
 ///
 /// A reported name that is not a message name (or not valid UTF-8) makes the same refresh list
 /// `pending/`, whose foreign entries (with their exact bytes) the claim then quarantines.
 ///
-/// The index falls back to a full listing when it cannot be trusted: on `IN_Q_OVERFLOW`, when
-/// the watch is removed (`IN_IGNORED`: directory deleted, moved or unmounted), after a claim
-/// failed midway, and after 32 consecutive stale names (another process consumed what this one
-/// knew of: relisting is cheaper than failing renames). Where inotify is unavailable
-/// (`EMFILE`, `ENOSPC`, or no inotify) every claim lists `pending/` as before. One inotify
-/// instance (one descriptor) is held per open spool after its first claim, closed with it:
-/// not the watcher's process-wide ``InotifyHub``, whose events arrive on its reader thread,
-/// while a claim must see every event queued before it began (a synchronous, non-blocking
-/// read of its own descriptor). A debug build's ``FaultInjection`` rules on `inotify_init1`
-/// and `inotify_add_watch` (a simulated inotify limit) apply here as to the watcher.
-/// inotify sees no changes made by other NFS clients (inotify(7)): use local filesystems.
+/// The index falls back to a full listing when it cannot be trusted: on `IN_Q_OVERFLOW` (the
+/// shared queue overflowed: every index relists), when the directory was moved or unmounted,
+/// when its names waited past ``InotifyRouting/Feed/limit``, after a claim failed midway, and
+/// after 32 consecutive stale names (another process consumed what this one knew of:
+/// relisting is cheaper than failing renames). When the watch is removed (`IN_IGNORED`:
+/// directory deleted or unmounted) it subscribes again, then lists. Where inotify is
+/// unavailable (`EMFILE`, `ENOSPC`, or no inotify) every claim lists `pending/` as before. The
+/// index holds one watch and one share of the process's instance after its first claim, both
+/// released when it ends (the watch removed with inotify_rm_watch(2) when no watcher shares
+/// it). A debug build's ``FaultInjection`` rules on `inotify_init1` (when the process has no
+/// instance yet) and `inotify_add_watch` (a simulated inotify limit) apply here as to the
+/// watcher. inotify sees no changes made by other NFS clients (inotify(7)): use local
+/// filesystems.
 ///
 /// Memory: one ``PackedName`` (40 bytes) per known pending message, in a ``NameHeap`` whose
 /// storage grows in chunks without copying; a listing parses names straight from getdents64(2)'s
 /// buffer (``Syscall/forEachEntry(_:_:)``), so building the index allocates nothing per entry.
-/// Never payload bytes.
+/// Between claims, names reported by inotify wait in the shared instance (1 byte more than the
+/// name each, at most ``InotifyRouting/Feed/limit`` bytes). Never payload bytes.
 final class PendingIndex: Sendable {
   private struct State: ~Copyable {
-    var watch: Int32 = -1
+    var instance: InotifyInstance?
+    var watch: InotifyWatch?
     var unavailable = false
     var stale = true
     var misses = 0
     var heap = NameHeap()
+    /// The names taken from the feed (kept, with its capacity, between claims).
+    var records: [UInt8] = []
   }
 
   private let state: Locked<State>
@@ -58,11 +68,14 @@ final class PendingIndex: Sendable {
     state = Locked(initial)
   }
   static let missesBeforeRelisting = 32
+  /// The events the index subscribes to: every way a name enters a directory.
+  static let mask = InotifyMask.arrivals | InotifyMask.bits(IN_ONLYDIR)
 
   deinit {
-    state.withLock { state in
-      if state.watch >= 0 { Syscall.close(state.watch) }
-    }
+    let (instance, watch) = state.withLock { ($0.instance, $0.watch) }
+    guard let instance else { return }
+    if let watch { instance.remove(watch) }
+    InotifyHub.release(instance)
   }
 
   /// Brings the index up to date with `pending/` (descriptor `pending`) before a claim call.
@@ -78,27 +91,23 @@ final class PendingIndex: Sendable {
     list: ((PendingName) -> Void) throws -> [DirectoryEntry]
   ) throws -> [DirectoryEntry] {
     try state.withLock { state in
-      if !state.unavailable, state.watch < 0 {
-        state.watch = Self.watch(pending)
-        state.unavailable = state.watch < 0
-        state.stale = true
-      }
-      if state.watch >= 0, !state.stale {
-        var foreign = false
-        let untrusted = Self.drain(state.watch) { name in
-          if let parsed = PendingName(bytes: name) {
-            state.heap.push(parsed)
-          } else {
-            foreign = true
-          }
+      if !state.unavailable, state.watch == nil { Self.subscribe(pending, &state) }
+      if let instance = state.instance, let watch = state.watch {
+        switch instance.take(watch, into: &state.records) {
+        case .lost:
+          instance.remove(watch)
+          state.watch = nil
+          Self.subscribe(pending, &state)  // watch again, then list below
+        case .untrusted:
+          state.stale = true
+        case .trusted:
+          // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
+          // gives its exact bytes.
+          if !state.stale, !Self.push(state.records, into: &state.heap) { state.stale = true }
         }
-        // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
-        // gives its exact bytes.
-        state.stale = untrusted || foreign
       }
       guard state.unavailable || state.stale || state.misses >= Self.missesBeforeRelisting
       else { return [] }
-      if state.watch >= 0 { _ = Self.drain(state.watch) { _ in } }
       state.heap.removeAll()
       let foreign: [DirectoryEntry]
       do {
@@ -154,60 +163,45 @@ final class PendingIndex: Sendable {
     state.withLock { $0.stale = true }
   }
 
-  /// Opens a non-blocking inotify instance watching `pending` for new names; -1 when inotify
-  /// is unavailable (inotify_init1(2): EMFILE, ENFILE; inotify_add_watch(2): ENOSPC). Both
-  /// calls consult ``FaultInjection`` in debug builds, so a simulated inotify limit applies to
-  /// the index as to the watcher.
-  private static func watch(_ pending: Int32) -> Int32 {
-    if FaultInjection.check("inotify_init1") != nil { return -1 }
-    let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-    guard fd >= 0 else { return -1 }
-    let mask = UInt32(IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)
-    guard FaultInjection.check("inotify_add_watch") == nil,
-      inotify_add_watch(fd, "/proc/self/fd/\(pending)", mask) >= 0
-    else {
-      Syscall.close(fd)
-      return -1
+  /// Whether the index holds a watch on the shared inotify instance (false before its first
+  /// refresh and where inotify is unavailable); for tests.
+  var isWatching: Bool { state.withLock { $0.watch != nil } }
+
+  /// Joins the shared instance (once) and subscribes to `pending` (through its `/proc/self/fd`
+  /// name, so exactly the directory this spool holds); marks the index stale (a listing
+  /// follows). On failure (inotify_init1(2): `EMFILE`, `ENFILE`; inotify_add_watch(2):
+  /// `ENOSPC`; both consult ``FaultInjection`` in debug builds) it leaves the instance and
+  /// lists on every refresh from then on.
+  private static func subscribe(_ pending: Int32, _ state: inout State) {
+    state.stale = true
+    do {
+      let instance = try state.instance ?? InotifyHub.acquire()
+      state.instance = instance
+      state.watch = try instance.addFeed(path: Syscall.procPath(pending), mask: mask)
+    } catch {
+      if let instance = state.instance { InotifyHub.release(instance) }
+      state.instance = nil
+      state.unavailable = true
     }
-    return fd
   }
 
-  /// Reads the queued events without blocking (usually one read(2)), handing each name to
-  /// `body`. Returns true when
-  /// the index can no longer be trusted (queue overflow, watch removed, read error).
-  private static func drain(_ fd: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
-    let capacity = 64 * 1024
-    let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-    defer { buffer.deallocate() }
-    var untrusted = false
-    while true {
-      let got = read(fd, buffer, capacity)
-      if got < 0 {
-        let code = Errno.current
-        if code == .interrupted { continue }
-        return untrusted || code != .wouldBlock
-      }
-      if got == 0 { return true }
+  /// Pushes each name of `records` (a length byte, then the name) into `heap`; false when one
+  /// is not a message name. - Complexity: O(k log n) for k names.
+  private static func push(_ records: [UInt8], into heap: inout NameHeap) -> Bool {
+    var foreign = false
+    records.withUnsafeBufferPointer { bytes in
       var offset = 0
-      while offset + 16 <= got {
-        let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-        let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-        if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
-          != 0
-        {
-          untrusted = true
-        } else if length > 0 {
-          let start = buffer.advanced(by: offset + 16).assumingMemoryBound(to: UInt8.self)
-          let bytes = UnsafeBufferPointer(start: start, count: length)
-          let end = bytes.firstIndex(of: 0) ?? length
-          body(UnsafeBufferPointer(rebasing: bytes[..<end]))
+      while offset < bytes.count {
+        let start = offset + 1
+        let end = min(start + Int(bytes[offset]), bytes.count)
+        if let parsed = PendingName(bytes: UnsafeBufferPointer(rebasing: bytes[start..<end])) {
+          heap.push(parsed)
+        } else {
+          foreign = true
         }
-        offset += 16 + length
+        offset = end
       }
-      // A read returns every event queued when it ran, up to the buffer: read again only when
-      // the buffer may have cut the queue short (events queued later belong to operations that
-      // were not finished when this claim began).
-      if got < capacity - (16 + 256) { return untrusted }
     }
+    return !foreign
   }
 }

@@ -42,24 +42,48 @@ enum InotifyEventParser {
 
   static func parse(_ bytes: UnsafeRawBufferPointer) -> [InotifyEvent] {
     var events: [InotifyEvent] = []
-    var offset = 0
-    while offset + headerSize <= bytes.count {
-      let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-      let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-      let cookie = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
-      let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-      let nameStart = offset + headerSize
-      guard nameStart + length <= bytes.count else { break }
-      var name: String?
-      if length > 0 {
-        let raw = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + length)])
-        let end = raw.firstIndex(of: 0) ?? raw.count
-        if end > 0 { name = String(decoding: raw[..<end], as: UTF8.self) }
-      }
-      events.append(InotifyEvent(watch: watch, mask: mask, cookie: cookie, name: name))
-      offset = nameStart + length
-    }
+    var records = InotifyRecords(bytes)
+    while let record = records.next() { events.append(record.event) }
     return events
+  }
+}
+
+/// The records of one read(2) of an inotify descriptor, without copying: each record's name is
+/// a view of the read buffer, cut at its first NUL (see ``InotifyEventParser``).
+struct InotifyRecords: IteratorProtocol {
+  struct Record {
+    var watch: Int32
+    var mask: UInt32
+    var cookie: UInt32
+    /// The entry name's bytes (empty for an event about the watched directory itself).
+    var name: UnsafeRawBufferPointer
+
+    var event: InotifyEvent {
+      InotifyEvent(
+        watch: watch, mask: mask, cookie: cookie,
+        name: name.isEmpty ? nil : String(decoding: name, as: UTF8.self))
+    }
+  }
+
+  private let bytes: UnsafeRawBufferPointer
+  private var offset = 0
+
+  init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+  mutating func next() -> Record? {
+    let headerSize = InotifyEventParser.headerSize
+    guard offset + headerSize <= bytes.count else { return nil }
+    let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+    let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+    let cookie = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+    let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+    let nameStart = offset + headerSize
+    guard nameStart + length <= bytes.count else { return nil }
+    let raw = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + length)])
+    let end = raw.firstIndex(of: 0) ?? raw.count
+    offset = nameStart + length
+    return Record(
+      watch: watch, mask: mask, cookie: cookie, name: UnsafeRawBufferPointer(rebasing: raw[..<end]))
   }
 }
 

@@ -4,12 +4,13 @@ import Foundation
 import Glibc
 import MailboxLocks
 
-/// The one inotify instance this process shares among all its watchers.
+/// The one inotify instance this process shares among all its users: every watcher (wake-ups,
+/// lifecycle events, waiting for room) and every pending index (``PendingIndex``).
 ///
-/// ``acquire()`` opens the instance for the first watcher and ``release(_:)`` closes it when the
+/// ``acquire()`` opens the instance for the first user and ``release(_:)`` closes it when the
 /// last one leaves, so a process holds at most one inotify descriptor (`fs.inotify.
-/// max_user_instances` is small: 128 per user by default) however many mailboxes it watches.
-/// Thread safety: every member may be called from any thread.
+/// max_user_instances` is small: 128 per user by default, inotify(7)) however many mailboxes it
+/// watches or claims from. Thread safety: every member may be called from any thread.
 enum InotifyHub {
   private struct State {
     var instance: InotifyInstance?
@@ -26,8 +27,7 @@ enum InotifyHub {
         state.users += 1
         return instance
       }
-      let instance = try InotifyInstance(fd: Syscall.inotifyInit())
-      instance.start()
+      let instance = InotifyInstance(fd: try Syscall.inotifyInit())
       state.instance = instance
       state.users = 1
       return instance
@@ -46,6 +46,9 @@ enum InotifyHub {
     }
     if last { instance.shutdown() }
   }
+
+  /// How many users hold the shared instance (0 when it is closed); for tests.
+  static var users: Int { state.withLock { $0.users } }
 }
 
 /// A subscription to one watch of an ``InotifyInstance``.
@@ -54,190 +57,155 @@ struct InotifyWatch: Hashable, Sendable {
   var id: Int
 }
 
-/// An open inotify descriptor read by one dedicated thread (never by a blocking read in a Swift
-/// concurrency task). The thread waits in poll(2) on the descriptor and on a wake-up pipe; events
-/// are parsed and handed, in batches per read, to the subscribers of each watch, on that thread;
-/// `IN_Q_OVERFLOW` goes to every subscriber. A dedicated thread wakes one hop sooner than a
-/// Dispatch read source (which goes through Dispatch's manager thread).
+/// An open, non-blocking inotify descriptor, read by whichever thread needs its events first.
+///
+/// Two kinds of subscriber share it. A handler subscriber (a watcher) has its events handed, in
+/// batches per read, to its handler on one dedicated thread (`AppGroupMailbox.inotify`, never a
+/// blocking read in a Swift concurrency task), started with the first handler subscriber. A
+/// feed subscriber (a pending index) has the names of its events appended to its feed, which it
+/// takes with ``take(_:into:)``. Every read(2) of the descriptor and the routing of what it
+/// returned happen under one lock, shared by the reader thread and the claims: each event is
+/// routed exactly once, in the kernel's order, and an event queued before a ``take(_:into:)``
+/// began is in that take's result whichever thread read it. A claim that reads events for a
+/// handler subscriber queues them for the reader thread (and wakes it) instead of running the
+/// handler itself, so handlers only ever run on the reader thread. `IN_Q_OVERFLOW` goes to
+/// every subscriber. The reader thread waits in poll(2) and reads without blocking, so it never
+/// hangs in read(2) after a claim took what woke it.
 final class InotifyInstance: Sendable {
   typealias Handler = @Sendable ([InotifyEvent]) -> Void
 
-  private struct Subscriber {
-    var id: Int
-    var mask: UInt32
-    var handler: Handler
-  }
-
-  private struct Table {
-    var watches: [Int32: [Subscriber]] = [:]
-    var nextID = 1
-    var closed = false
-  }
-
   let fd: Int32
-  /// The pipe that stops the reader thread: [read end, write end].
-  private let wakeRead: Int32
-  private let wakeWrite: Int32
+  private let routing: Locked<InotifyRouting>
   private let exited = DispatchSemaphore(value: 0)
   private let reader = Locked<pthread_t?>(nil)
-  private let table = Locked(Table())
 
-  /// Read buffer size: many events per read(2), and far above the minimum of
-  /// `sizeof(struct inotify_event) + NAME_MAX + 1` (smaller reads fail with `EINVAL`).
-  static let bufferSize = 64 * 1024
-
-  /// Takes ownership of the inotify descriptor `fd` (closed on failure too).
-  /// - Throws: ``SystemCallError`` from pipe2(2).
-  init(fd: Int32) throws {
-    var pipe: [Int32] = [-1, -1]
-    guard cmailbox_pipe_cloexec(&pipe) == 0 else {
-      let error = SystemCallError.current("pipe2")
-      Syscall.close(fd)
-      throw error
-    }
+  /// Takes ownership of the inotify descriptor `fd` (opened with `IN_NONBLOCK`).
+  init(fd: Int32) {
     self.fd = fd
-    wakeRead = pipe[0]
-    wakeWrite = pipe[1]
-  }
-
-  /// Starts the reader thread.
-  func start() {
-    let thread = Thread { [self] in run() }
-    thread.name = "AppGroupMailbox.inotify"
-    thread.start()
-  }
-
-  /// The reader thread: poll, read until `EAGAIN`, deliver; on the wake-up pipe, close both
-  /// descriptors and exit.
-  private func run() {
-    reader.withLock { $0 = pthread_self() }
-    let buffer = UnsafeMutableRawBufferPointer.allocate(
-      byteCount: Self.bufferSize, alignment: MemoryLayout<inotify_event>.alignment)
-    var descriptors = [
-      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-    ]
-    while true {
-      let ready = poll(&descriptors, 2, -1)
-      if ready < 0 {
-        if Errno.current == .interrupted { continue }
-        break
-      }
-      if descriptors[1].revents != 0 { break }
-      if descriptors[0].revents & Int16(POLLIN) != 0 { readAvailable(buffer) }
-      if descriptors[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { break }
-    }
-    buffer.deallocate()
-    Syscall.close(fd)
-    Syscall.close(wakeRead)
-    exited.signal()
+    routing = Locked(InotifyRouting())
   }
 
   /// Adds (or joins) a watch on `path` for `mask` and subscribes `handler` to it. Subscribers of
   /// one inode share its watch, whose mask is the union of theirs; each filters for itself.
-  /// - Throws: ``SystemCallError`` from inotify_add_watch(2) (`ENOSPC` at the watch limit).
+  /// - Throws: ``SystemCallError`` from inotify_add_watch(2) (`ENOSPC` at the watch limit), or
+  ///   from pipe2(2) when the reader thread has to start.
   func add(path: String, mask: UInt32, handler: @escaping Handler) throws -> InotifyWatch {
-    try table.withLock { table in
-      // IN_MASK_ADD: another subscriber may already watch this inode, and inotify_add_watch
-      // would otherwise replace its mask (inotify(7)).
-      let watch = try Syscall.inotifyAddWatch(fd, path, mask | UInt32(bitPattern: IN_MASK_ADD))
-      let id = table.nextID
-      table.nextID += 1
-      table.watches[watch, default: []].append(
-        Subscriber(id: id, mask: mask, handler: handler))
-      return InotifyWatch(watch: watch, id: id)
+    let added = try add(paths: [path], mask: mask, handler: handler)
+    guard let watch = added.first else {
+      throw SystemCallError(call: "inotify_add_watch", errno: .invalidArgument)
     }
+    return watch
   }
 
   /// Adds (or joins) a watch on each of `paths` for `mask`, subscribing `handler` to all of them
   /// as one subscriber: each read's events of every one of these watches reach `handler` in one
   /// batch, in the order the kernel queued them (what pairing a rename's two halves needs).
   /// Removes what it added when one fails.
-  /// - Throws: ``SystemCallError`` from inotify_add_watch(2).
+  /// - Throws: ``SystemCallError`` from inotify_add_watch(2) or pipe2(2).
   func add(paths: [String], mask: UInt32, handler: @escaping Handler) throws -> [InotifyWatch] {
-    try table.withLock { table in
-      let id = table.nextID
-      table.nextID += 1
-      var added: [InotifyWatch] = []
-      do {
-        for path in paths {
-          let watch = try Syscall.inotifyAddWatch(fd, path, mask | UInt32(bitPattern: IN_MASK_ADD))
-          table.watches[watch, default: []].append(
-            Subscriber(id: id, mask: mask, handler: handler))
-          added.append(InotifyWatch(watch: watch, id: id))
-        }
-      } catch {
-        for subscription in added { Self.unsubscribe(subscription, &table, fd) }
-        throw error
+    try routing.withLock { routing in
+      try startReader(&routing)
+      return try routing.subscribe(paths, mask: mask, handler: handler, fd: fd)
+    }
+  }
+
+  /// Adds (or joins) a watch on `path` for `mask` with a feed: the names of its `IN_MOVED_TO`
+  /// and `IN_CREATE` events wait in memory for ``take(_:into:)``.
+  /// - Throws: ``SystemCallError`` from inotify_add_watch(2) (`ENOSPC` at the watch limit).
+  func addFeed(path: String, mask: UInt32) throws -> InotifyWatch {
+    let added = try routing.withLock { routing in
+      try routing.subscribe([path], mask: mask, handler: nil, fd: fd)
+    }
+    guard let watch = added.first else {
+      throw SystemCallError(call: "inotify_add_watch", errno: .invalidArgument)
+    }
+    return watch
+  }
+
+  /// Reads what the descriptor has queued without blocking (one read(2) unless the buffer
+  /// fills), routes it, then moves `feed`'s names into `records` (replacing its contents; each
+  /// name is one length byte and the name's bytes, in the kernel's order). Every event queued
+  /// before this call began is either in `records` or reported by the status.
+  /// - Complexity: O(e) in the events read and the names taken.
+  func take(_ feed: InotifyWatch, into records: inout [UInt8]) -> InotifyFeedStatus {
+    routing.withLock { routing in
+      if routing.readAndRoute(fd), routing.wakeWrite >= 0 {
+        var byte: UInt8 = 1
+        _ = Glibc.write(routing.wakeWrite, &byte, 1)  // EAGAIN: a wake-up is already pending
       }
-      return added
+      return routing.take(feed.id, into: &records)
     }
   }
 
   /// Unsubscribes; the last subscriber of a watch removes it from the kernel.
   func remove(_ subscription: InotifyWatch) {
-    table.withLock { table in Self.unsubscribe(subscription, &table, fd) }
+    routing.withLock { routing in routing.unsubscribe(subscription, fd: fd) }
   }
 
-  private static func unsubscribe(_ subscription: InotifyWatch, _ table: inout Table, _ fd: Int32) {
-    guard var subscribers = table.watches[subscription.watch] else { return }
-    subscribers.removeAll { $0.id == subscription.id }
-    if subscribers.isEmpty {
-      table.watches[subscription.watch] = nil
-      Syscall.inotifyRemoveWatch(fd, subscription.watch)
-    } else {
-      table.watches[subscription.watch] = subscribers
-    }
-  }
-
-  /// Stops the reader thread, which closes the descriptor. Waits for that unless called on the
-  /// reader thread itself (from a handler, where waiting would deadlock).
+  /// Stops the reader thread, which closes the descriptor (closed here when no thread ran).
+  /// Waits for that unless called on the reader thread itself (from a handler, where waiting
+  /// would deadlock).
   func shutdown() {
-    table.withLock { $0.closed = true }
-    var byte: UInt8 = 1
-    _ = Glibc.write(wakeWrite, &byte, 1)
-    Syscall.close(wakeWrite)
+    let started = routing.withLock { routing -> Bool in
+      routing.closed = true
+      if routing.wakeWrite >= 0 {
+        var byte: UInt8 = 1
+        _ = Glibc.write(routing.wakeWrite, &byte, 1)
+        Syscall.close(routing.wakeWrite)
+        routing.wakeWrite = -1
+      }
+      return routing.started
+    }
+    guard started else {
+      Syscall.close(fd)
+      return
+    }
     let onReader = reader.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     if !onReader { exited.wait() }
   }
 
-  /// Reads until `EAGAIN` (retrying `EINTR`), then hands each subscriber its events.
-  private func readAvailable(_ buffer: UnsafeMutableRawBufferPointer) {
-    var events: [InotifyEvent] = []
+  /// Starts the reader thread for the first handler subscriber (under the routing lock).
+  private func startReader(_ routing: inout InotifyRouting) throws {
+    guard !routing.started else { return }
+    var pipe: [Int32] = [-1, -1]
+    guard cmailbox_pipe_cloexec(&pipe) == 0 else { throw SystemCallError.current("pipe2") }
+    routing.wakeWrite = pipe[1]
+    routing.started = true
+    let wakeRead = pipe[0]
+    let thread = Thread { [self] in run(wakeRead) }
+    thread.name = "AppGroupMailbox.inotify"
+    thread.start()
+  }
+
+  /// The reader thread: poll the descriptor and the wake-up pipe; read and route without
+  /// blocking; hand the queued batches to their handlers outside the lock; on shutdown, close
+  /// the descriptor and the pipe's read end.
+  private func run(_ wakeRead: Int32) {
+    reader.withLock { $0 = pthread_self() }
+    var descriptors = [
+      pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+    ]
+    var wakeBytes = [UInt8](repeating: 0, count: 64)
     while true {
-      let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-      if count > 0 {
-        events += InotifyEventParser.parse(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        continue
+      let ready = poll(&descriptors, 2, -1)
+      if ready < 0 {
+        if Errno.current == .interrupted { continue }
+        break
       }
-      if count < 0 && Errno.current == .interrupted { continue }
-      break  // EAGAIN: drained
+      if descriptors[1].revents != 0 { _ = Glibc.read(wakeRead, &wakeBytes, wakeBytes.count) }
+      let readable = descriptors[0].revents & Int16(POLLIN) != 0
+      let batches = routing.withLock { routing -> [(Handler, [InotifyEvent])]? in
+        guard !routing.closed else { return nil }
+        if readable { _ = routing.readAndRoute(fd) }
+        return routing.takeDeliveries()
+      }
+      guard let batches else { break }
+      for (handler, batch) in batches { handler(batch) }
+      if descriptors[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { break }
     }
-    guard !events.isEmpty else { return }
-    var deliveries: [(Handler, [InotifyEvent])] = []
-    table.withLock { table in
-      guard !table.closed else { return }
-      var batches: [Int: (Handler, [InotifyEvent])] = [:]
-      var order: [Int] = []
-      func deliver(_ subscriber: Subscriber, _ event: InotifyEvent) {
-        if batches[subscriber.id] == nil {
-          batches[subscriber.id] = (subscriber.handler, [])
-          order.append(subscriber.id)
-        }
-        batches[subscriber.id]!.1.append(event)
-      }
-      for event in events {
-        if event.watch == -1 {
-          for subscribers in table.watches.values {
-            for subscriber in subscribers { deliver(subscriber, event) }
-          }
-          continue
-        }
-        for subscriber in table.watches[event.watch] ?? [] { deliver(subscriber, event) }
-        if event.has(IN_IGNORED) { table.watches[event.watch] = nil }
-      }
-      deliveries = order.compactMap { batches[$0] }
-    }
-    for (handler, batch) in deliveries { handler(batch) }
+    Syscall.close(fd)
+    Syscall.close(wakeRead)
+    exited.signal()
   }
 }

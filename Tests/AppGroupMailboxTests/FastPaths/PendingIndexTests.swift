@@ -6,7 +6,9 @@ import Testing
 
 /// The in-memory index of pending names (Spool/PendingIndex.swift) keeps claims FIFO when other
 /// mailbox instances or processes add messages after this one listed `pending/`. Each second
-/// instance here has its own spool, index and inotify watch, as another process would.
+/// instance here has its own spool and index, as another process would, and its own
+/// subscription to the process's one inotify watch on `pending/` (SharedInotifyTests covers
+/// the sharing).
 @Suite(.serialized) struct PendingIndexTests {
   @Test func `An import with an older date made after the first claim is claimed next`() throws {
     let container = try TemporaryContainer()

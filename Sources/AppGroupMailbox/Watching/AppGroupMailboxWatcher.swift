@@ -8,8 +8,9 @@ public import Foundation
 /// wake-up. Iterate the watcher as an `AsyncSequence`, or block with ``wait(timeout:)``.
 ///
 /// On Linux a watcher adds inotify(7) watches first and scans afterwards, so nothing arriving
-/// in between is missed. Every process shares one inotify instance among all its watchers
-/// (closed with the last one); events are read by one dedicated thread, never on a Swift
+/// in between is missed. Every process shares one inotify instance among all its watchers and
+/// its mailboxes' claim indexes (closed with its last user); a claim may read the descriptor
+/// too, but a watcher's events are handled only on one dedicated thread, never on a Swift
 /// concurrency thread. `IN_Q_OVERFLOW` wakes every consumer to rescan
 /// (``AppGroupMailboxDiagnostic/wakeUpQueueOverflowed``). When inotify is unavailable or at a
 /// limit (`EMFILE` from inotify_init1(2), `ENOSPC` from inotify_add_watch(2)), the watcher

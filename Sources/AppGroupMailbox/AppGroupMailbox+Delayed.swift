@@ -54,12 +54,4 @@ extension AppGroupMailbox {
       message, id: id ?? UUID(), explicitMicros: nil, unique: id != nil, due: due,
       priority: priority)
   }
-
-  /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with
-  /// nothing pending can sleep until then.
-  /// - Throws: ``MailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
-  public func nextDueDate() throws -> Date? {
-    try spool.nextDueMicros().map(Date.init(mailboxMicros:))
-  }
 }

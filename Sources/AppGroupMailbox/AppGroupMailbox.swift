@@ -253,8 +253,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
   ///   ``MailboxError/ioFailure(_:)``.
   /// - Complexity: O(log n) per entry looked at, plus one fstatat(2), one rename and one read
-  ///   per claimed message: names come from an in-memory index kept by inotify (one inotify
-  ///   descriptor per mailbox after its first claim). A listing and sort of the pending area,
+  ///   per claimed message: names come from an in-memory index kept by inotify (one watch per
+  ///   mailbox after its first claim, on the process's one inotify instance). A listing and sort of the pending area,
   ///   O(n log n), happens on the first claim and whenever the index cannot be trusted (queue
   ///   overflow, no inotify, a foreign name, a failed claim). See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {

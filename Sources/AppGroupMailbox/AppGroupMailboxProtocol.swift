@@ -1,10 +1,12 @@
 public import Foundation
 
 /// What ``AppGroupMailbox`` and ``AppGroupRawMailbox`` share, so that each member they have in
-/// common is written once: ``limits``, ``directoryURL``, ``performMaintenance()``, the stored
-/// settings (``settings``, ``updateSettings(_:)``) and
-/// waiting for work (``wakeUps(pollingInterval:)``, ``wait(timeout:)``,
-/// ``drain(batchSize:pollingInterval:isolation:handler:)``, ``drainPending(batchSize:isolation:handler:)``). Those
+/// common is written once: ``claimPending()``, ``limits``, ``directoryURL``,
+/// ``performMaintenance()``, the stored settings (``settings``, ``updateSettings(_:)``), the
+/// hold (``pause()``, ``resume()``, ``isHeld``), ``cancel(id:)``, ``nextDueDate()``,
+/// ``nextRecheckDate()`` and waiting for work (``wakeUps(pollingInterval:)``,
+/// ``wait(timeout:)``, ``drain(batchSize:pollingInterval:isolation:handler:)``,
+/// ``drainPending(batchSize:isolation:handler:)``). Those
 /// members act on the mailbox's spool, which they reach through ``inspector``; generic code may
 /// take `some AppGroupMailboxProtocol` to serve typed and untyped mailboxes alike.
 ///
@@ -38,6 +40,19 @@ extension AppGroupMailboxProtocol {
   public var limits: AppGroupMailboxLimits {
     inspector.spool.refreshSettings()
     return inspector.spool.limits
+  }
+
+  /// Claims every pending message: ``claimPending(limit:)`` without a limit, for generic code
+  /// (a protocol requirement cannot carry the concrete types' default argument).
+  /// - Throws: as ``claimPending(limit:)``.
+  public func claimPending() throws -> [Claim] { try claimPending(limit: nil) }
+
+  /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with
+  /// nothing pending can sleep until then.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
+  public func nextDueDate() throws -> Date? {
+    try inspector.spool.nextDueMicros().map(Date.init(mailboxMicros:))
   }
 
   /// The namespace directory, `<container>/AppGroupMailbox/<namespace>`.

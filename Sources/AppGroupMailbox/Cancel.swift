@@ -1,7 +1,6 @@
 public import Foundation
 
-/// What ``AppGroupMailbox/cancel(id:)`` or ``AppGroupRawMailbox/cancel(id:)`` found (a Linux
-/// addition).
+/// What ``AppGroupMailboxProtocol/cancel(id:)`` found (a Linux addition).
 public enum AppGroupMailboxCancelOutcome: Sendable, Equatable, Hashable {
   /// The message was pending or delayed and is gone: no consumer will get it. The depth went
   /// down by one.
@@ -18,8 +17,9 @@ public enum AppGroupMailboxCancelOutcome: Sendable, Equatable, Hashable {
   case notFound
 }
 
-extension AppGroupRawMailbox {
-  /// Cancels the pending or delayed message `id`: deletes it so that no consumer gets it.
+extension AppGroupMailboxProtocol {
+  /// Cancels the pending or delayed message `id` (as an enqueue returned it): deletes it so that
+  /// no consumer gets it. Any message type may be cancelled.
   ///
   /// A claimed message is left to its holder, a quarantined one to
   /// ``AppGroupMailboxInspector/purgeQuarantined(_:)``; the outcome says which. Raced with a
@@ -32,20 +32,11 @@ extension AppGroupRawMailbox {
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"cancel"`).
   /// - Complexity: O(n) in the entries of the namespace (names only; no file is read).
   public func cancel(id: UUID) throws -> AppGroupMailboxCancelOutcome {
-    try spool.cancel(id: id)
+    try inspector.spool.cancel(id: id)
   }
 }
 
 extension AppGroupMailbox {
-  /// What ``cancel(id:)`` found; see ``AppGroupMailboxCancelOutcome``.
+  /// What ``AppGroupMailboxProtocol/cancel(id:)`` found; see ``AppGroupMailboxCancelOutcome``.
   public typealias CancelOutcome = AppGroupMailboxCancelOutcome
-
-  /// Cancels the pending or delayed message `id` (as returned by ``enqueue(_:priority:)``): deletes it so
-  /// that no consumer gets it; a claimed or quarantined message is left alone, as
-  /// ``AppGroupRawMailbox/cancel(id:)`` describes. Any message type may be cancelled.
-  /// - Throws: ``MailboxError/ioFailure(_:)`` (operation `"cancel"`).
-  /// - Complexity: O(n) in the entries of the namespace (names only; no file is read).
-  public func cancel(id: UUID) throws -> CancelOutcome {
-    try spool.cancel(id: id)
-  }
 }

@@ -49,12 +49,4 @@ extension AppGroupRawMailbox {
       payload, id: id, enqueuedAt: enqueuedAt, due: .delay(delay), messageType: messageType,
       priority: priority)
   }
-
-  /// The earliest time a delayed message becomes due, or nil when none waits; see
-  /// ``AppGroupMailbox/nextDueDate()``.
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
-  public func nextDueDate() throws -> Date? {
-    try spool.nextDueMicros().map(Date.init(mailboxMicros:))
-  }
 }

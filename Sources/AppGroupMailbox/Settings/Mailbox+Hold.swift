@@ -1,7 +1,7 @@
 import Foundation
 
-extension AppGroupRawMailbox {
-  /// Holds delivery from this mailbox for every process that uses it, as Postfix's
+extension AppGroupMailboxProtocol {
+  /// Holds delivery from this mailbox (typed or untyped) for every process that uses it, as Postfix's
   /// `postsuper -h` holds mail: from the next claim in any process (each claim re-checks the
   /// settings file, one fstatat(2)), ``claimPending(limit:)`` returns nothing, ``drain(batchSize:pollingInterval:isolation:handler:)``
   /// and ``wait(timeout:)`` wait, and ``drainPending(batchSize:isolation:handler:)`` returns at once.
@@ -20,7 +20,7 @@ extension AppGroupRawMailbox {
   ///
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`) naming the
   ///   system call and errno when the settings file cannot be written.
-  public func pause() throws { try spool.setHeld(true) }
+  public func pause() throws { try inspector.spool.setHeld(true) }
 
   /// Ends a hold set by ``pause()`` (in any process): claims deliver again, and waiting drains
   /// in every process wake up (the settings file's rename is a wake-up). Resuming a mailbox
@@ -29,11 +29,11 @@ extension AppGroupRawMailbox {
   /// Thread and process safety: as ``pause()``.
   ///
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
-  public func resume() throws { try spool.setHeld(false) }
+  public func resume() throws { try inspector.spool.setHeld(false) }
 
   /// Whether delivery is held (``pause()``), as the settings file says now: one fstatat(2), and
   /// a read of the file when it changed.
-  public var isHeld: Bool { spool.isHeld }
+  public var isHeld: Bool { inspector.spool.isHeld }
 }
 
 extension AppGroupMailbox {
@@ -42,21 +42,21 @@ extension AppGroupMailbox {
   /// Thread and process safety: safe from any thread and any process.
   ///
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
-  public func pause() throws { try spool.setHeld(true) }
+  public func pause() throws { try inspector.spool.setHeld(true) }
 
   /// Ends a hold; see ``AppGroupRawMailbox/resume()``.
   ///
   /// Thread and process safety: safe from any thread and any process.
   ///
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
-  public func resume() throws { try spool.setHeld(false) }
+  public func resume() throws { try inspector.spool.setHeld(false) }
 
   /// Whether delivery is held; see ``AppGroupRawMailbox/isHeld``.
-  public var isHeld: Bool { spool.isHeld }
+  public var isHeld: Bool { inspector.spool.isHeld }
 }
 
 extension AppGroupMailboxInspector {
-  /// Whether delivery is held (``AppGroupRawMailbox/pause()``), as the settings file says now.
-  /// An inspector sees the hold but cannot change it: it opens nothing for writing.
+  /// Whether delivery is held (``AppGroupMailboxProtocol/pause()``), as the settings file says
+  /// now. An inspector sees the hold but cannot change it: it opens nothing for writing.
   public var isHeld: Bool { spool.isHeld }
 }

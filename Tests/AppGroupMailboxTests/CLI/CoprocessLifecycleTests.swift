@@ -230,4 +230,54 @@ import Testing
       drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
     #expect(try container.remaining().isEmpty)
   }
+
+  @Test func `A message recovered and claimed again while its handler has it is not sent twice`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let id = try container.enqueueNumbered(count: 1)[0]
+    let received = container.url.appendingPathComponent("received")
+    let go = container.url.appendingPathComponent("go")
+    // It logs every message line it gets and answers each once the test says so.
+    let arguments = try handler(
+      """
+      for line in sys.stdin:
+          i = json.loads(line)["id"]
+          with open(\(JSONText.string(received.path)), "a") as f:
+              f.write(i + "\\n")
+          while not os.path.exists(\(JSONText.string(go.path))):
+              time.sleep(0.01)
+          sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
+          sys.stdout.flush()
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--claim-timeout", "1", "--jobs", "2"] + arguments)
+    let pid = drain.process.processIdentifier
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: received.path) })
+    // drain stalls past its lease; another process recovers the claim; drain claims it again.
+    drain.signal(SIGSTOP)
+    #expect(waitUntil(deadline: 30) { WatchSupport.isStopped(pid: pid) })
+    #expect(
+      try waitUntil(deadline: 30) {
+        try container.remaining().allSatisfy { ($0.leaseExpiresAt ?? .distantFuture) < Date() }
+      })
+    let maintained = try Mailboxctl.run(["maintain"] + container.arguments())
+    #expect(maintained.status == 0, "\(maintained.stderr)")
+    #expect(try container.remaining().map(\.state) == [.pending])
+    drain.signal(SIGCONT)
+    #expect(
+      try waitUntil(deadline: 30) {
+        try container.remaining().map { [$0.state == .claimed, $0.deliveryCount == 2] }
+          == [[true, true]]
+      })
+    #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
+    let result = try drain.finish()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
+    #expect(try container.remaining().isEmpty)
+    let lines = try String(contentsOf: received, encoding: .utf8).split(separator: "\n")
+    #expect(lines == [Substring(id.uuidString.lowercased())])
+  }
 }

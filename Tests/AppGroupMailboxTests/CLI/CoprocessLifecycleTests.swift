@@ -16,6 +16,9 @@ import Testing
     sys.stdin.readline()
     sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
     sys.stdout.flush()
+    def ack(i):
+        sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
+        sys.stdout.flush()
 
     """
 
@@ -24,6 +27,15 @@ import Testing
     let script = container.url.appendingPathComponent("handler.py")
     try Data((Self.greet + body).utf8).write(to: script)
     return ["--coprocess", "/usr/bin/python3", script.path]
+  }
+
+  /// Expects a drain that ended with status 0 having delivered `count` messages and left none.
+  func expectAllDelivered(_ result: Finished, count: Int, _ container: TemporaryContainer) throws {
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      drainSummary(result.stderr)
+        == "mailboxctl: drain: delivered \(count), released 0, quarantined 0")
+    #expect(try container.remaining().isEmpty)
   }
 
   /// The pids listed one a line in `file`.
@@ -63,11 +75,7 @@ import Testing
         """, in: container)
       let result = try Mailboxctl.run(
         ["drain"] + container.arguments() + ["--jobs", "4", "--retry-delay", "3600"] + arguments)
-      #expect(result.status == 0, "\(result.stderr)")
-      #expect(
-        drainSummary(result.stderr) == "mailboxctl: drain: delivered 4, released 0, quarantined 0"
-      )
-      #expect(try container.remaining().isEmpty)
+      try expectAllDelivered(result, count: 4, container)
       #expect(container.names("quarantine") == [])
     }
   }
@@ -88,8 +96,7 @@ import Testing
       open(\(JSONText.string(started.path)), "w").close()
       while not os.path.exists(\(JSONText.string(go.path))):
           time.sleep(0.01)
-      sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
-      sys.stdout.flush()
+      ack(i)
 
       """, in: container)
     let drain = try Mailboxctl.start(
@@ -102,11 +109,7 @@ import Testing
     #expect(left.map(\.id) == [id])
     #expect(left.map(\.state) == [.claimed])
     #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
-    let result = try drain.finish()
-    #expect(result.status == 0, "\(result.stderr)")
-    #expect(
-      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
-    #expect(try container.remaining().isEmpty)
+    try expectAllDelivered(try drain.finish(), count: 1, container)
   }
 
   @Test func `A stop signal closes the handler's stdin at once; what it then answers is applied`()
@@ -121,19 +124,14 @@ import Testing
       i = json.loads(sys.stdin.readline())["id"]
       open(\(JSONText.string(started.path)), "w").close()
       if sys.stdin.readline() == "":
-          sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
-          sys.stdout.flush()
+          ack(i)
 
       """, in: container)
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + ["--shutdown-timeout", "20"] + arguments)
     #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: started.path) })
     drain.signal(SIGTERM)
-    let result = try drain.finish()
-    #expect(result.status == 0, "\(result.stderr)")
-    #expect(
-      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
-    #expect(try container.remaining().isEmpty)
+    try expectAllDelivered(try drain.finish(), count: 1, container)
   }
 
   @Test
@@ -184,8 +182,7 @@ import Testing
           os._exit(3)
       for line in sys.stdin:
           i = json.loads(line)["id"]
-          sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
-          sys.stdout.flush()
+          ack(i)
 
       """, in: container)
     let drain = try Mailboxctl.start(
@@ -214,21 +211,17 @@ import Testing
       """
       held = [json.loads(sys.stdin.readline())["id"] for _ in range(2)]
       for i in [held[0], held[0], held[1]]:
-          sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
-          sys.stdout.flush()
+          ack(i)
       for line in sys.stdin:
           pass
 
       """, in: container)
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--jobs", "2"] + arguments)
-    #expect(result.status == 0, "\(result.stderr)")
     #expect(
       result.stderr.contains(
         "answered message \(ids[0]), which it does not hold; ignored\n"))
-    #expect(
-      drainSummary(result.stderr) == "mailboxctl: drain: delivered 2, released 0, quarantined 0")
-    #expect(try container.remaining().isEmpty)
+    try expectAllDelivered(result, count: 2, container)
   }
 
   @Test func `A message recovered and claimed again while its handler has it is not sent twice`()
@@ -247,8 +240,7 @@ import Testing
               f.write(i + "\\n")
           while not os.path.exists(\(JSONText.string(go.path))):
               time.sleep(0.01)
-          sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
-          sys.stdout.flush()
+          ack(i)
 
       """, in: container)
     let drain = try Mailboxctl.start(
@@ -272,11 +264,7 @@ import Testing
           == [[true, true]]
       })
     #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
-    let result = try drain.finish()
-    #expect(result.status == 0, "\(result.stderr)")
-    #expect(
-      drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 0, quarantined 0")
-    #expect(try container.remaining().isEmpty)
+    try expectAllDelivered(try drain.finish(), count: 1, container)
     let lines = try String(contentsOf: received, encoding: .utf8).split(separator: "\n")
     #expect(lines == [Substring(id.uuidString.lowercased())])
   }

@@ -10,7 +10,8 @@ import MailboxLocks
 /// process that keeps an inherited descriptor open delays nothing (Foundation's `Process` on
 /// Linux learns of the exit from a socket the child inherits, so a descendant holding it delays
 /// the news). The exited leader stays a zombie until ``reap()`` (or deinit), so its pid, which is
-/// the group's id, cannot be reused before then (waitid(2), credentials(7)): signals sent by
+/// the group's id, cannot be reused before then (wait(2): a zombie keeps its process ID; Linux
+/// also keeps an id in use while a group of that id has members): signals sent by
 /// ``signalGroup(_:)`` reach the whole group (kill(2) with `-pgid`), also the members a leader
 /// that exited left behind.
 /// The child gets descriptors 0, 1 and 2 only (see ``inheritedDescriptorsClosed``), and starts with an empty signal mask and the default action for SIGPIPE, SIGINT,

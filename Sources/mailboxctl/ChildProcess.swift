@@ -3,26 +3,32 @@ import Foundation
 import Glibc
 import MailboxLocks
 
-/// A program started with posix_spawn(3) as the leader of its own process group, reaped by a
-/// thread blocked in waitpid(2) for exactly this process.
+/// A program started with posix_spawn(3) as the leader of its own process group, watched by a
+/// thread blocked in waitid(2) with `WNOWAIT` for exactly this process.
 ///
 /// Its exit is noticed when the process itself exits, whatever it left behind: a background
 /// process that keeps an inherited descriptor open delays nothing (Foundation's `Process` on
 /// Linux learns of the exit from a socket the child inherits, so a descendant holding it delays
-/// the news). Signals sent by ``signalGroup(_:)`` reach the whole group (kill(2) with `-pgid`).
+/// the news). The exited leader stays a zombie until ``reap()`` (or deinit), so its pid, which is
+/// the group's id, cannot be reused before then (wait(2): a zombie keeps its process ID; Linux
+/// also keeps an id in use while a group of that id has members): signals sent by
+/// ``signalGroup(_:)`` reach the whole group (kill(2) with `-pgid`), also the members a leader
+/// that exited left behind.
 /// The child gets descriptors 0, 1 and 2 only (see ``inheritedDescriptorsClosed``), and starts with an empty signal mask and the default action for SIGPIPE, SIGINT,
 /// SIGTERM and SIGHUP (posix_spawnattr_setsigdefault(3)).
 final class ChildProcess: Sendable {
   let pid: pid_t
-  /// The wait status once reaped (see waitpid(2)), else nil.
+  /// The wait status once exited (in waitpid(2)'s encoding), else nil.
   private let status = Locked<Int32?>(nil)
+  /// Whether ``reap()`` collected the zombie (then its pid may be reused).
+  private let reaped = Locked(false)
   /// When ``stop(grace:now:)`` first sent SIGTERM, and whether it sent SIGKILL.
   private let stopping = Locked<(terminateSentAt: Date?, killSent: Bool)>((nil, false))
 
   /// Starts `executable` with `arguments` (not counting argv[0], which is the executable's
   /// path) and `environment`; `stdin` and `stdout`, when given, become the child's descriptors
-  /// 0 and 1 (the caller closes its copies); stderr is inherited. `exited` runs on the reaper
-  /// thread once the process has been reaped.
+  /// 0 and 1 (the caller closes its copies); stderr is inherited. `exited` runs on the watching
+  /// thread once the process has exited (it is reaped by ``reap()`` or deinit).
   /// - Throws: ``CommandFailure`` (``ExitStatus/osError``) with posix_spawn's errno.
   init(
     executable: String, arguments: [String], environment: [String: String],
@@ -64,8 +70,19 @@ final class ChildProcess: Sendable {
     let status = self.status
     let spawned = child
     Thread.detachNewThread {
+      var info = siginfo_t()
       var value: Int32 = 0
-      while waitpid(spawned, &value, 0) < 0 {
+      while true {
+        if waitid(P_PID, id_t(spawned), &info, WEXITED | WNOWAIT) == 0 {
+          // As waitpid(2) encodes it: exit status in bits 8-15, else the signal (bit 7: core).
+          let code = info._sifields._sigchld.si_status
+          switch info.si_code {
+          case Int32(CLD_EXITED): value = (code & 0xff) << 8
+          case Int32(CLD_DUMPED): value = (code & 0x7f) | 0x80
+          default: value = code & 0x7f
+          }
+          break
+        }
         guard Errno.current == .interrupted else { break }
       }
       status.withLock { $0 = value }
@@ -73,8 +90,23 @@ final class ChildProcess: Sendable {
     }
   }
 
-  /// Whether the process has exited and been reaped.
+  /// Whether the process has exited (it may not be reaped yet).
   var hasExited: Bool { status.withLock { $0 } != nil }
+
+  /// Collects the exited process (waitpid(2)), once; after that its pid, the group's id, may be
+  /// reused, so ``signalGroup(_:)`` sends nothing. Does nothing while it runs.
+  func reap() {
+    guard hasExited else { return }
+    let pid = self.pid
+    reaped.withLock { done in
+      guard !done else { return }
+      done = true
+      var value: Int32 = 0
+      while waitpid(pid, &value, 0) < 0, Errno.current == .interrupted {}
+    }
+  }
+
+  deinit { reap() }
 
   /// True when it exited with status 0 (false while running).
   var succeeded: Bool {
@@ -89,11 +121,12 @@ final class ChildProcess: Sendable {
     return "killed by signal \(value & 0x7f)"
   }
 
-  /// Sends `number` to the whole process group while the leader has not been reaped (after
-  /// that its id may be reused).
+  /// Sends `number` to the whole process group until the leader is reaped (after that its id
+  /// may be reused): also after the leader exited, to what it left in the group.
   func signalGroup(_ number: Int32) {
-    guard !hasExited else { return }
-    kill(-pid, number)
+    reaped.withLock { done in
+      if !done { kill(-pid, number) }
+    }
   }
 
   /// Marks every descriptor above 2 that mailboxctl inherited close-on-exec (listed from
@@ -117,9 +150,9 @@ final class ChildProcess: Sendable {
   }()
 
   /// Stops the process group: SIGTERM once, then SIGKILL once `grace` seconds later (call
-  /// repeatedly until it has exited).
+  /// repeatedly until it has exited, or, for what an exited leader left in the group, until the
+  /// caller stops waiting for it).
   func stop(grace: TimeInterval, now: Date = Date()) {
-    guard !hasExited else { return }
     let signal: Int32? = stopping.withLock { state in
       guard let sent = state.terminateSentAt else {
         state.terminateSentAt = now

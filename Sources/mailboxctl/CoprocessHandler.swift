@@ -16,10 +16,13 @@ final class CoprocessHandler {
   private let inbox: Inbox
   /// Whether the greeting was answered and checked.
   var greeted = false
-  /// Why it is being stopped (garbage, a hang, a refused greeting), once it is.
+  /// Why it is being stopped (it exited, garbage, a hang, a refused greeting, a shutdown), once
+  /// it is.
   var failure: String?
   /// When its output was first seen ended while the process still ran.
   var outputEndedAt: Date?
+  /// When the process was first seen exited while its output had not ended.
+  var exitedAt: Date?
 
   /// Lines read from the handler's stdout, and whether its stdout has ended.
   final class Inbox: Sendable {
@@ -91,8 +94,8 @@ final class CoprocessHandler {
     wakeup.signal()
   }
 
-  /// Takes the lines read so far; `ended` once its stdout is closed, `overlong` when a line was
-  /// too long.
+  /// Takes the lines read so far; `ended` once its stdout is closed (then `lines` holds the last
+  /// of them: every line it wrote has been taken), `overlong` when a line was too long.
   func take() -> (lines: [Data], ended: Bool, overlong: Bool) {
     inbox.state.withLock { state in
       let taken = state
@@ -100,9 +103,6 @@ final class CoprocessHandler {
       return taken
     }
   }
-
-  /// Whether the process has exited and its stdout ended (every line it wrote was read).
-  var isGone: Bool { process.hasExited && inbox.state.withLock { $0.ended } }
 
   /// Writes `text` to the handler's stdin, waiting up to `seconds` for room in the pipe.
   /// - Returns: 0, or the errno (EPIPE when it closed its stdin, ETIMEDOUT when it does not

@@ -58,10 +58,11 @@ let drainDetails = """
   min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
   With --coprocess CMD runs once; messages go to its stdin as JSON lines and it answers on
   stdout, one line per message in any order: ack, release (retry policy), retry after N
-  seconds, or deadletter. What it leaves unanswered when it exits, crashes, writes garbage or
-  exceeds --handler-timeout is released, and it is restarted (backoff 0.1 s to 10 s); after 5
-  ends in a row without an answer drain stops with 69. See docs/HANDLER-PROTOCOL.md and
-  python/mailbox_handler.py.
+  seconds, or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
+  it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
+  released, and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
+  answer drain stops with 69. After a stop signal its stdin is closed at once and its answers
+  count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
   Without --follow, drain exits once nothing is pending; delayed messages keep waiting for

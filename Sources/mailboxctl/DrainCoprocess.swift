@@ -7,10 +7,14 @@ import Glibc
 ///
 /// Whatever the handler did not answer is released, never acknowledged: when it exits or
 /// crashes, prints a line that is not an answer, or leaves a message unanswered past
-/// `--handler-timeout`. It is then stopped (SIGTERM to its process group, SIGKILL after the
-/// grace) and started again after a backoff (0.1 s doubling to 10 s); after ``maximumDeaths``
-/// ends in a row without one answer applied, drain stops with ``ExitStatus/unavailable``. A
-/// handler that refuses the protocol version stops drain with ``ExitStatus/protocolError``.
+/// `--handler-timeout`. It is then stopped (stdin closed, SIGTERM to its process group, SIGKILL
+/// after the grace), and only once it exited and its stdout ended (every answer it wrote is
+/// applied; at most ``outputGrace`` after its exit, for a process it left holding its stdout)
+/// is what it left unanswered released; it is started again after a backoff (0.1 s doubling to
+/// 10 s). After ``maximumDeaths`` ends in a row without one answer applied, drain stops with
+/// ``ExitStatus/unavailable``. A handler that refuses the protocol version stops drain with
+/// ``ExitStatus/protocolError``. On a stop signal its stdin is closed; it keeps answering what
+/// it holds until it exits or ``abandon()`` stops it.
 final class CoprocessDelivery: DeliveryMode {
   let context: DrainContext
   let executable: URL
@@ -19,17 +23,31 @@ final class CoprocessDelivery: DeliveryMode {
   let maximumDeaths = 5
   /// How long a handler may take to answer the greeting.
   let greetingTimeout: TimeInterval = 30
+  /// How long drain waits, after the handler exited, for its stdout to end (what it left in its
+  /// process group gets SIGTERM at once, SIGKILL after the kill grace): then it stops reading.
+  var outputGrace: TimeInterval { context.killGrace + 1 }
   private var handler: CoprocessHandler?
   private var flights: [String: Flight] = [:]
+  /// Which unanswered messages the stopping handler's failure counts against.
+  private var blame = Blame.every
   private var deaths = 0
   private var restartAt = Date.distantPast
 
   /// A message handed to the handler and not answered yet.
   final class Flight {
-    let claim: AppGroupRawMailbox.Claim
+    /// The newest claim of the message (see ``deliver(_:)``).
+    var claim: AppGroupRawMailbox.Claim
     let sentAt = Date()
     var lastRenewal = Date()
     init(_ claim: AppGroupRawMailbox.Claim) { self.claim = claim }
+  }
+
+  /// Which unanswered messages count a handler failure (with the retry policy's delay) when
+  /// they are released; the others go straight back.
+  enum Blame {
+    case every
+    case one(AppGroupRawMailbox.Claim)
+    case none
   }
 
   init(context: DrainContext, executable: URL, arguments: [String]) {
@@ -57,9 +75,17 @@ final class CoprocessDelivery: DeliveryMode {
     }
     var text = ""
     for claim in claims {
-      flights[DrainContext.name(claim)] = Flight(claim)
+      let id = DrainContext.name(claim)
+      if let held = flights[id] {
+        // Its lease ran out (drain was stalled) and it was recovered, then claimed again while
+        // the handler still has it: the old claim is gone, the handler's answer is for this one.
+        held.claim = claim
+        continue
+      }
+      flights[id] = Flight(claim)
       text += DrainContext.line(claim) + "\n"
     }
+    guard !text.isEmpty else { return }
     let timeout = context.handlerTimeout ?? 60
     let error = handler.send(text, within: timeout)
     if error != 0 {
@@ -74,39 +100,27 @@ final class CoprocessDelivery: DeliveryMode {
   func poll() {
     if handler == nil, !context.stopping, Date() >= restartAt { start() }
     guard let handler else { return }
+    // `ended` comes with the last lines: once it is true, every line the handler wrote is here.
     let (lines, ended, overlong) = handler.take()
-    for line in lines where handler.failure == nil { apply(line, from: handler) }
-    if overlong, handler.failure == nil {
-      fail(handler, "wrote a line longer than \(HandlerProtocol.maximumLine) bytes")
-    }
+    for line in lines { apply(line, from: handler) }
     let now = Date()
-    if handler.failure == nil, !handler.greeted,
-      now.timeIntervalSince(handler.startedAt) >= greetingTimeout
-    {
-      fail(handler, "did not answer the greeting within \(Int(greetingTimeout)) s")
-    }
-    if handler.failure == nil, let timeout = context.handlerTimeout,
-      let late = flights.values.first(where: { now.timeIntervalSince($0.sentAt) >= timeout })
-    {
-      fail(
-        handler,
-        "left message \(DrainContext.name(late.claim)) unanswered for "
-          + "\(Drainer.format(seconds: timeout)) s", culprit: late.claim)
-    }
-    if handler.failure == nil, ended, !handler.process.hasExited {
-      // Its output ended: give it a second to exit, so the report can say how it ended.
-      let since = handler.outputEndedAt ?? now
-      handler.outputEndedAt = since
-      if now.timeIntervalSince(since) >= 1 { fail(handler, "closed its output") }
-    }
-    if handler.failure == nil, handler.process.hasExited {
-      fail(handler, handler.process.outcome)
+    check(handler, ended: ended, overlong: overlong, now: now)
+    if context.signals.stopSignal != nil {
+      // Shutdown: nothing more comes; it answers what it holds and exits at end of file.
+      handler.closeInput()
     }
     if handler.failure != nil {
       handler.stop(grace: context.killGrace, now: now)
-      if handler.isGone { bury(handler) }
-      return
+      if handler.process.hasExited {
+        let exitedAt = handler.exitedAt ?? now
+        handler.exitedAt = exitedAt
+        if ended || now.timeIntervalSince(exitedAt) >= outputGrace {
+          bury(handler, outputEnded: ended)
+          return
+        }
+      }
     }
+    // Still answering (also while it is being stopped): keep the leases.
     for flight in flights.values
     where now.timeIntervalSince(flight.lastRenewal)
       >= context.renewInterval
@@ -116,12 +130,13 @@ final class CoprocessDelivery: DeliveryMode {
     }
   }
 
+  /// Stops the handler (stdin closed, SIGTERM, SIGKILL after the grace: call repeatedly); what
+  /// it answers until it is gone is applied, the rest released without counting a failure.
   func abandon() {
     guard let handler else { return }
     if handler.failure == nil {
       handler.failure = "stopped"
-      for flight in flights.values { context.release(flight.claim) }
-      flights = [:]
+      blame = .none
     }
     handler.stop(grace: context.killGrace)
   }
@@ -141,7 +156,33 @@ final class CoprocessDelivery: DeliveryMode {
     self.handler = nil
   }
 
+  /// Gives up on a handler that failed: it ended (exited, closed its output), wrote a line too
+  /// long, did not answer the greeting, or was late with a message.
+  private func check(_ handler: CoprocessHandler, ended: Bool, overlong: Bool, now: Date) {
+    guard handler.failure == nil else { return }
+    if overlong { fail(handler, "wrote a line longer than \(HandlerProtocol.maximumLine) bytes") }
+    if !handler.greeted, now.timeIntervalSince(handler.startedAt) >= greetingTimeout {
+      fail(handler, "did not answer the greeting within \(Int(greetingTimeout)) s")
+    }
+    if let timeout = context.handlerTimeout,
+      let late = flights.values.first(where: { now.timeIntervalSince($0.sentAt) >= timeout })
+    {
+      fail(
+        handler,
+        "left message \(DrainContext.name(late.claim)) unanswered for "
+          + "\(Drainer.format(seconds: timeout)) s", culprit: late.claim)
+    }
+    if ended, !handler.process.hasExited {
+      // Its output ended: give it a second to exit, so the report can say how it ended.
+      let since = handler.outputEndedAt ?? now
+      handler.outputEndedAt = since
+      if now.timeIntervalSince(since) >= 1 { fail(handler, "closed its output") }
+    }
+    if handler.process.hasExited { fail(handler, handler.process.outcome) }
+  }
+
   private func start() {
+    blame = .every
     var environment = ProcessInfo.processInfo.environment
     environment["MAILBOX_NAMESPACE"] = context.location.namespace
     environment["MAILBOX_CONTAINER"] = context.location.container.path
@@ -154,9 +195,11 @@ final class CoprocessDelivery: DeliveryMode {
     }
   }
 
-  /// Applies one line from the handler: the greeting's answer first, then answers.
+  /// Applies one line from the handler: the greeting's answer first, then answers (also while
+  /// it is being stopped: an answer written is work done).
   private func apply(_ line: Data, from handler: CoprocessHandler) {
     guard handler.greeted else {
+      guard handler.failure == nil else { return }
       switch HandlerProtocol.parseGreeting(line) {
       case .success:
         handler.greeted = true
@@ -172,7 +215,10 @@ final class CoprocessDelivery: DeliveryMode {
       fail(handler, "wrote \(fault.text)")
     case .success(let (id, answer)):
       guard let flight = flights.removeValue(forKey: id) else {
-        fail(handler, "answered message \(id), which it does not hold")
+        // Answered twice, or a message never sent: nothing to do, and no fault of the others.
+        Output.note(
+          "drain: --coprocess handler (pid \(handler.process.pid)) answered message \(id), "
+            + "which it does not hold; ignored")
         return
       }
       deaths = 0
@@ -185,40 +231,51 @@ final class CoprocessDelivery: DeliveryMode {
     }
   }
 
-  /// Gives up on the handler: says why, and releases everything it holds (`culprit`, or every
-  /// message when it is not known which one was at fault, with the retry policy's delay; the
-  /// others at once).
+  /// Gives up on the handler: records why and which unanswered messages that counts against
+  /// (`culprit`, or every one when it is not known which was at fault; none after a stop
+  /// signal closed its stdin); ``bury(_:outputEnded:)`` releases them once it is gone.
   private func fail(
     _ handler: CoprocessHandler, _ reason: String, culprit: AppGroupRawMailbox.Claim? = nil
   ) {
     guard handler.failure == nil else { return }
     handler.failure = reason
-    let stopping = context.stopping && flights.isEmpty
-    if !stopping {
+    if let culprit {
+      blame = .one(culprit)
+    } else {
+      blame = context.signals.stopSignal != nil ? .none : .every
+    }
+  }
+
+  /// The handler is gone (exited, every line it wrote applied, unless a process it left held
+  /// its stdout past ``outputGrace``): releases what it left unanswered, counts the death, and
+  /// schedules a restart or gives up.
+  private func bury(_ handler: CoprocessHandler, outputEnded: Bool) {
+    self.handler = nil
+    let reason = handler.failure ?? "ended"
+    if !(context.stopping && flights.isEmpty) {
+      let held =
+        outputEnded ? "" : " (its output stayed open \(Int(outputGrace)) s after it exited)"
       Output.note(
-        "drain: --coprocess handler (pid \(handler.process.pid)) \(reason); "
+        "drain: --coprocess handler (pid \(handler.process.pid)) \(reason)\(held); "
           + "\(flights.count) unanswered message\(flights.count == 1 ? "" : "s") released")
     }
     for flight in flights.values {
-      if culprit == nil || flight.claim === culprit {
+      switch blame {
+      case .every: context.release(flight.claim, failure: reason)
+      case .one(let culprit) where culprit === flight.claim:
         context.release(flight.claim, failure: reason)
-      } else {
-        context.release(flight.claim)
+      default: context.release(flight.claim)
       }
     }
     flights = [:]
-  }
-
-  /// The handler is gone: count the death, and schedule a restart or give up.
-  private func bury(_ handler: CoprocessHandler) {
-    self.handler = nil
+    handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }
     deaths += 1
     if deaths >= maximumDeaths {
       context.fatal = CommandFailure(
         .unavailable,
         "--coprocess: the handler ended \(deaths) times in a row without an answer (last: "
-          + "\(handler.failure ?? "ended")); giving up")
+          + "\(reason)); giving up")
       return
     }
     restartAt = Date().addingTimeInterval(min(10, 0.1 * pow(2, Double(deaths - 1))))

@@ -1,0 +1,271 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// The lifecycle of a `drain --coprocess` handler: answers it writes just before it exits, a
+/// shutdown while it still works, background processes it leaves holding its stdout, and
+/// answers it writes twice. Every answer the handler wrote is applied, and no message goes
+/// back while the handler may still be working on it.
+@Suite struct CoprocessLifecycleTests {
+  /// The greeting of a handler written without the library (`print` goes to stdout here).
+  static let greet = """
+    import json, os, signal, subprocess, sys, time
+    sys.stdin.readline()
+    sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+    sys.stdout.flush()
+    def ack(i):
+        sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
+        sys.stdout.flush()
+
+    """
+
+  /// Writes a plain Python handler (``greet`` then `body`); returns the `--coprocess` arguments.
+  func handler(_ body: String, in container: TemporaryContainer) throws -> [String] {
+    let script = container.url.appendingPathComponent("handler.py")
+    try Data((Self.greet + body).utf8).write(to: script)
+    return ["--coprocess", "/usr/bin/python3", script.path]
+  }
+
+  /// Expects a drain that ended with status 0 having delivered `count` messages and left none.
+  func expectAllDelivered(_ result: Finished, count: Int, _ container: TemporaryContainer) throws {
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      drainSummary(result.stderr)
+        == "mailboxctl: drain: delivered \(count), released 0, quarantined 0")
+    #expect(try container.remaining().isEmpty)
+  }
+
+  /// The pids listed one a line in `file`.
+  func pids(_ file: URL) throws -> [pid_t] {
+    try String(contentsOf: file, encoding: .utf8).split(separator: "\n").compactMap {
+      pid_t($0)
+    }
+  }
+
+  /// Whether `pid` is gone (or a zombie no one reaped: it runs no more).
+  func isGone(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else {
+      return true
+    }
+    return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+  }
+
+  @Test func `Acks written just before the handler exits are all applied`() throws {
+    // The handler widens its stdout pipe (F_SETPIPE_SZ), writes four long ack lines at once and
+    // exits: its exit is noticed while drain is still reading them. Four rounds, as the
+    // reader and the exit race.
+    for _ in 0..<4 {
+      let container = try TemporaryContainer()
+      _ = try container.rawMailbox(limits: .init(maxMessages: 100, maxDeliveryAttempts: 1))
+      try container.enqueueNumbered(count: 4)
+      let arguments = try handler(
+        """
+        import fcntl
+        fcntl.fcntl(1, 1031, 1 << 20)
+        held = [json.loads(sys.stdin.readline())["id"] for _ in range(4)]
+        pad = "x" * 200000
+        for i in held:
+            sys.stdout.write(json.dumps({"id": i, "action": "ack", "pad": pad}) + "\\n")
+        sys.stdout.flush()
+        sys.exit(0)
+
+        """, in: container)
+      let result = try Mailboxctl.run(
+        ["drain"] + container.arguments() + ["--jobs", "4", "--retry-delay", "3600"] + arguments)
+      try expectAllDelivered(result, count: 4, container)
+      #expect(container.names("quarantine") == [])
+    }
+  }
+
+  @Test func `A stopped drain keeps the message claimed until its handler answers, then acks it`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let id = try container.enqueueNumbered(count: 1)[0]
+    let started = container.url.appendingPathComponent("started")
+    let terminated = container.url.appendingPathComponent("terminated")
+    let go = container.url.appendingPathComponent("go")
+    // It records SIGTERM instead of dying, and answers only when the test says so.
+    let arguments = try handler(
+      """
+      signal.signal(signal.SIGTERM, lambda *_: open(\(JSONText.string(terminated.path)), "w").close())
+      i = json.loads(sys.stdin.readline())["id"]
+      open(\(JSONText.string(started.path)), "w").close()
+      while not os.path.exists(\(JSONText.string(go.path))):
+          time.sleep(0.01)
+      ack(i)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--shutdown-timeout", "0.2"] + arguments)
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: started.path) })
+    drain.signal(SIGTERM)
+    // Past --shutdown-timeout drain stops the handler (SIGTERM), which still works.
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: terminated.path) })
+    let left = try container.remaining()
+    #expect(left.map(\.id) == [id])
+    #expect(left.map(\.state) == [.claimed])
+    #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
+    try expectAllDelivered(try drain.finish(), count: 1, container)
+  }
+
+  @Test func `A stop signal closes the handler's stdin at once; what it then answers is applied`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 1)
+    let started = container.url.appendingPathComponent("started")
+    // It answers only after it read end of file (drain will send nothing more).
+    let arguments = try handler(
+      """
+      i = json.loads(sys.stdin.readline())["id"]
+      open(\(JSONText.string(started.path)), "w").close()
+      if sys.stdin.readline() == "":
+          ack(i)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--shutdown-timeout", "20"] + arguments)
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: started.path) })
+    drain.signal(SIGTERM)
+    try expectAllDelivered(try drain.finish(), count: 1, container)
+  }
+
+  @Test
+  func `A handler that dies leaving a child on its stdout is restarted; the child is stopped`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 2)
+    let children = container.url.appendingPathComponent("children")
+    // Each run starts a background process in its group (holding its stdout), takes a message
+    // and dies: five deaths in a row end drain with 69.
+    let arguments = try handler(
+      """
+      child = subprocess.Popen(["sleep", "300"], stderr=subprocess.DEVNULL)
+      with open(\(JSONText.string(children.path)), "a") as f:
+          f.write(f"{child.pid}\\n")
+      sys.stdin.readline()
+      os._exit(3)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--retry-delay", "0.01"] + arguments)
+    let result = try drain.finish(deadline: 60)
+    #expect(result.status == 69, "\(result.stderr)")
+    #expect(result.stderr.contains("the handler ended 5 times in a row without an answer"))
+    let started = try pids(children)
+    #expect(started.count == 5)
+    #expect(started.filter { !isGone($0) } == [])
+    for pid in started { kill(pid, SIGKILL) }
+  }
+
+  @Test func `A handler's stdout held outside its group delays the restart by the grace only`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let id = try container.enqueueNumbered(count: 1)[0]
+    let children = container.url.appendingPathComponent("children")
+    // The first run starts a process in a session of its own (no signal to the group reaches
+    // it) that holds its stdout, takes the message and dies; later runs ack what they get.
+    let arguments = try handler(
+      """
+      if not os.path.exists(\(JSONText.string(children.path))):
+          child = subprocess.Popen(
+              ["sleep", "300"], start_new_session=True, stderr=subprocess.DEVNULL)
+          with open(\(JSONText.string(children.path)), "a") as f:
+              f.write(f"{child.pid}\\n")
+          sys.stdin.readline()
+          os._exit(3)
+      for line in sys.stdin:
+          i = json.loads(line)["id"]
+          ack(i)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--retry-delay", "3600"] + arguments)
+    defer { for pid in (try? pids(children)) ?? [] { kill(pid, SIGKILL) } }
+    let result = try drain.finish(deadline: 60)
+    #expect(result.status == 75, "\(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        ") exit status 3 (its output stayed open 6 s after it exited); "
+          + "1 unanswered message released\n"))
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 0, released 1, quarantined 0")
+    let left = try container.remaining()
+    #expect(left.map(\.id) == [id])
+    #expect(left.map(\.state) == [.delayed])
+  }
+
+  @Test func `An answer for a message the handler does not hold is ignored; the others go on`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 2).map { $0.uuidString.lowercased() }
+    // It holds both, answers the first twice, then the second.
+    let arguments = try handler(
+      """
+      held = [json.loads(sys.stdin.readline())["id"] for _ in range(2)]
+      for i in [held[0], held[0], held[1]]:
+          ack(i)
+      for line in sys.stdin:
+          pass
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "2"] + arguments)
+    #expect(
+      result.stderr.contains(
+        "answered message \(ids[0]), which it does not hold; ignored\n"))
+    try expectAllDelivered(result, count: 2, container)
+  }
+
+  @Test func `A message recovered and claimed again while its handler has it is not sent twice`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let id = try container.enqueueNumbered(count: 1)[0]
+    let received = container.url.appendingPathComponent("received")
+    let go = container.url.appendingPathComponent("go")
+    // It logs every message line it gets and answers each once the test says so.
+    let arguments = try handler(
+      """
+      for line in sys.stdin:
+          i = json.loads(line)["id"]
+          with open(\(JSONText.string(received.path)), "a") as f:
+              f.write(i + "\\n")
+          while not os.path.exists(\(JSONText.string(go.path))):
+              time.sleep(0.01)
+          ack(i)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--claim-timeout", "1", "--jobs", "2"] + arguments)
+    let pid = drain.process.processIdentifier
+    #expect(waitUntil(deadline: 30) { FileManager.default.fileExists(atPath: received.path) })
+    // drain stalls past its lease; another process recovers the claim; drain claims it again.
+    drain.signal(SIGSTOP)
+    #expect(waitUntil(deadline: 30) { WatchSupport.isStopped(pid: pid) })
+    #expect(
+      try waitUntil(deadline: 30) {
+        try container.remaining().allSatisfy { ($0.leaseExpiresAt ?? .distantFuture) < Date() }
+      })
+    let maintained = try Mailboxctl.run(["maintain"] + container.arguments())
+    #expect(maintained.status == 0, "\(maintained.stderr)")
+    #expect(try container.remaining().map(\.state) == [.pending])
+    drain.signal(SIGCONT)
+    #expect(
+      try waitUntil(deadline: 30) {
+        try container.remaining().map { [$0.state == .claimed, $0.deliveryCount == 2] }
+          == [[true, true]]
+      })
+    #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
+    try expectAllDelivered(try drain.finish(), count: 1, container)
+    let lines = try String(contentsOf: received, encoding: .utf8).split(separator: "\n")
+    #expect(lines == [Substring(id.uuidString.lowercased())])
+  }
+}

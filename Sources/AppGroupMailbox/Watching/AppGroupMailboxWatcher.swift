@@ -97,6 +97,7 @@ public final class AppGroupMailboxWatcher: Sendable, AsyncSequence {
   /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the mailbox's directory
   ///   was deleted, moved or replaced; ``AppGroupMailboxError/invalidLimit(_:)`` naming
   ///   `timeout` when it is NaN.
+  @available(*, noasync, message: "it blocks its thread; iterate the watcher in async code")
   public func wait(timeout: TimeInterval?) throws -> Bool {
     try Self.interpret(core.wait(timeout: TimeValue.timeout(timeout)))
   }

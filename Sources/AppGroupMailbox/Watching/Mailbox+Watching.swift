@@ -41,6 +41,7 @@ extension AppGroupMailboxProtocol {
   ///   looks once; infinity waits without limit, as nil does.
   /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved``;
   ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `timeout` when it is NaN.
+  @available(*, noasync, message: "it blocks its thread; use wakeUps() or drain in async code")
   public func wait(timeout: TimeInterval?) throws -> Bool {
     try inspector.spool.waitForWork(timeout: timeout)
   }

@@ -138,8 +138,14 @@ import Testing
     let ended = Task { try await iterator.next() == nil }
     watcher.close()
     #expect(try await ended.value)
-    #expect(try watcher.wait(timeout: nil) == false)
+    #expect(try Self.blockingWait(watcher) == false)
     #expect(watcher.isPolling == false)
+  }
+
+  /// The blocking wait, which async code may not call directly (`noasync`); a closed watcher
+  /// returns at once.
+  static func blockingWait(_ watcher: AppGroupMailboxWatcher) throws -> Bool {
+    try watcher.wait(timeout: nil)
   }
 
   @Test func `An enqueue that wrote nothing does not post the notification name`() throws {

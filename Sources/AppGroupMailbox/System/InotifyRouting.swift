@@ -57,14 +57,19 @@ struct InotifyRouting: ~Copyable {
 
   var watches: [Int32: [Subscriber]] = [:]
   var feeds: [Int: Feed] = [:]
-  /// Batches for handler subscribers, in the order they were read, for the reader thread
-  /// (``takeDeliveries()``); at most ``deliveryLimit`` events, then one `IN_Q_OVERFLOW` each.
-  private(set) var deliveries: [(InotifyInstance.Handler, [InotifyEvent])] = []
+  /// Batches for handler subscribers (by subscriber id), in the order they were read, for the
+  /// reader thread (``takeDeliveries()``); at most ``deliveryLimit`` events, then one
+  /// `IN_Q_OVERFLOW` each.
+  private var deliveries: [(id: Int, handler: InotifyInstance.Handler, events: [InotifyEvent])] =
+    []
   private var queuedEvents = 0
-  private var deliveriesOverflowed = false
+  /// While the queue is overflowed: the slot in `deliveries` of each subscriber's batch, which
+  /// ends with its `IN_Q_OVERFLOW`.
+  private var overflowSlots: [Int: Int]?
   /// The most events that wait for the reader thread (when a handler is slow while claims
   /// read): past it they are replaced by one `IN_Q_OVERFLOW` per handler subscriber, as the
-  /// kernel does past `fs.inotify.max_queued_events` (inotify(7)).
+  /// kernel does past `fs.inotify.max_queued_events` (inotify(7)); events that say a watch is
+  /// gone are kept, so its watcher still learns it must watch again.
   static let deliveryLimit = 8_192
   var nextID = 1
   var closed = false
@@ -113,9 +118,11 @@ struct InotifyRouting: ~Copyable {
     }
   }
 
-  /// Moves feed `id`'s names into `records` and reports its status.
+  /// Moves feed `id`'s names into `records` and reports its status. The two buffers trade
+  /// places, so a quiet mailbox reuses them; one grown past 4 KiB by a burst is freed instead,
+  /// so an idle index and its feed do not keep a burst's capacity.
   mutating func take(_ id: Int, into records: inout [UInt8]) -> InotifyFeedStatus {
-    records.removeAll(keepingCapacity: true)
+    records.removeAll(keepingCapacity: records.capacity <= 4096)
     guard let slot = feeds.index(forKey: id) else { return .lost }
     swap(&records, &feeds.values[slot].records)
     let feed = feeds.values[slot]
@@ -128,7 +135,7 @@ struct InotifyRouting: ~Copyable {
   /// operations that were not finished when the read ran). Returns whether batches for the
   /// reader thread now wait that did not before.
   mutating func readAndRoute(_ fd: Int32) -> Bool {
-    let hadDeliveries = !deliveries.isEmpty
+    let hadDeliveries = hasDeliveries
     while true {
       let got = Glibc.read(fd, buffer, Self.bufferSize)
       if got < 0 {
@@ -144,7 +151,7 @@ struct InotifyRouting: ~Copyable {
       route(UnsafeRawBufferPointer(start: buffer, count: got))
       if got < Self.shortRead { break }
     }
-    return !hadDeliveries && !deliveries.isEmpty
+    return !hadDeliveries && hasDeliveries
   }
 
   private mutating func distrustFeeds() {
@@ -184,48 +191,71 @@ struct InotifyRouting: ~Copyable {
     }
   }
 
+  /// Whether batches wait for the reader thread.
+  var hasDeliveries: Bool { !deliveries.isEmpty }
+
   /// The batches waiting for the reader thread, removed.
   mutating func takeDeliveries() -> [(InotifyInstance.Handler, [InotifyEvent])] {
     defer {
       deliveries = []
       queuedEvents = 0
-      deliveriesOverflowed = false
+      overflowSlots = nil
     }
-    return deliveries
+    return deliveries.map { ($0.handler, $0.events) }
   }
 
   private mutating func deliver(
     _ event: InotifyEvent, to subscriber: Subscriber, _ batches: inout [Int: Int]
   ) {
-    guard let handler = subscriber.handler, !deliveriesOverflowed else { return }
-    guard queuedEvents < Self.deliveryLimit else {
-      overflowDeliveries()
+    guard let handler = subscriber.handler else { return }
+    if overflowSlots == nil, queuedEvents >= Self.deliveryLimit { overflowDeliveries() }
+    if overflowSlots != nil {
+      // Overflowed: a subscriber that joined since gets its overflow too; only an event that
+      // says the watch is gone is kept (before the overflow, which must come last).
+      let slot = overflowSlot(subscriber.id, handler)
+      if event.watch != -1, event.mask & Self.distrusting != 0 {
+        deliveries[slot].events.insert(event, at: deliveries[slot].events.count - 1)
+      }
       return
     }
     queuedEvents += 1
     if let slot = batches[subscriber.id] {
-      deliveries[slot].1.append(event)
+      deliveries[slot].events.append(event)
     } else {
       batches[subscriber.id] = deliveries.count
-      deliveries.append((handler, [event]))
+      deliveries.append((subscriber.id, handler, [event]))
     }
   }
 
-  /// Replaces the waiting batches by one `IN_Q_OVERFLOW` for each handler subscriber; later
-  /// events are dropped until the reader thread takes it.
+  /// Replaces the waiting batches by one `IN_Q_OVERFLOW` for each handler subscriber, keeping
+  /// the events that say a watch is gone (`IN_IGNORED`, `IN_DELETE_SELF`, ...: their watcher
+  /// may have no watch left to hear anything else); later events are dropped, except those,
+  /// until the reader thread takes the batches.
   private mutating func overflowDeliveries() {
+    let waiting = deliveries
     deliveries = []
-    deliveriesOverflowed = true
-    let overflow = InotifyEvent(
-      watch: -1, mask: UInt32(bitPattern: IN_Q_OVERFLOW), cookie: 0, name: nil)
-    var seen: Set<Int> = []
+    overflowSlots = [:]
+    for batch in waiting {
+      let slot = overflowSlot(batch.id, batch.handler)
+      let kept = batch.events.filter { $0.watch != -1 && $0.mask & Self.distrusting != 0 }
+      deliveries[slot].events.insert(contentsOf: kept, at: deliveries[slot].events.count - 1)
+    }
     for subscribers in watches.values {
       for subscriber in subscribers {
-        guard let handler = subscriber.handler, seen.insert(subscriber.id).inserted else {
-          continue
-        }
-        deliveries.append((handler, [overflow]))
+        if let handler = subscriber.handler { _ = overflowSlot(subscriber.id, handler) }
       }
     }
+  }
+
+  /// The slot of `id`'s overflow batch, added (ending with `IN_Q_OVERFLOW`) when it has none.
+  private mutating func overflowSlot(_ id: Int, _ handler: @escaping InotifyInstance.Handler)
+    -> Int
+  {
+    if let slot = overflowSlots?[id] { return slot }
+    let overflow = InotifyEvent(
+      watch: -1, mask: UInt32(bitPattern: IN_Q_OVERFLOW), cookie: 0, name: nil)
+    deliveries.append((id, handler, [overflow]))
+    overflowSlots?[id] = deliveries.count - 1
+    return deliveries.count - 1
   }
 }

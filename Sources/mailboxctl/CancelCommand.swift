@@ -49,7 +49,7 @@ let cancelCommand = Subcommand(
       (name, status, message) = (
         "quarantined", .dataError,
         "\(shown) is in quarantine as \(fileName); remove it with 'mailboxctl quarantine "
-          + "purge \(fileName)' (nothing was changed)"
+          + "purge\(MailboxOptions.locationArguments(arguments)) \(fileName)' (nothing was changed)"
       )
     case .notFound:
       (name, status, message) = ("notFound", .noInput, "no such message: \(shown)")

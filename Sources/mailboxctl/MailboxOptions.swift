@@ -64,6 +64,20 @@ enum MailboxOptions {
     }
   }
 
+  /// The location options as the user gave them (` --container DIR --namespace NS`), quoted
+  /// for a shell where needed, for a command line a message suggests.
+  static func locationArguments(_ arguments: ParsedArguments) -> String {
+    var text = ""
+    for option in ["--container", "--app-group", "--namespace"] {
+      guard let value = arguments.value(option) else { continue }
+      let plain = value.allSatisfy { $0.isLetter || $0.isNumber || "/._-:@+=,".contains($0) }
+      text +=
+        " \(option) "
+        + (plain ? value : "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'")
+    }
+    return text
+  }
+
   static func location(_ arguments: ParsedArguments) throws(CommandFailure) -> Location {
     let namespace = arguments.value("--namespace") ?? "default"
     guard AppGroupMailboxNamespace.isValid(namespace) else {

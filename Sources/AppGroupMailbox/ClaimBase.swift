@@ -1,9 +1,9 @@
 public import Foundation
 
-/// What every claim is and does, whichever mailbox made it: the public face of the one claim
-/// core (`ClaimCore.swift`) that ``AppGroupMailbox/Claim`` and ``AppGroupRawMailbox/Claim``
-/// inherit, so each finish and the renewal are written once. Only this package makes claims;
-/// generic code may take either kind as `AppGroupMailboxClaimBase`.
+/// What every claim is and does, whichever mailbox made it: ``AppGroupMailbox/Claim`` and
+/// ``AppGroupRawMailbox/Claim`` inherit it, so each finish and the renewal are written once.
+/// Only this package makes claims; generic code may take either kind as
+/// `AppGroupMailboxClaimBase`.
 ///
 /// Thread safety: the methods may be called from any thread; they are serialised per claim.
 /// After a recovery gave the message to another consumer, every method of the old claim throws

@@ -5,11 +5,8 @@ extension AppGroupMailbox {
   public typealias Watcher = AppGroupMailboxWatcher
 }
 
-/// Waiting for work, the same for ``AppGroupMailbox`` and ``AppGroupRawMailbox``: each member
-/// runs on the mailbox's spool (``Spool/watcher(pollingInterval:)``,
-/// ``Spool/waitForWork(timeout:)``, ``Spool/drain(batchSize:pollingInterval:claim:handler:)``,
-/// ``Spool/drainPending(batchSize:claim:handler:)`` in `Spool+Waiting.swift`) with the
-/// mailbox's own ``AppGroupMailboxProtocol/claimPending(limit:)``.
+// Waiting for work, the same for both mailbox types: each member runs on the mailbox's spool
+// (Spool+Waiting.swift) with the mailbox's own claimPending(limit:).
 extension AppGroupMailboxProtocol {
   /// Starts watching this mailbox: a wake-up after each message that becomes pending in any
   /// process (an enqueue, a release, a recovered claim, a valid message file moved or linked

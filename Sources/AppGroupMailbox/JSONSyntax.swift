@@ -114,6 +114,14 @@ enum JSONSyntax {
     mutating func string() -> Bool {
       index += 1
       while index < bytes.count {
+        // Eight bytes at a time while none of them ends the string or needs a look (a
+        // payload is mostly long strings): one word's test instead of eight branches.
+        if bytes.count - index >= 8,
+          !Self.needsLook(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+        {
+          index += 8
+          continue
+        }
         let byte = bytes[index]
         index += 1
         switch byte {
@@ -138,6 +146,22 @@ enum JSONSyntax {
         }
       }
       return false
+    }
+
+    /// Whether any of the eight bytes of `word` is a quote, a backslash, a control character
+    /// or not ASCII: the exact "has a byte less than n" and "has a zero byte" word tests
+    /// (Hacker's Delight, section 6-1), which never miss such a byte.
+    @inline(__always)
+    static func needsLook(_ word: UInt64) -> Bool {
+      let ones: UInt64 = 0x0101_0101_0101_0101
+      let highs: UInt64 = 0x8080_8080_8080_8080
+      @inline(__always) func hasZero(_ value: UInt64) -> UInt64 {
+        (value &- ones) & ~value & highs
+      }
+      let control = (word &- ones &* 0x20) & ~word & highs
+      let quote = hasZero(word ^ (ones &* UInt64(UInt8(ascii: "\""))))
+      let backslash = hasZero(word ^ (ones &* UInt64(UInt8(ascii: "\\"))))
+      return (control | quote | backslash | (word & highs)) != 0
     }
 
     mutating func hexUnit() -> UInt16? {

@@ -230,7 +230,7 @@ extension Spool {
     }
     let claimed = ClaimedName(
       message: PendingName(key: name.key, id: name.id, attempts: name.attempts + 1),
-      token: UInt64.random(in: 1 ... .max),
+      token: ClaimTokens.next(),
       leaseUntilMicros: clock.addingMicros(limits.claimTimeout.microseconds))
     let outcome = try mapIO("claim") {
       try move(

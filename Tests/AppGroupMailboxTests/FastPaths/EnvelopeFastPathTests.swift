@@ -92,4 +92,45 @@ import Testing
       name.fileName == "0000000000000012-00000000000000000034-\(id.uuidString.lowercased())-5.msg")
     #expect(PendingName(parsing: name.fileName) == name)
   }
+
+  @Test func `Decimal, hexadecimal and UUID fields match Foundation's formatting at every width`() {
+    let values: [UInt64] = [0, 1, 9, 10, 99, 12_345, 1 << 32, 9_999_999_999_999_999, .max]
+    for value in values {
+      for width in [0, 1, 16, 20, 24, 30] {
+        var bytes: [UInt8] = []
+        NameBytes.decimal(value, width: width, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == PendingName.pad(value, width))
+      }
+      for width in [1, 4, 16] {
+        var bytes: [UInt8] = []
+        NameBytes.hex(value, width: width, into: &bytes)
+        let text = String(value & (width == 16 ? .max : (1 << UInt64(width * 4)) - 1), radix: 16)
+        #expect(
+          String(decoding: bytes, as: UTF8.self)
+            == String(repeating: "0", count: width - text.count) + text)
+      }
+    }
+    for _ in 0..<100 {
+      let id = UUID()
+      var bytes: [UInt8] = [UInt8(ascii: "x")]
+      NameBytes.uuid(id, into: &bytes)
+      #expect(String(decoding: bytes, as: UTF8.self) == "x" + id.uuidString.lowercased())
+    }
+  }
+
+  @Test func `The fast header reader refuses every truncation of a canonical header`() throws {
+    let id = UUID()
+    let data = try Envelope.encode(
+      id: id, enqueuedAt: 1_700_000_000_000_000, messageType: "bench", payloadVersion: 3,
+      payload: Data("1".utf8))
+    let line = Array(data.prefix { $0 != UInt8(ascii: "\n") })
+    let header = try #require(Envelope.fastDecode(line[...]))
+    #expect(header.id == id.uuidString.lowercased())
+    #expect(header.enqueuedAt == 1_700_000_000_000_000)
+    #expect(header.messageType == "bench")
+    #expect(header.payloadVersion == 3)
+    for count in 0..<line.count {
+      #expect(Envelope.fastDecode(line[..<count]) == nil)
+    }
+  }
 }

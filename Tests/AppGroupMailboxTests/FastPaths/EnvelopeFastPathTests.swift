@@ -133,4 +133,25 @@ import Testing
       #expect(Envelope.fastDecode(line[..<count]) == nil)
     }
   }
+
+  @Test func `A claimed name built from its pending name equals the one formatted in full`() {
+    for level in AppGroupMailboxPriority.levels {
+      for attempts in [0, 1, 8, 9, 10, 99, 100, PendingName.maxAttempts - 1] {
+        let pending = PendingName(
+          key: MessageKey(micros: 1_700_000_000_123_456, sequence: 987_654, level: level),
+          id: UUID(), attempts: attempts)
+        let token = UInt64.random(in: 1 ... .max)
+        for lease in [0, 1_700_000_300_123_456, MessageKey.maxMicros, .max] as [Int64] {
+          let built = ClaimedName(
+            claiming: pending, named: pending.fileName, token: token, leaseUntilMicros: lease)
+          let formatted = ClaimedName(
+            message: PendingName(key: pending.key, id: pending.id, attempts: attempts + 1),
+            token: token, leaseUntilMicros: lease)
+          #expect(built == formatted)
+          #expect(built.fileName == formatted.fileName)
+          #expect(ClaimedName(parsing: built.fileName) == formatted)
+        }
+      }
+    }
+  }
 }

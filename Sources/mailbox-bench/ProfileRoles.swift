@@ -1,8 +1,9 @@
 import AppGroupMailbox
 
 /// Worker roles for profiling one side alone under strace or valgrind (see
-/// docs/PERFORMANCE.md): `mailbox-bench _profile <lib|c> <enqueue|consume|cycle> <dir>
-/// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first.
+/// docs/PERFORMANCE.md): `mailbox-bench _profile <lib|c|raw> <enqueue|consume|cycle> <dir>
+/// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first; `raw`
+/// consumes them with the untyped mailbox (``RawSide``), the path `mailboxctl` uses.
 enum ProfileRole {
   static func run(_ args: [String]) throws {
     let (side, measure, path, durable) = (args[0], args[1], args[2], args[3] == "full")
@@ -24,7 +25,12 @@ enum ProfileRole {
       case "consume":
         _ = try LibrarySide(container: path, durability: .relaxed).timeEnqueue(
           count: count, size: size)
-        nanoseconds = try spool.timeConsume(count: count)
+        if side == "raw" {
+          nanoseconds = try RawSide(container: path, durability: durable ? .full : .relaxed)
+            .timeConsume(count: count)
+        } else {
+          nanoseconds = try spool.timeConsume(count: count)
+        }
       default: nanoseconds = try spool.timeCycle(count: count, size: size)
       }
     }

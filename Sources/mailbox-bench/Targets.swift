@@ -30,11 +30,12 @@ enum Targets {
   }
 
   static let perClaimWork =
-    "the library's per-claim work beyond C's rename, open, read, close and unlink: 6 cheap"
+    "the library's per-claim work beyond C's rename, open, read, close and unlink: 5 cheap"
     + " calls (fstat of delayed/, fstatat of settings, the inotify read, the lstat before"
-    + " claiming, fstat of the file, getrandom for the token) and about 40,000 instructions,"
-    + " a quarter of them decoding; would meet it: fewer of those calls and instructions (issue"
-    + " 15 item 1)"
+    + " claiming, fstat of the file; getrandom for the token once per 32 claims) and about"
+    + " 37,000 instructions, a third of them the typed message's decoding and claim objects;"
+    + " would meet it: fewer of those calls and instructions (issue 15 item 1; see"
+    + " docs/PERFORMANCE.md)"
 
   private static func throughput(_ rows: [Measurement]) -> [Target] {
     func row(_ name: String, _ durability: String, _ size: Int) -> Measurement? {
@@ -56,9 +57,9 @@ enum Targets {
           "claim+read+ack 64 KiB, raw path >= 0.7 of C (\(durability))",
           row("claim+read+ack, raw", durability, 65_536), 0.7,
           why: "the raw claim does the per-claim work of item 1, copies the payload and checks"
-            + " it is JSON in one pass (about 5 instructions a byte); would meet it: a check"
-            + " that skips string contents in larger steps, or none for bytes only passed on"
-            + " (issue 15 item 5)"))
+            + " it is JSON in one pass (about 2.3 instructions a byte, string contents 32 bytes"
+            + " a step); would meet it: reading the payload into the buffer handed out (no"
+            + " copy), and no check for bytes only passed on (issue 15 item 5)"))
     }
     targets.append(
       .ratio(

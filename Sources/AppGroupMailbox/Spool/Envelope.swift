@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// The first line of every message file: a JSON object without line breaks, then `\n`, then the
 /// encoded message. See docs/FORMAT.md.
@@ -104,9 +105,15 @@ enum Envelope {
   /// Splits a message file into its header and the byte range of the encoded message.
   static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> (EnvelopeHeader, Range<Int>) {
     let searchLimit = min(bytes.count, maxHeaderBytes)
-    guard let newline = bytes[..<searchLimit].firstIndex(of: UInt8(ascii: "\n")), newline > 0,
-      bytes[0] == UInt8(ascii: "{")
-    else { throw .malformed }
+    let found = bytes.withUnsafeBufferPointer { buffer -> Int? in
+      guard let base = buffer.baseAddress,
+        let at = memchr(base, Int32(UInt8(ascii: "\n")), searchLimit)
+      else { return nil }
+      return base.distance(to: at.assumingMemoryBound(to: UInt8.self))
+    }
+    guard let newline = found, newline > 0, bytes[0] == UInt8(ascii: "{") else {
+      throw .malformed
+    }
     if let header = fastDecode(bytes[..<newline]) { return (header, (newline + 1)..<bytes.count) }
     let headerBytes = Data(bytes[..<newline])
     // One decoding pass on the usual path; the format alone is decoded again only when the
@@ -146,41 +153,55 @@ enum Envelope {
   /// escaped, no `key`, `payloadVersion` absent or 2 and above); nil for any other form, which
   /// the `JSONDecoder` path then judges. Where it answers, it answers as that path would.
   static func fastDecode(_ line: ArraySlice<UInt8>) -> EnvelopeHeader? {
-    var rest = line[...]
-    func literal(_ text: String) -> Bool {
-      let expected = Array(text.utf8)
-      guard rest.starts(with: expected) else { return false }
-      rest = rest.dropFirst(expected.count)
+    line.withUnsafeBufferPointer { fastDecode(bytes: $0) }
+  }
+
+  /// ``fastDecode(_:)`` over the line's bytes: a cursor over the buffer, nothing allocated but
+  /// the header's strings.
+  private static func fastDecode(bytes: UnsafeBufferPointer<UInt8>) -> EnvelopeHeader? {
+    guard let base = bytes.baseAddress else { return nil }
+    var at = 0
+    func literal(_ text: StaticString) -> Bool {
+      let count = text.utf8CodeUnitCount
+      guard bytes.count - at >= count, memcmp(base + at, text.utf8Start, count) == 0 else {
+        return false
+      }
+      at += count
       return true
     }
     func number() -> UInt64? {
-      let digits = rest.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-      guard !digits.isEmpty, digits.count <= 18,
-        digits.first != UInt8(ascii: "0") || digits.count == 1
+      var end = at
+      while end < bytes.count, bytes[end] &- UInt8(ascii: "0") < 10 { end += 1 }
+      let count = end - at
+      guard count > 0, count <= 18, bytes[at] != UInt8(ascii: "0") || count == 1,
+        let value = PendingName.digits(bytes, at..<end)
       else { return nil }
-      rest = rest.dropFirst(digits.count)
-      return PendingName.digits(digits)
+      at = end
+      return value
     }
-    guard literal(#"{"enqueuedAt":"#), let micros = number(), literal(#","format":1,"id":""#)
+    guard literal(#"{"enqueuedAt":"#), let micros = number(), literal(#","format":1,"id":""#),
+      bytes.count - at >= 36
     else { return nil }
-    let idBytes = rest.prefix(36)
     // Lower case only, as written: another spelling goes to the JSONDecoder path.
-    guard !idBytes.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }),
-      NameBytes.parseUUID(idBytes) != nil
-    else { return nil }
-    rest = rest.dropFirst(36)
+    let idBytes = UnsafeBufferPointer(rebasing: bytes[at..<(at + 36)])
+    guard NameBytes.parseUUID(idBytes, lowercaseOnly: true) != nil else { return nil }
+    at += 36
     guard literal(#"","messageType":""#) else { return nil }
-    let type = rest.prefix {
-      $0 >= 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+    let typeStart = at
+    while at < bytes.count {
+      let byte = bytes[at]
+      guard byte >= 0x20, byte < 0x7f, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\")
+      else { break }
+      at += 1
     }
-    rest = rest.dropFirst(type.count)
+    let type = UnsafeBufferPointer(rebasing: bytes[typeStart..<at])
     guard literal("\"") else { return nil }
     var version: Int?
     if literal(#","payloadVersion":"#) {
       guard let number = number(), number >= 2 else { return nil }
       version = Int(number)
     }
-    guard literal("}"), rest.isEmpty else { return nil }
+    guard literal("}"), at == bytes.count else { return nil }
     return EnvelopeHeader(
       format: 1, id: String(decoding: idBytes, as: UTF8.self), enqueuedAt: Int64(micros),
       messageType: String(decoding: type, as: UTF8.self), payloadVersion: version)

@@ -196,20 +196,32 @@ struct ClaimedName: Hashable, Sendable {
   {
     var bytes: [UInt8] = []
     PendingName.stem(message.key, message.id, message.attempts, into: &bytes)
+    appendTail(token, leaseUntilMicros, into: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Appends `.<token>.<lease>.claim`, what follows the stem.
+  static func appendTail(_ token: UInt64, _ leaseUntilMicros: Int64, into bytes: inout [UInt8]) {
     bytes.append(UInt8(ascii: "."))
     NameBytes.hex(token, width: 16, into: &bytes)
     bytes.append(UInt8(ascii: "."))
     NameBytes.decimal(UInt64(max(0, leaseUntilMicros)), width: 16, into: &bytes)
     bytes.append(contentsOf: Self.suffix.utf8)
-    return String(decoding: bytes, as: UTF8.self)
   }
 
   init(message: PendingName, token: UInt64, leaseUntilMicros: Int64) {
     let lease = max(0, min(leaseUntilMicros, MessageKey.maxMicros))
+    self.init(
+      message: message, token: token, leaseUntilMicros: lease,
+      fileName: Self.format(message, token, lease))
+  }
+
+  /// Sets every field as given: `fileName` must be the name the other three format to.
+  init(message: PendingName, token: UInt64, leaseUntilMicros: Int64, fileName: String) {
     self.message = message
     self.token = token
-    self.leaseUntilMicros = lease
-    self.fileName = Self.format(message, token, lease)
+    self.leaseUntilMicros = leaseUntilMicros
+    self.fileName = fileName
   }
 
   init?(parsing name: String) {

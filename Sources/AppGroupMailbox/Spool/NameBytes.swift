@@ -4,42 +4,63 @@ import Foundation
 /// UUIDs, without the intermediate strings of `String(value)`, `String(repeating:count:)` and
 /// `uuidString.lowercased()` (a claim formats two names; this is on the hot path).
 enum NameBytes {
-  private static let hexDigits = Array("0123456789abcdef".utf8)
-
   /// Appends `value` in decimal, zero-padded to at least `width` digits.
   static func decimal(_ value: UInt64, width: Int, into bytes: inout [UInt8]) {
-    var remaining = value
-    var digits = 0
-    repeat {
-      digits += 1
-      remaining /= 10
-    } while remaining > 0
-    for _ in 0..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
-    remaining = value
-    var index = bytes.count - 1
-    repeat {
-      bytes[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-      remaining /= 10
-      index -= 1
-    } while remaining > 0
+    // The digits are built right to left in 24 bytes on the stack (a UInt64 has at most 20),
+    // then appended at once.
+    let zeros: UInt64 = 0x3030_3030_3030_3030
+    var buffer = (zeros, zeros, zeros)
+    if width > 24 { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - 24)) }
+    withUnsafeMutableBytes(of: &buffer) { raw in
+      var remaining = value
+      var index = raw.count
+      repeat {
+        index -= 1
+        raw[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+        remaining /= 10
+      } while remaining > 0
+      let start = min(index, raw.count - min(max(width, 0), raw.count))
+      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[start...]))
+    }
   }
 
   /// Appends `value` in lower-case hexadecimal, zero-padded to `width` digits (at most 16).
   static func hex(_ value: UInt64, width: Int, into bytes: inout [UInt8]) {
-    for shift in stride(from: (width - 1) * 4, through: 0, by: -4) {
-      bytes.append(hexDigits[Int((value >> UInt64(shift)) & 0xf)])
+    var buffer: (UInt64, UInt64) = (0, 0)
+    withUnsafeMutableBytes(of: &buffer) { raw in
+      let count = max(0, min(width, 16))
+      for index in 0..<count {
+        let shift = UInt64((count - 1 - index) * 4)
+        raw[index] = hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xf)
+      }
+      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<count]))
     }
   }
 
   /// Appends `id` as 36 lower-case characters (8-4-4-4-12), as `uuidString.lowercased()`.
   static func uuid(_ id: UUID, into bytes: inout [UInt8]) {
-    withUnsafeBytes(of: id.uuid) { raw in
-      for (index, byte) in raw.enumerated() {
-        if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
-        bytes.append(hexDigits[Int(byte >> 4)])
-        bytes.append(hexDigits[Int(byte & 0xf)])
+    var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+    withUnsafeMutableBytes(of: &text) { out in
+      withUnsafeBytes(of: id.uuid) { raw in
+        var at = 0
+        for index in 0..<16 {
+          if index == 4 || index == 6 || index == 8 || index == 10 {
+            out[at] = UInt8(ascii: "-")
+            at += 1
+          }
+          out[at] = hexDigit(raw[index] >> 4)
+          out[at + 1] = hexDigit(raw[index] & 0xf)
+          at += 2
+        }
       }
+      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<36]))
     }
+  }
+
+  /// The lower-case hexadecimal digit of a nibble (0 to 15).
+  @inline(__always)
+  private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
   }
 }
 

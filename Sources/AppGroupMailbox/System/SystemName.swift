@@ -39,9 +39,31 @@ extension Syscall {
   /// is at the end of the file.
   static func readCapped(_ fd: Int32, expected: Int, limit: Int) throws -> [UInt8] {
     let cap = limit + 1
-    var buffer = [UInt8](repeating: 0, count: min(max(expected, 0), limit) + 1)
-    var total = 0
-    while total < cap {
+    // The first buffer is left uninitialized (its bytes come from the file, and only those
+    // read are kept): no pass to zero what pread(2) then overwrites.
+    var atEnd = false
+    var buffer = try [UInt8](unsafeUninitializedCapacity: min(max(expected, 0), limit) + 1) {
+      raw, count in
+      count = 0
+      while count < raw.count {
+        let got = try retrying("pread", at: fd) {
+          Glibc.pread(fd, raw.baseAddress! + count, raw.count - count, off_t(count))
+        }
+        if got == 0 {
+          atEnd = true
+          return
+        }
+        count += got
+        // The size fstat(2) gave, read whole and short of the spare byte: at the end of the
+        // file (a regular file reads short only there), so no second call to see 0.
+        if count == expected, count < raw.count {
+          atEnd = true
+          return
+        }
+      }
+    }
+    var total = buffer.count
+    while !atEnd, total < cap {  // the file grew since fstat(2): read on, never past the cap
       if total == buffer.count {
         buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, cap - buffer.count)))
       }
@@ -52,9 +74,6 @@ extension Syscall {
       }
       if got == 0 { break }
       total += got
-      // The size fstat(2) gave, read whole and short of the spare byte: at the end of the file
-      // (a regular file reads short only there), so no second call to see 0.
-      if total == expected, total < buffer.count { break }
     }
     buffer.removeSubrange(total...)
     return buffer

@@ -92,4 +92,66 @@ import Testing
       name.fileName == "0000000000000012-00000000000000000034-\(id.uuidString.lowercased())-5.msg")
     #expect(PendingName(parsing: name.fileName) == name)
   }
+
+  @Test func `Decimal, hexadecimal and UUID fields match Foundation's formatting at every width`() {
+    let values: [UInt64] = [0, 1, 9, 10, 99, 12_345, 1 << 32, 9_999_999_999_999_999, .max]
+    for value in values {
+      for width in [0, 1, 16, 20, 24, 30] {
+        var bytes: [UInt8] = []
+        NameBytes.decimal(value, width: width, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == PendingName.pad(value, width))
+      }
+      for width in [1, 4, 16] {
+        var bytes: [UInt8] = []
+        NameBytes.hex(value, width: width, into: &bytes)
+        let text = String(value & (width == 16 ? .max : (1 << UInt64(width * 4)) - 1), radix: 16)
+        #expect(
+          String(decoding: bytes, as: UTF8.self)
+            == String(repeating: "0", count: width - text.count) + text)
+      }
+    }
+    for _ in 0..<100 {
+      let id = UUID()
+      var bytes: [UInt8] = [UInt8(ascii: "x")]
+      NameBytes.uuid(id, into: &bytes)
+      #expect(String(decoding: bytes, as: UTF8.self) == "x" + id.uuidString.lowercased())
+    }
+  }
+
+  @Test func `The fast header reader refuses every truncation of a canonical header`() throws {
+    let id = UUID()
+    let data = try Envelope.encode(
+      id: id, enqueuedAt: 1_700_000_000_000_000, messageType: "bench", payloadVersion: 3,
+      payload: Data("1".utf8))
+    let line = Array(data.prefix { $0 != UInt8(ascii: "\n") })
+    let header = try #require(Envelope.fastDecode(line[...]))
+    #expect(header.id == id.uuidString.lowercased())
+    #expect(header.enqueuedAt == 1_700_000_000_000_000)
+    #expect(header.messageType == "bench")
+    #expect(header.payloadVersion == 3)
+    for count in 0..<line.count {
+      #expect(Envelope.fastDecode(line[..<count]) == nil)
+    }
+  }
+
+  @Test func `A claimed name built from its pending name equals the one formatted in full`() {
+    for level in AppGroupMailboxPriority.levels {
+      for attempts in [0, 1, 8, 9, 10, 99, 100, PendingName.maxAttempts - 1] {
+        let pending = PendingName(
+          key: MessageKey(micros: 1_700_000_000_123_456, sequence: 987_654, level: level),
+          id: UUID(), attempts: attempts)
+        let token = UInt64.random(in: 1 ... .max)
+        for lease in [0, 1_700_000_300_123_456, MessageKey.maxMicros, .max] as [Int64] {
+          let built = ClaimedName(
+            claiming: pending, named: pending.fileName, token: token, leaseUntilMicros: lease)
+          let formatted = ClaimedName(
+            message: PendingName(key: pending.key, id: pending.id, attempts: attempts + 1),
+            token: token, leaseUntilMicros: lease)
+          #expect(built == formatted)
+          #expect(built.fileName == formatted.fileName)
+          #expect(ClaimedName(parsing: built.fileName) == formatted)
+        }
+      }
+    }
+  }
 }

@@ -112,4 +112,34 @@ import Testing
     }
     #expect(acceptedMutants >= 1_000)
   }
+
+  /// The string scan takes 32 and 8 bytes at a time: a byte that ends the string or needs a look
+  /// (quote, backslash, control character, non-ASCII) is found at every offset of a word, and
+  /// the answer is the one JSONSerialization gives.
+  @Test func `A long string is judged alike whatever offset its special byte has`() {
+    let specials: [[UInt8]] = [
+      [0x22], [0x5C, 0x6E], [0x5C, 0x75, 0x30, 0x30, 0x65, 0x39], [0x01], [0x1F], [0x7F],
+      [0xC3, 0xA9], [0xC3, 0x28], [0xF0, 0x9F, 0x98, 0x80], [0x5C], [0x5C, 0x71], [0xFF],
+    ]
+    for special in specials {
+      for offset in 0..<40 {
+        for tail in [0, 1, 7, 8, 9, 17, 31, 32, 33] {
+          let body =
+            Array(repeating: UInt8(ascii: "x"), count: offset) + special
+            + Array(repeating: UInt8(ascii: "y"), count: tail)
+          let bytes = [UInt8(ascii: "\"")] + body + [UInt8(ascii: "\"")]
+          let fast = bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid)
+          let serialization = Self.serialization(Data(bytes))
+          #expect(!fast || serialization, "accepted what JSONSerialization refuses")
+          let valid: [[UInt8]] = [
+            [0x5C, 0x6E], [0x5C, 0x75, 0x30, 0x30, 0x65, 0x39], [0x7F], [0xC3, 0xA9],
+            [0xF0, 0x9F, 0x98, 0x80],
+          ]
+          if valid.contains(special) {
+            #expect(fast, "refused valid text")
+          }
+        }
+      }
+    }
+  }
 }

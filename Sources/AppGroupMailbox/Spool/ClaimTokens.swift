@@ -1,0 +1,79 @@
+import CMailboxShims
+import Glibc
+import Synchronization
+
+/// The random tokens of claimed names (``ClaimedName/token``), drawn from the kernel's random
+/// source (getrandom(2)) as before, but ``TokenBuffer/batch`` at a time: one system call per 32
+/// claims instead of one per claim.
+///
+/// The tokens are the same kernel random bytes, only fetched ahead, so they are as hard to guess
+/// as before (docs/FORMAT.md: a token keeps a stale holder from acting on a newer claim of the
+/// same message). Each token is handed out once and wiped from the buffer. The buffer lives in
+/// a page marked `MADV_WIPEONFORK` (madvise(2), Linux 4.14), which the kernel zeroes in a child
+/// made by fork(2), so a parent and its child never hand out the same tokens: the child finds
+/// the buffer empty and refills it. Where the kernel refuses that mark, or a refill fails, every
+/// token is drawn alone (`SystemRandomNumberGenerator`), as before.
+enum ClaimTokens {
+  private static let buffer = Mutex(TokenBuffer())
+
+  /// A fresh token, never 0. Thread-safe.
+  static func next() -> UInt64 { buffer.withLock { $0.next() } }
+}
+
+/// Tokens fetched ahead into a page the kernel wipes on fork(2) (see ``ClaimTokens``). Not
+/// thread-safe by itself.
+struct TokenBuffer: ~Copyable {
+  /// Tokens fetched by one getrandom(2) (8 bytes each; 256 bytes, which getrandom(2) delivers
+  /// whole).
+  static let batch = 32
+  static let pageSize = 4096
+
+  /// The page: the count of tokens left (8 bytes), then the tokens; nil when there is none.
+  private(set) var page: UnsafeMutableRawPointer?
+  private var prepared = false
+
+  init() {}
+
+  deinit {
+    if let page { munmap(page, Self.pageSize) }
+  }
+
+  /// How many fetched tokens are left in the page (0 in a child after fork(2)).
+  var left: Int { page.map { Int($0.load(as: UInt64.self)) } ?? 0 }
+
+  /// A fresh token, never 0.
+  mutating func next() -> UInt64 {
+    if !prepared {
+      prepared = true
+      page = Self.makePage()
+    }
+    guard let page else { return UInt64.random(in: 1 ... .max) }
+    while true {
+      var left = Int(page.load(as: UInt64.self))  // 0 in a child after fork(2): wiped
+      if left == 0 || left > Self.batch {
+        guard cmailbox_random_bytes(page + 8, UInt(Self.batch * 8)) == 0 else {
+          return UInt64.random(in: 1 ... .max)
+        }
+        left = Self.batch
+      }
+      left -= 1
+      let token = page.load(fromByteOffset: 8 + left * 8, as: UInt64.self)
+      page.storeBytes(of: 0, toByteOffset: 8 + left * 8, as: UInt64.self)
+      page.storeBytes(of: UInt64(left), as: UInt64.self)
+      if token != 0 { return token }
+    }
+  }
+
+  /// A private anonymous page the kernel wipes in a forked child; nil when either call fails.
+  private static func makePage() -> UnsafeMutableRawPointer? {
+    guard
+      let page = mmap(nil, pageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+      page != MAP_FAILED
+    else { return nil }
+    guard madvise(page, pageSize, 18 /* MADV_WIPEONFORK, linux/mman.h */) == 0 else {
+      munmap(page, pageSize)
+      return nil
+    }
+    return page
+  }
+}

@@ -40,6 +40,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// `Message`'s payload version and the migrations registered from older ones.
   let payloadMigrations: PayloadMigrations<Message>
   let encoder = JSONEncoder()
+  /// One decoder for every claim (making one costs more than a small message's decoding);
+  /// JSONDecoder is Sendable (swift-foundation), so claims on several threads may share it.
+  let decoder = JSONDecoder()
 
   /// Opens (creating if needed) the mailbox `namespace` inside `containerURL`.
   ///
@@ -258,8 +261,7 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   O(n log n), happens on the first claim and whenever the index cannot be trusted (queue
   ///   overflow, no inotify, a foreign name, a failed claim). See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    let decoder = JSONDecoder()
-    return try spool.claimPending(limit: limit) { raw in
+    try spool.claimPending(limit: limit) { raw in
       guard
         let message = payloadMigrations.decode(
           raw.payload, version: raw.header.declaredPayloadVersion, decoder: decoder)

@@ -12,7 +12,8 @@ the stream name and sequence, so a redelivery (after a crash, before the acknowl
 enqueues the same id again, which writes nothing while that message is still in the mailbox.
 ``Mailbox-Enqueued-At`` and ``Mailbox-Type`` become ``--enqueued-at`` and ``--type``.
 
-A message mailboxctl rejects as bad data (exit 65: not JSON, too large) is terminated in
+A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
+mailbox's message lifetime ago) is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).

@@ -45,9 +45,12 @@ import Testing
     try NATSBridge.tool(
       server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject])
     let published = try publish(server)
-    // The mailbox's settings are stored when it is created: room for every message.
+    // The mailbox's settings are stored when it is created: room for every message, and a
+    // lifetime longer than the messages' age (they are dated September 2026; an enqueue dated
+    // past the lifetime is refused, and the bridge terminates it in JetStream).
     let mailbox = try container.rawMailbox(
-      limits: .init(maxMessages: 10_000, maxPayloadBytes: 1 << 20))
+      limits: .init(
+        maxMessages: 10_000, maxPayloadBytes: 1 << 20, messageLifetime: 86_400 * 3_650))
     func arrived() throws -> [AppGroupMailboxEntry] {
       try mailbox.inspector.entries(in: [.pending, .claimed, .delayed])
     }

@@ -1,0 +1,144 @@
+import Foundation
+import Glibc
+import MailboxLocks
+
+/// The depth bound at enqueue: making room under `maxMessages` with the overflow policy.
+extension Spool {
+  /// Ensures `room` free slots under the depth bound, with the lock held: recounts when the
+  /// counter says they are not free (it may be high after a crash), then applies the overflow
+  /// policy. Returns how many valid pending messages were discarded: the lowest level first,
+  /// oldest first within a level, and never one above `level`, the incoming messages' level
+  /// (evicting a more urgent message to admit a less urgent one would invert the priorities).
+  /// `discardOldest` evicts nothing unless enough such messages exist to make all the room
+  /// (else it throws ``AppGroupMailboxError/mailboxFull``, as ``rejectNewest`` would).
+  ///
+  /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
+  /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
+  /// whose envelope does not read) is quarantined; if that made room, nothing is evicted.
+  /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
+  ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
+  func makeRoom(
+    _ counters: inout SpoolCounters, room: Int = 1, level: Int,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Int {
+    guard counters.depth + room > limits.maxMessages else { return 0 }
+    counters = try recount(stored: counters)
+    guard counters.depth + room > limits.maxMessages else { return 0 }
+    guard overflowPolicy == .discardOldest else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    let (names, foreign) = try pendingListing()
+    for entry in foreign {
+      quarantine(
+        from: directories.pending, entry.exactName, id: nil, reason: .foreign,
+        diagnostics: &diagnostics)
+    }
+    var valid: [(PendingName, DirectoryEntry)] = []
+    var contained = 0
+    var verified: [String: PendingStamp] = [:]
+    let known = verifiedPending.withLock { $0 }
+    for (name, entry) in names {
+      switch inspectPending(name, entry, known: known) {
+      case .gone, .young:
+        continue
+      case .valid(let stamp):
+        verified[entry.name] = stamp
+        if name.key.level <= level { valid.append((name, entry)) }
+      case .linked:
+        // As a claim does: the name goes to quarantine as a copy (see quarantineLinked).
+        if quarantineLinked(
+          from: directories.pending, entry.name, id: name.id, diagnostics: &diagnostics)
+        {
+          contained += 1
+        }
+      case .invalid(let reason):
+        if quarantine(
+          from: directories.pending, entry.name, id: name.id, reason: reason,
+          diagnostics: &diagnostics)
+        {
+          contained += 1
+        }
+      }
+    }
+    verifiedPending.withLock { $0 = verified }
+    if contained > 0 {
+      counters = try recount(stored: counters)
+      guard counters.depth + room > limits.maxMessages else { return 0 }
+    }
+    guard valid.count >= counters.depth + room - limits.maxMessages else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    // Evict from the lowest level up (the listing is in claim order: highest level first).
+    valid.sort { lhs, rhs in
+      let (left, right) = (lhs.0.key, rhs.0.key)
+      return left.level != right.level ? left.level < right.level : left < right
+    }
+    var discarded = 0
+    for (_, entry) in valid where counters.depth + room > limits.maxMessages {
+      do {
+        try Syscall.unlink(directories.pending, entry.name)
+      } catch let error as SystemCallError where error.isNotFound {
+        continue
+      }
+      counters.depth -= 1
+      discarded += 1
+    }
+    guard counters.depth + room <= limits.maxMessages else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    return discarded
+  }
+
+  /// What ``inspectPending(_:_:known:)`` found.
+  enum PendingInspection {
+    case gone
+    /// A hard link younger than ``Spool/linkedEntryGrace``: neither evicted nor quarantined.
+    case young
+    /// A hard link older than ``Spool/linkedEntryGrace``.
+    case linked
+    case valid(PendingStamp)
+    case invalid(QuarantineReason)
+  }
+
+  /// Checks a pending entry the way a claim would, without claiming it: the entry itself
+  /// (``look(at:clock:)``), then the checked reader on its header
+  /// (``readMessage(_:_:id:checkType:extent:unchanged:)``, types ignored: a message of another
+  /// type is some consumer's, and eviction ignores types). An entry whose stamp is in `known`
+  /// was checked before and is not read again.
+  private func inspectPending(
+    _ name: PendingName, _ entry: DirectoryEntry, known: [String: PendingStamp]
+  ) -> PendingInspection {
+    guard let info = try? Syscall.lstat(directories.pending, entry.name) else { return .gone }
+    switch look(at: info, clock: now) {
+    case .regular: break
+    case .notRegular: return .invalid(.unsafe)
+    case .youngLink: return .young
+    case .oldLink: return .linked
+    }
+    let stamp = PendingStamp(info)
+    if known[entry.name] == stamp { return .valid(stamp) }
+    switch try? readMessage(
+      directories.pending, entry.name, id: name.id, extent: .header, unchanged: stamp)
+    {
+    case .success: return .valid(stamp)
+    case nil, .failure(.vanished), .failure(.linked): return .gone
+    case .failure(let reason): return .invalid(reason.quarantine)
+    }
+  }
+}
+
+/// What identifies a checked pending file's content without reading it again: its inode, size,
+/// and modification and change times (a rewrite in place changes the size or the times).
+struct PendingStamp: Equatable, Sendable {
+  var inode: UInt64
+  var size: Int64
+  var modified: Int64
+  var changed: Int64
+
+  init(_ info: stat) {
+    inode = UInt64(info.st_ino)
+    size = Int64(info.st_size)
+    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+  }
+}

@@ -1,6 +1,6 @@
 import CMailboxShims
 import Glibc
-import Synchronization
+import MailboxLocks
 
 /// The random tokens of claimed names (``ClaimedName/token``), drawn from the kernel's random
 /// source (getrandom(2)) as before, but ``TokenBuffer/batch`` at a time: one system call per 32
@@ -14,7 +14,9 @@ import Synchronization
 /// the buffer empty and refills it. Where the kernel refuses that mark, or a refill fails, every
 /// token is drawn alone (`SystemRandomNumberGenerator`), as before.
 enum ClaimTokens {
-  private static let buffer = Mutex(TokenBuffer())
+  // `Locked`, not a bare `Mutex`: ThreadSanitizer cannot see a Mutex's futex on Linux and
+  // reported every refill as a race.
+  private static let buffer = Locked(TokenBuffer())
 
   /// A fresh token, never 0. Thread-safe.
   static func next() -> UInt64 { buffer.withLock { $0.next() } }

@@ -4,29 +4,53 @@ import Foundation
 /// pass without building the value, so the untyped mailbox can pass a message on without
 /// decoding it.
 ///
-/// It answers only "certainly valid" or "not sure": ``isCertainlyValid(_:)`` accepts a subset
-/// of what JSONSerialization accepts (UTF-8 text; no `\u` escape of a surrogate or of NUL; no
-/// number with an exponent or more than 15 digits; nesting at most ``maximumDepth``), and
-/// every "not sure" goes to JSONSerialization, which stays the one authority on what is JSON
-/// (``AppGroupRawMailbox/isJSON(_:)``). A test compares the two on generated inputs.
+/// ``verdict(_:)`` follows the grammar of RFC 8259 exactly (sections 2 to 7), so it knows
+/// what is not JSON: a trailing comma, a missing value, a leading zero, a byte order mark,
+/// text that is not UTF-8 (section 8.1). What the grammar allows but a reader may still refuse
+/// (a `\u` escape of a surrogate or of NUL, a number with an exponent or more than 15 digits,
+/// nesting deeper than ``maximumDepth``) it leaves to JSONSerialization. Foundation's parsers
+/// accept some text that is not JSON (a trailing comma in an array or object), so a producer
+/// checks with the verdict first (``AppGroupRawMailbox/isStorable(_:)``), and what the verdict
+/// calls invalid is never stored. ``isCertainlyValid(_:)`` accepts a subset of what
+/// JSONSerialization accepts; tests compare the two on generated inputs.
 enum JSONSyntax {
-  /// The deepest nesting the fast check follows; deeper input goes to JSONSerialization.
+  /// The deepest nesting that can be certainly valid; deeper input is judged by the grammar,
+  /// then goes to JSONSerialization.
   static let maximumDepth = 100
 
+  /// What the grammar says of some bytes.
+  enum Verdict: Equatable, Sendable {
+    /// One JSON value, which JSONSerialization also accepts.
+    case valid
+    /// Not one JSON value in UTF-8 text (RFC 8259).
+    case invalid
+    /// Grammatical, but with a part only a full parser can judge (see ``JSONSyntax``).
+    case unsure
+  }
+
   /// Whether `bytes` is certainly one JSON value that JSONSerialization also accepts. False
-  /// means "not sure", never "invalid".
-  /// - Complexity: O(n) in the bytes; no allocation but a depth stack of at most
-  ///   ``maximumDepth`` bits.
+  /// means invalid or not sure.
+  /// - Complexity: as ``verdict(_:)``.
   static func isCertainlyValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    verdict(bytes) == .valid
+  }
+
+  /// What the grammar of RFC 8259 says of `bytes` (see ``Verdict``).
+  /// - Complexity: O(n) in the bytes; no allocation but a stack of one byte per open
+  ///   container.
+  static func verdict(_ bytes: UnsafeRawBufferPointer) -> Verdict {
     var scanner = Scanner(bytes: bytes)
-    guard scanner.value(), scanner.atEnd else { return false }
-    return !scanner.sawNonASCII || String(validating: bytes, as: UTF8.self) != nil
+    guard scanner.value(), scanner.atEnd else { return .invalid }
+    if scanner.sawNonASCII, String(validating: bytes, as: UTF8.self) == nil { return .invalid }
+    return scanner.unsure ? .unsure : .valid
   }
 
   private struct Scanner {
     let bytes: UnsafeRawBufferPointer
     var index = 0
     var sawNonASCII = false
+    /// A part seen that only a full parser can judge (see ``JSONSyntax``).
+    var unsure = false
     /// Open containers, innermost last: true for an object.
     var open: [Bool] = []
 
@@ -67,7 +91,7 @@ enum JSONSyntax {
         case UInt8(ascii: "{"), UInt8(ascii: "["):
           let isObject = bytes[index] == UInt8(ascii: "{")
           index += 1
-          guard open.count < JSONSyntax.maximumDepth else { return false }
+          if open.count >= JSONSyntax.maximumDepth { unsure = true }
           if take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) { break }
           open.append(isObject)
           if isObject, !member() { return false }
@@ -151,9 +175,8 @@ enum JSONSyntax {
             UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             continue
           case UInt8(ascii: "u"):
-            guard let unit = hexUnit(), unit != 0, !(0xD800...0xDFFF).contains(unit) else {
-              return false
-            }
+            guard let unit = hexUnit() else { return false }
+            if unit == 0 || (0xD800...0xDFFF).contains(unit) { unsure = true }
           default: return false
           }
         default: continue
@@ -194,8 +217,9 @@ enum JSONSyntax {
       return unit
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)?` with at most 15 digits in all; an exponent is left to
-    /// JSONSerialization (a value out of Double's range is its call).
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259, section 6); more than
+    /// 15 digits or an exponent is left to JSONSerialization (a value out of Double's range is
+    /// its call).
     mutating func number() -> Bool {
       if bytes[index] == UInt8(ascii: "-") { index += 1 }
       var digits = 0
@@ -221,8 +245,19 @@ enum JSONSyntax {
           digits += 1
         }
       }
-      if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") { return false }
-      return digits <= 15
+      if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+        index += 1
+        if index < bytes.count,
+          bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")
+        {
+          index += 1
+        }
+        guard isDigit(index) else { return false }
+        while isDigit(index) { index += 1 }
+        unsure = true
+      }
+      if digits > 15 { unsure = true }
+      return true
     }
   }
 }

@@ -87,9 +87,10 @@ public final class AppGroupRawMailbox: Sendable {
   /// 8.1: what JSON Lines readers such as `mailboxctl drain`'s consumers expect) and the message
   /// file would fit ``Limits/maxPayloadBytes``.
   ///
-  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8
-  ///   (JSONSerialization alone would also take UTF-16 and UTF-32) or starts with a byte order
-  ///   mark;
+  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON by the
+  ///   grammar of RFC 8259 (a trailing comma in an array or object, which Foundation's parsers
+  ///   accept, is refused; see ``JSONSyntax``), not UTF-8 (JSONSerialization alone would also
+  ///   take UTF-16 and UTF-32) or starts with a byte order mark;
   ///   ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``.
   /// - Complexity: O(n) in the payload bytes.
   public func validate(_ payload: Data, id: UUID? = nil, messageType: String = "") throws {
@@ -195,16 +196,19 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// Whether `data` may be enqueued: one JSON value in UTF-8 text (no NUL byte, which UTF-8
-  /// JSON never holds but UTF-16 and UTF-32 do), not starting with a byte order mark. Claims
-  /// keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by it.
+  /// Whether `data` may be enqueued: one JSON value by the grammar of RFC 8259 in UTF-8 text
+  /// (no NUL byte, which UTF-8 JSON never holds but UTF-16 and UTF-32 do; no byte order mark;
+  /// no trailing comma, which Foundation's parsers accept), which JSONSerialization accepts.
+  /// Claims keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by
+  /// it.
   /// - Complexity: O(n) in the bytes; one pass and no allocation for valid UTF-8 JSON
   ///   (``JSONSyntax``).
   static func isStorable(_ data: Data) -> Bool {
-    // Certainly valid JSON is UTF-8 without a NUL byte or a byte order mark.
-    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
-    return !data.starts(with: [0xEF, 0xBB, 0xBF]) && !data.contains(0)
-      && String(validating: data, as: UTF8.self) != nil && isJSON(data)
+    switch data.withUnsafeBytes(JSONSyntax.verdict) {
+    case .valid: return true
+    case .invalid: return false
+    case .unsure: return isJSON(data)
+    }
   }
 
   /// Whether `data` is one JSON value (any top-level value; JSONSerialization detects UTF-8, 16

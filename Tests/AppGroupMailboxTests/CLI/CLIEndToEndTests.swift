@@ -218,6 +218,12 @@ import Testing
     let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
     #expect(notJSON.status == 65)
     #expect(notJSON.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
+    // A trailing comma, which Foundation's parsers accept but no strict reader does.
+    for text in [#"{"pw":"x",}"#, "[1,2,]"] {
+      let lax = try Mailboxctl.run(["enqueue"] + container.arguments(), stdin: Data(text.utf8))
+      #expect(lax.status == 65)
+      #expect(lax.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
+    }
     let large = try Mailboxctl.run(
       ["enqueue"] + container.arguments(),
       stdin: Data(("\"" + String(repeating: "x", count: 200) + "\"").utf8))

@@ -30,10 +30,10 @@ enum Targets {
   }
 
   static let perClaimWork =
-    "the library's per-claim work beyond C's rename, open, read, close and unlink: 5 cheap"
-    + " calls (fstat of delayed/, fstatat of settings, the inotify read, the lstat before"
-    + " claiming, fstat of the file; getrandom for the token once per 32 claims) and about"
-    + " 37,000 instructions, a third of them the typed message's decoding and claim objects;"
+    "the library's per-claim work beyond C's rename, open, read, close and unlink: 3 cheap"
+    + " calls (the inotify read, the lstat before claiming, fstat of the file; getrandom for"
+    + " the token once per 32 claims) and about 36,000 instructions, a third of them the"
+    + " typed message's decoding and claim objects;"
     + " would meet it: fewer of those calls and instructions (issue 15 item 1; see"
     + " docs/PERFORMANCE.md)"
 
@@ -70,8 +70,8 @@ enum Targets {
     targets.append(
       .ratio(
         "full cycle 256 B >= 0.8 of C (relaxed)", row("full cycle", "relaxed", 256), 0.8,
-        why: "about 27 system calls a cycle against C's 10 (the namespace lock and counters on"
-          + " enqueue, 6 cheap calls per claim) and the JSON coding; would meet it: item 1's"
+        why: "about 24 system calls a cycle against C's 10 (the namespace lock and counters on"
+          + " enqueue, 3 cheap calls per claim) and the JSON coding; would meet it: item 1's"
           + " work off the common path"))
     return targets
   }

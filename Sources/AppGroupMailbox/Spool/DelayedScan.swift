@@ -2,10 +2,12 @@ import Foundation
 import Glibc
 
 /// What the last listing of `delayed/` found, so that a claim can skip the listing (seven system
-/// calls) while nothing there can be due: one fstat(2) of the directory replaces it.
+/// calls) while nothing there can be due: inotify saying nothing arrived (``SpoolArrivals``), or
+/// where it cannot say, one fstat(2) of the directory, replaces it.
 ///
 /// A claim lists again when any of these holds:
-/// - the directory's modification or change time (`st_mtim`, `st_ctim`) differs from what it was
+/// - something arrived in the directory (inotify), or, where inotify cannot say, the
+///   directory's modification or change time (`st_mtim`, `st_ctim`) differs from what it was
 ///   before the last listing: every entry added, renamed in or out, or removed updates both
 ///   (inode(7), "Last modification timestamp");
 /// - those times were too recent to trust when recorded: the kernel stamps them from a coarse
@@ -52,7 +54,8 @@ struct DelayedScan: Sendable {
   /// Microseconds of the mailbox clock after which a claim lists again regardless.
   static let relistInterval: Int64 = 1_000_000
 
-  /// The directory's times before the last listing, when settled; nil lists on the next claim.
+  /// The directory's times before the last listing, when settled; nil lists on the next claim
+  /// that has to compare times (also after a listing inotify vouched for, which read none).
   var stamp: Stamp?
   /// The earliest due time or expiry (mailbox clock, microseconds) among the entries the last
   /// listing left in `delayed/`; `Int64.max` when none.
@@ -60,10 +63,15 @@ struct DelayedScan: Sendable {
   /// The mailbox clock reading of the last listing.
   var listedAt: Int64 = .min
 
-  /// Whether a claim at clock reading `now`, finding the directory with times `current`, may
-  /// skip the listing.
-  func allowsSkipping(now: Int64, current: Stamp) -> Bool {
-    guard let stamp, stamp == current else { return false }
+  /// Whether a claim at clock reading `now` may skip the listing: `current` is the directory's
+  /// times now, or nil when inotify said nothing arrived since the last listing
+  /// (``SpoolArrivals``), which stands in for the comparison of times.
+  func allowsSkipping(now: Int64, current: Stamp?) -> Bool {
+    if let current {
+      guard let stamp, stamp == current else { return false }
+    } else {
+      guard listedAt != .min else { return false }
+    }
     let since = now.microsSince(listedAt)
     return now < nextEvent && since >= 0 && since < Self.relistInterval
   }

@@ -12,9 +12,10 @@ import MailboxLocks
 /// a release, a claim put back, a recovered claim (rename back under the original name, so the
 /// original position), a promotion from `delayed/` (rename), an outside `mv` (rename) or `ln`
 /// (link) — queues an event in the kernel before that system call returns. Each claim call
-/// first reads the shared descriptor without blocking, under the lock its reader thread also
-/// reads it under, and routes what it read to every subscriber (``InotifyInstance/take(_:into:)``);
-/// then it takes this index's names, which include those the reader thread or another mailbox's
+/// first reads the shared descriptor without blocking (once, for ``SpoolArrivals`` and this
+/// index alike; again only after it promoted messages itself), under the lock its reader thread
+/// also reads it under, and routes what it read to every subscriber
+/// (``InotifyInstance/take(_:reading:into:)``); then it takes this index's names, which include those the reader thread or another mailbox's
 /// claim read before, so it sees every event queued before it began. It pushes each named
 /// message into a min-heap ordered by ``MessageKey`` (priority level, highest first, then
 /// enqueuedAt and sequence), so an import with an older date, a release or a recovery goes ahead
@@ -48,9 +49,7 @@ import MailboxLocks
 /// name each, at most ``InotifyRouting/Feed/limit`` bytes). Never payload bytes.
 final class PendingIndex: Sendable {
   private struct State: ~Copyable {
-    var instance: InotifyInstance?
-    var watch: InotifyWatch?
-    var unavailable = false
+    var feed: InotifyFeedSubscription
     var stale = true
     var misses = 0
     var heap = NameHeap()
@@ -63,22 +62,15 @@ final class PendingIndex: Sendable {
   /// An empty index; `watching` false never uses inotify (every refresh lists), as when inotify
   /// is unavailable.
   init(watching: Bool = true) {
-    var initial = State()
-    initial.unavailable = !watching
-    state = Locked(initial)
+    state = Locked(State(feed: InotifyFeedSubscription(watching: watching)))
   }
   static let missesBeforeRelisting = 32
   /// The events the index subscribes to: every way a name enters a directory.
   static let mask = InotifyMask.arrivals | InotifyMask.bits(IN_ONLYDIR)
 
-  deinit {
-    let (instance, watch) = state.withLock { ($0.instance, $0.watch) }
-    guard let instance else { return }
-    if let watch { instance.remove(watch) }
-    InotifyHub.release(instance)
-  }
-
   /// Brings the index up to date with `pending/` (descriptor `pending`) before a claim call.
+  /// With `reading` it reads the shared inotify descriptor first; without, the caller read it
+  /// since the claim began (``SpoolArrivals/take(delayed:namespace:)``).
   /// `list` lists `pending/`, handing each message name to its argument (in any order) and
   /// returning the entries under any other name (``listing(_:_:)``); it runs only
   /// when the index cannot be trusted, or when inotify reported a name that is not a message
@@ -87,26 +79,19 @@ final class PendingIndex: Sendable {
   /// - Complexity: O(e log n) for e queued events; O(n) when it has to list (the names are
   ///   heapified in place, not sorted).
   func refresh(
-    pending: Int32,
+    pending: Int32, reading: Bool = true,
     list: ((PendingName) -> Void) throws -> [DirectoryEntry]
   ) throws -> [DirectoryEntry] {
     try state.withLock { state in
-      if !state.unavailable, state.watch == nil { Self.subscribe(pending, &state) }
-      if let instance = state.instance, let watch = state.watch {
-        switch instance.take(watch, into: &state.records) {
-        case .lost:
-          instance.remove(watch)
-          state.watch = nil
-          Self.subscribe(pending, &state)  // watch again, then list below
-        case .untrusted:
-          state.stale = true
-        case .trusted:
-          // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
-          // gives its exact bytes.
-          if !state.stale, !Self.push(state.records, into: &state.heap) { state.stale = true }
-        }
+      switch state.feed.take(pending, mask: Self.mask, reading: reading, into: &state.records) {
+      case .trusted:
+        // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
+        // gives its exact bytes.
+        if !state.stale, !Self.push(state.records, into: &state.heap) { state.stale = true }
+      case .untrusted, .lost:
+        state.stale = true  // not watching yet, lost events, or inotify unavailable
       }
-      guard state.unavailable || state.stale || state.misses >= Self.missesBeforeRelisting
+      guard state.stale || state.misses >= Self.missesBeforeRelisting
       else { return [] }
       state.heap.removeAll()
       let foreign: [DirectoryEntry]
@@ -123,7 +108,7 @@ final class PendingIndex: Sendable {
     }
   }
 
-  /// Lists `pending` for ``refresh(pending:list:)``: hands each message name to `add` and
+  /// Lists `pending` for ``refresh(pending:reading:list:)``: hands each message name to `add` and
   /// returns the entries under other names. Parses each name from the listing's buffer, so a
   /// message costs no allocation. - Complexity: O(n) in the entries.
   static func listing(_ pending: Int32, _ add: (PendingName) -> Void) throws -> [DirectoryEntry] {
@@ -165,25 +150,7 @@ final class PendingIndex: Sendable {
 
   /// Whether the index holds a watch on the shared inotify instance (false before its first
   /// refresh and where inotify is unavailable); for tests.
-  var isWatching: Bool { state.withLock { $0.watch != nil } }
-
-  /// Joins the shared instance (once) and subscribes to `pending` (through its `/proc/self/fd`
-  /// name, so exactly the directory this spool holds); marks the index stale (a listing
-  /// follows). On failure (inotify_init1(2): `EMFILE`, `ENFILE`; inotify_add_watch(2):
-  /// `ENOSPC`; both consult ``FaultInjection`` in debug builds) it leaves the instance and
-  /// lists on every refresh from then on.
-  private static func subscribe(_ pending: Int32, _ state: inout State) {
-    state.stale = true
-    do {
-      let instance = try state.instance ?? InotifyHub.acquire()
-      state.instance = instance
-      state.watch = try instance.addFeed(path: Syscall.procPath(pending), mask: mask)
-    } catch {
-      if let instance = state.instance { InotifyHub.release(instance) }
-      state.instance = nil
-      state.unavailable = true
-    }
-  }
+  var isWatching: Bool { state.withLock { $0.feed.watch != nil } }
 
   /// Pushes each name of `records` (a length byte, then the name) into `heap`; false when one
   /// is not a message name. - Complexity: O(k log n) for k names.

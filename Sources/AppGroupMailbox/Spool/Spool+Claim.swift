@@ -45,8 +45,12 @@ extension Spool {
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
-    try promoteDue(skippingUnchanged: true, diagnostics: &diagnostics)
-    if isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
+    // One read of the process's inotify instance tells what arrived in delayed/, settings and
+    // pending/ before this claim began (a recovery by the sweep included).
+    let arrived = arrivals.take(delayed: directories.delayed, namespace: directories.namespace)
+    let promoted = try promoteDue(arrivals: arrived.delayed, diagnostics: &diagnostics)
+    if arrived.settings != .none { refreshSettings() }
+    if settings.isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
       return []
     }
@@ -54,7 +58,10 @@ extension Spool {
     let wanted = limit ?? Int.max
     var removed = 0
     let foreign = try mapIO("claim") {
-      try pendingIndex.refresh(pending: directories.pending) {
+      // Read again only for what this claim promoted, or when nothing read yet.
+      try pendingIndex.refresh(
+        pending: directories.pending, reading: !arrived.didRead || promoted > 0
+      ) {
         try PendingIndex.listing(directories.pending, $0)
       }
     }

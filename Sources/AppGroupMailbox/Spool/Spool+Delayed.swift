@@ -8,20 +8,25 @@ extension Spool {
   /// name (deleting instead those that outlived `messageLifetime`), so any operation of any
   /// process makes due messages claimable. Returns how many became pending.
   ///
-  /// With `skippingUnchanged` (a claim), the listing is skipped, at the cost of one fstat(2), when
-  /// nothing in `delayed/` can be due since the last listing (see ``DelayedScan``).
+  /// With `arrivals` (a claim: what ``SpoolArrivals`` saw arrive in `delayed/`), the listing is
+  /// skipped when nothing in `delayed/` can be due since the last listing (see
+  /// ``DelayedScan``): with no system call when nothing arrived, or at the cost of one fstat(2)
+  /// when inotify cannot say.
   /// - Complexity: O(n) in the delayed entries (one listing).
   @discardableResult
   func promoteDue(
-    skippingUnchanged: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+    arrivals: SpoolArrivals.Change? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     let clock = now
     var promoted = 0
     var nextEvent = Int64.max
     let lifetime = limits.messageLifetime.microseconds
     try mapIO("promote") {
-      let before = DelayedScan.Stamp(try Syscall.fstat(directories.delayed))
-      if skippingUnchanged,
+      // Without a trusted feed the directory's times say whether anything changed.
+      let before =
+        arrivals == SpoolArrivals.Change.none
+        ? nil : DelayedScan.Stamp(try Syscall.fstat(directories.delayed))
+      if let arrivals, arrivals != SpoolArrivals.Change.some,
         delayedScan.withLock({ $0.allowsSkipping(now: clock, current: before) })
       {
         return
@@ -51,7 +56,7 @@ extension Spool {
           continue
         }
       }
-      let settled = before.isSettled ? before : nil
+      let settled = before.flatMap { $0.isSettled ? $0 : nil }
       delayedScan.withLock {
         $0 = DelayedScan(stamp: settled, nextEvent: nextEvent, listedAt: clock)
       }

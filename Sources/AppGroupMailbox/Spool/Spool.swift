@@ -52,6 +52,8 @@ final class Spool: Sendable {
   let delayedScan = Locked<DelayedScan>(DelayedScan())
   /// Pending names known between claims (see ``PendingIndex``).
   let pendingIndex = PendingIndex()
+  /// What arrived in `delayed/` and `settings` between claims (see ``SpoolArrivals``).
+  let arrivals = SpoolArrivals()
   /// The earliest clock reading at which a claim must look again at an entry it skipped for
   /// now; `Int64.max` when none (see ``noteRecheck(at:)``).
   let nextRecheck = Locked<Int64>(Int64.max)

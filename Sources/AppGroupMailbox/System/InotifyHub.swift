@@ -63,9 +63,9 @@ struct InotifyWatch: Hashable, Sendable {
 /// batches per read, to its handler on one dedicated thread (`AppGroupMailbox.inotify`, never a
 /// blocking read in a Swift concurrency task), started with the first handler subscriber. A
 /// feed subscriber (a pending index) has the names of its events appended to its feed, which it
-/// takes with ``take(_:into:)``. Every read(2) of the descriptor and the routing of what it
+/// takes with ``take(_:reading:into:)``. Every read(2) of the descriptor and the routing of what it
 /// returned happen under one lock, shared by the reader thread and the claims: each event is
-/// routed exactly once, in the kernel's order, and an event queued before a ``take(_:into:)``
+/// routed exactly once, in the kernel's order, and an event queued before a ``take(_:reading:into:)``
 /// began is in that take's result whichever thread read it. A claim that reads events for a
 /// handler subscriber queues them for the reader thread (and wakes it) instead of running the
 /// handler itself, so handlers only ever run on the reader thread. `IN_Q_OVERFLOW` goes to
@@ -110,7 +110,7 @@ final class InotifyInstance: Sendable {
   }
 
   /// Adds (or joins) a watch on `path` for `mask` with a feed: the names of its `IN_MOVED_TO`
-  /// and `IN_CREATE` events wait in memory for ``take(_:into:)``.
+  /// and `IN_CREATE` events wait in memory for ``take(_:reading:into:)``.
   /// - Throws: ``SystemCallError`` from inotify_add_watch(2) (`ENOSPC` at the watch limit).
   func addFeed(path: String, mask: UInt32) throws -> InotifyWatch {
     let added = try routing.withLock { routing in
@@ -125,11 +125,15 @@ final class InotifyInstance: Sendable {
   /// Reads what the descriptor has queued without blocking (one read(2) unless the buffer
   /// fills), routes it, then moves `feed`'s names into `records` (replacing its contents; each
   /// name is one length byte and the name's bytes, in the kernel's order). Every event queued
-  /// before this call began is either in `records` or reported by the status.
+  /// before this call began is either in `records` or reported by the status. Without
+  /// `reading` it only takes what earlier reads routed: every event queued before the last read
+  /// began.
   /// - Complexity: O(e) in the events read and the names taken.
-  func take(_ feed: InotifyWatch, into records: inout [UInt8]) -> InotifyFeedStatus {
+  func take(_ feed: InotifyWatch, reading: Bool = true, into records: inout [UInt8])
+    -> InotifyFeedStatus
+  {
     routing.withLock { routing in
-      if routing.readAndRoute(fd), routing.wakeWrite >= 0 {
+      if reading, routing.readAndRoute(fd), routing.wakeWrite >= 0 {
         var byte: UInt8 = 1
         _ = Glibc.write(routing.wakeWrite, &byte, 1)  // EAGAIN: a wake-up is already pending
       }

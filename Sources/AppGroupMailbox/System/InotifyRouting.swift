@@ -1,6 +1,6 @@
 import Glibc
 
-/// What a pending index learns from ``InotifyInstance/take(_:into:)``.
+/// What a pending index learns from ``InotifyInstance/take(_:reading:into:)``.
 enum InotifyFeedStatus: Equatable, Sendable {
   /// The names taken are every arrival since the previous take.
   case trusted

@@ -45,11 +45,12 @@ import Testing
     let result = try worker.finish()
     #expect(result.status == 0, "\(result.stderr)")
     #expect(instances == 1)
-    // One watch per index (pending/), and the watcher's on the namespace and delayed/ (its
-    // watch on the first pending/ is the index's, shared).
-    #expect(watches == 1_002)
+    // Three watches per mailbox that claimed: its index's (pending/) and its claims' arrivals
+    // (delayed/ and the namespace, SpoolArrivals). The watcher's three are the first mailbox's,
+    // shared.
+    #expect(watches == 3_000)
     // Closed and released: every watch removed, the instance closed, no user left.
-    #expect(result.lines == ["holding 1 1002", "after 0 0 0"])
+    #expect(result.lines == ["holding 1 3000", "after 0 0 0"])
   }
 
   @Test

@@ -1,0 +1,92 @@
+import Glibc
+import MailboxLocks
+
+/// What arrived in `delayed/` and in the namespace directory since a spool's previous claim, from
+/// the process's shared inotify instance, so that a claim skips the fstat(2) of `delayed/`
+/// (``DelayedScan``) and the fstatat(2) of `settings` (the hold) while nothing arrived in them.
+///
+/// Every way something enters `delayed/` (an enqueue with a not-before time, a release with a
+/// retry delay: renames; an outside `ln`: a link) and every way `settings` is written (renamed
+/// over, or created by rename or link; docs/FORMAT.md, "The settings file") queues `IN_MOVED_TO`
+/// or `IN_CREATE` before its system call returns, so one read of the shared descriptor at the
+/// start of a claim sees everything that arrived before the claim began. Departures need no
+/// event: a message leaving `delayed/` cannot make another due sooner.
+///
+/// Each directory is watched through an ``InotifyFeedSubscription`` (on the first claim; the
+/// same watch a mailbox watcher of that directory uses, so a waiting consumer adds none). When
+/// a feed cannot be trusted (just subscribed, events lost, inotify unavailable) the answer is
+/// ``Change/unknown`` and the claim looks with its system call as before.
+///
+/// Thread safety: every member may be called from any thread (one lock).
+final class SpoolArrivals: Sendable {
+  /// What arrived in one directory since the previous take.
+  enum Change: Equatable, Sendable {
+    /// Nothing: the feed is trusted and holds no arrival (of `settings`, for the namespace).
+    case none
+    /// Something arrived.
+    case some
+    /// The feed cannot say (see ``SpoolArrivals``): look.
+    case unknown
+  }
+
+  private struct State: ~Copyable {
+    var delayed: InotifyFeedSubscription
+    var namespace: InotifyFeedSubscription
+    var records: [UInt8] = []
+  }
+
+  private let state: Locked<State>
+
+  /// Feeds subscribed on the first take; `watching` false never uses inotify (every take says
+  /// ``Change/unknown``).
+  init(watching: Bool = true) {
+    state = Locked(
+      State(
+        delayed: InotifyFeedSubscription(watching: watching),
+        namespace: InotifyFeedSubscription(watching: watching)))
+  }
+
+  /// Reads the shared instance once (when either feed is watching), then says what arrived in
+  /// `delayed/` (descriptor `delayed`) and whether `settings` arrived in the namespace directory
+  /// (descriptor `namespace`). `didRead` is whether that read happened: when it did, every
+  /// event queued before this call began has been routed to every feed of the process,
+  /// including the pending index's.
+  /// - Complexity: O(e) in the events read.
+  func take(delayed: Int32, namespace: Int32) -> (delayed: Change, settings: Change, didRead: Bool)
+  {
+    state.withLock { state in
+      let readsDelayed = state.delayed.watch != nil
+      let delayedStatus = state.delayed.take(
+        delayed, mask: Self.mask, reading: true, into: &state.records)
+      let delayedChange = Self.change(delayedStatus, records: state.records, named: nil)
+      let readsNamespace = !readsDelayed && state.namespace.watch != nil
+      let namespaceStatus = state.namespace.take(
+        namespace, mask: Self.mask, reading: !readsDelayed, into: &state.records)
+      let settingsChange = Self.change(
+        namespaceStatus, records: state.records, named: Self.settingsName)
+      state.records.removeAll(keepingCapacity: state.records.capacity <= 4096)
+      return (delayedChange, settingsChange, readsDelayed || readsNamespace)
+    }
+  }
+
+  /// The events both feeds subscribe to: every way a name enters a directory.
+  static let mask = InotifyMask.arrivals | InotifyMask.bits(IN_ONLYDIR)
+  private static let settingsName = Array(Spool.settingsName.utf8)
+
+  /// `status` and `records` (a length byte, then the name, each) as a change; with `named`,
+  /// only an arrival of that name counts.
+  private static func change(_ status: InotifyFeedStatus, records: [UInt8], named: [UInt8]?)
+    -> Change
+  {
+    guard status == .trusted else { return .unknown }
+    guard let named else { return records.isEmpty ? .none : .some }
+    var offset = 0
+    while offset < records.count {
+      let start = offset + 1
+      let end = min(start + Int(records[offset]), records.count)
+      if records[start..<end].elementsEqual(named) { return .some }
+      offset = end
+    }
+    return .none
+  }
+}

@@ -65,6 +65,7 @@ struct ConcurrencyMeasure: MeasureGroup {
     for (pid, out) in producers {
       guard try Children.wait(pid).status == 0 else { throw BenchError.failed("producer") }
       let words = try Children.result(out)
+      guard words.count == 3 else { throw BenchError.failed("producer report") }
       late = late || words[2] == "late"
     }
     _ = FileManager.default.createFile(atPath: done, contents: nil)
@@ -73,8 +74,11 @@ struct ConcurrencyMeasure: MeasureGroup {
     for (pid, out) in consumers {
       guard try Children.wait(pid).status == 0 else { throw BenchError.failed("consumer") }
       let words = try Children.result(out)
-      end = max(end, Int64(words[0])!)
-      consumed += Int(words[1])!
+      guard words.count == 3, let stopped = Int64(words[0]), let count = Int(words[1]) else {
+        throw BenchError.failed("consumer report")
+      }
+      end = max(end, stopped)
+      consumed += count
       late = late || words[2] == "late"
     }
     guard consumed == perProducer * Self.producers else {

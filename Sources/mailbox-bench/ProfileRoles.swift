@@ -5,9 +5,18 @@ import AppGroupMailbox
 /// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first; `raw`
 /// consumes them with the untyped mailbox (``RawSide``), the path `mailboxctl` uses.
 enum ProfileRole {
-  static func run(_ args: [String]) throws {
-    let (side, measure, path, durable) = (args[0], args[1], args[2], args[3] == "full")
-    let (count, size) = (Int(args[4])!, Int(args[5])!)
+  static func run(_ args: RoleArguments) throws {
+    let usage =
+      "usage: mailbox-bench _profile <lib|c|raw> <enqueue|consume|cycle> <dir> <full|relaxed>"
+      + " <count> <size>"
+    guard args.values.count == 6, ["lib", "c", "raw"].contains(args.values[0]),
+      ["enqueue", "consume", "cycle"].contains(args.values[1]),
+      ["full", "relaxed"].contains(args.values[3])
+    else { throw BenchError.setup(usage) }
+    let (side, measure, path, durable) = (
+      try args[0], try args[1], try args[2], try args[3] == "full"
+    )
+    let (count, size) = (try args.int(4), try args.int(5))
     let nanoseconds: Int64
     if side == "c" {
       let spool = try BaselineSide(root: path, durable: durable)

@@ -117,6 +117,10 @@ extension Spool {
     case .kept(let holder):
       return .kept(holder)
     case .replaced(let name):
+      // An exchange (the pending message's id) puts a new file under a name a consumer may
+      // have passed over as another type's: wake consumers as for a new message. (A
+      // replacement under the new id was announced when it was published.)
+      if name.id != id { configuration.onPending?() }
       return .replaced(name.id)
     default:
       configuration.onPending?()

@@ -7,7 +7,9 @@ public enum AppGroupMailboxKeyPolicy: String, Sendable, Equatable, Hashable, Cas
   /// The new message takes the pending one's place atomically: the pending message's file is
   /// swapped for the new one under the same name, so the key never has zero or two pending
   /// messages, and the new message keeps the pending one's id, position in line, lifetime
-  /// (counted from the name's `enqueuedAt`) and delivery count.
+  /// (counted from the name's `enqueuedAt`) and delivery count. A typed consumer that had
+  /// passed over the pending message as another type's (or payload version) reads the new one
+  /// on its next claim, and its `wait(timeout:)` returns for it (docs/FORMAT.md, "Keys").
   case replace
 }
 

@@ -250,7 +250,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   /// A message of ``payloadVersion`` is decoded as `Message`, one of an older version through its
   /// migration (``registerMigration(from:_:)``; a migration that throws quarantines it as
   /// malformed); a message of any other payload version is passed over and left pending, as a
-  /// message of another type is (docs/FORMAT.md, "Payload versions").
+  /// message of another type is (docs/FORMAT.md, "Payload versions"). A passed-over message is
+  /// not renamed again while its name holds the file that was read; another file under the name
+  /// (a keyed replacement) is read (docs/FORMAT.md, "Keys").
   ///
   /// A `limit` of 0 returns `[]` and touches nothing (as the package we follow does).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
@@ -259,7 +261,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   per claimed message: names come from an in-memory index kept by inotify (one watch per
   ///   mailbox after its first claim, on the process's one inotify instance). A listing and sort of the pending area,
   ///   O(n log n), happens on the first claim and whenever the index cannot be trusted (queue
-  ///   overflow, no inotify, a foreign name, a failed claim). See docs/PERFORMANCE.md.
+  ///   overflow, no inotify, a foreign name, a failed claim). A message passed over as another
+  ///   type's costs one lstat(2) on the claim after a name with its id arrived, and after each
+  ///   such listing. See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
     try spool.claimPending(limit: limit) { raw in
       guard

@@ -7,7 +7,9 @@ public enum AppGroupMailboxKeyPolicy: String, Sendable, Equatable, Hashable, Cas
   /// The new message takes the pending one's place atomically: the pending message's file is
   /// swapped for the new one under the same name, so the key never has zero or two pending
   /// messages, and the new message keeps the pending one's id, position in line, lifetime
-  /// (counted from the name's `enqueuedAt`) and delivery count.
+  /// (counted from the name's `enqueuedAt`) and delivery count. A typed consumer that had
+  /// passed over the pending message as another type's (or payload version) reads the new one
+  /// on its next claim, and its `wait(timeout:)` returns for it (docs/FORMAT.md, "Keys").
   case replace
 }
 
@@ -117,6 +119,10 @@ extension Spool {
     case .kept(let holder):
       return .kept(holder)
     case .replaced(let name):
+      // An exchange (the pending message's id) puts a new file under a name a consumer may
+      // have passed over as another type's: wake consumers as for a new message. (A
+      // replacement under the new id was announced when it was published.)
+      if name.id != id { configuration.onPending?() }
       return .replaced(name.id)
     default:
       configuration.onPending?()

@@ -1,5 +1,5 @@
 import Foundation
-import MailboxLocks
+import Glibc
 
 /// Which stored `messageType` tags a typed consumer takes.
 ///
@@ -57,39 +57,54 @@ struct MessageTypeTag: Sendable, Equatable {
 }
 
 extension Spool {
-  /// Most ids ``otherTypeIDs`` remembers; past it the set starts again empty (each forgotten
-  /// message then costs two renames once more). 65,536 ids take about 2 MiB.
-  static let otherTypeMemory = 65_536
-
-  /// Whether a claim passes over `name` without touching it: a message this consumer already
-  /// put back as another consumer's type, not yet expired (an expired one is taken, and so
-  /// deleted, as any other). - Complexity: O(1).
-  func isOtherType(_ name: PendingName) -> Bool {
-    guard configuration.messageTypeTag != nil,
-      now - name.key.micros < limits.messageLifetime.microseconds
-    else { return false }
-    return otherTypeIDs.withLock { $0.contains(name.id) }
+  /// Whether a claim passes over `name`, which has the passed-over mark `mark`, without
+  /// renaming it: a message this consumer put back as another consumer's type, not yet expired
+  /// (an expired one is taken, and so deleted, as any other), still in the file that was read.
+  /// A confirmed mark answers at no cost; an unconfirmed one (a name with its id arrived since,
+  /// or the index listed) costs one lstat(2) (``stillPassedOver(_:_:)``), so a new file under
+  /// the name, such as a keyed replacement, is read and claimed. - Complexity: O(1).
+  func passesOver(_ name: PendingName, _ mark: PassedOverMarks.Mark) -> Bool {
+    guard now - name.key.micros < limits.messageLifetime.microseconds else { return false }
+    return mark.confirmed || stillPassedOver(name, mark)
   }
 
-  /// Forgets every id ``putBack(_:as:diagnostics:)`` remembered, so the next claim looks at
-  /// those messages again (after a migration was registered, some may now be taken).
-  func forgetOtherTypes() { otherTypeIDs.withLock { $0.removeAll() } }
+  /// Looks at the pending entry `name` (lstat(2)): when it is still the file `mark` recorded,
+  /// confirms the mark and returns true; when it is another file, drops the mark and returns
+  /// false (the claim reads it); when it cannot be looked at (gone, an error), returns false and
+  /// leaves the mark (the claim decides about the entry).
+  func stillPassedOver(_ name: PendingName, _ mark: PassedOverMarks.Mark) -> Bool {
+    let info: stat
+    do {
+      info = try Syscall.lstat(directories.pending, name.fileName)
+    } catch {
+      return false
+    }
+    guard FileIdentity(info) == mark.file else {
+      pendingIndex.forgetPassedOver(name.id)
+      return false
+    }
+    pendingIndex.confirm(name.id, mark)
+    return true
+  }
+
+  /// Forgets every message ``putBack(_:as:file:diagnostics:)`` marked, so the next claim looks
+  /// at those messages again (after a migration was registered, some may now be taken).
+  func forgetOtherTypes() { pendingIndex.forgetPassedOver() }
 
   /// Puts a message claimed by ``claim(limit:diagnostics:decode:)`` but of another consumer's
   /// type back under its pending name `entryName` (its original position and delivery count,
-  /// so passing over a message never makes it a dead letter) and remembers its id. Should the
-  /// rename fail, the claim stays in `claimed/` and is recovered when its lease runs out; a
-  /// conflict in `pending/` follows the one move policy (``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)``).
+  /// so passing over a message never makes it a dead letter) and marks it passed over with the
+  /// file that was read, `file` (``PendingIndex/passOver(_:file:)``). Should the rename fail,
+  /// the claim stays in `claimed/` and is recovered when its lease runs out; a conflict in
+  /// `pending/` follows the one move policy (``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)``).
   func putBack(
-    _ claimed: ClaimedName, as entryName: String, diagnostics: inout [AppGroupMailboxDiagnostic]
+    _ claimed: ClaimedName, as entryName: String, file: FileIdentity,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) {
     _ = try? lockedMove(
       directories.claimed, claimed.fileName, to: directories.pending, entryName,
       id: claimed.message.id, diagnostics: &diagnostics)
-    otherTypeIDs.withLock { ids in
-      if ids.count >= Self.otherTypeMemory { ids.removeAll() }
-      ids.insert(claimed.message.id)
-    }
+    pendingIndex.passOver(claimed.message.id, file: file)
     configuration.onPending?()
   }
 }

@@ -42,6 +42,11 @@ import MailboxLocks
 /// watcher. inotify sees no changes made by other NFS clients (inotify(7)): use local
 /// filesystems.
 ///
+/// The index also keeps a typed consumer's ``PassedOverMarks``: every name it takes from the
+/// feed is an arrival of its id, and every listing (it could not account for arrivals) leaves
+/// every mark for another look, so a new file under a passed-over name (a keyed replacement) is
+/// never passed over.
+///
 /// Memory: one ``PackedName`` (40 bytes) per known pending message, in a ``NameHeap`` whose
 /// storage grows in chunks without copying; a listing parses names straight from getdents64(2)'s
 /// buffer (``Syscall/forEachEntry(_:_:)``), so building the index allocates nothing per entry.
@@ -55,6 +60,7 @@ final class PendingIndex: Sendable {
     var heap = NameHeap()
     /// The names taken from the feed (kept, with its capacity, between claims).
     var records: [UInt8] = []
+    var passedOver = PassedOverMarks()
   }
 
   private let state: Locked<State>
@@ -83,17 +89,11 @@ final class PendingIndex: Sendable {
     list: ((PendingName) -> Void) throws -> [DirectoryEntry]
   ) throws -> [DirectoryEntry] {
     try state.withLock { state in
-      switch state.feed.take(pending, mask: Self.mask, reading: reading, into: &state.records) {
-      case .trusted:
-        // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
-        // gives its exact bytes.
-        if !state.stale, !Self.push(state.records, into: &state.heap) { state.stale = true }
-      case .untrusted, .lost:
-        state.stale = true  // not watching yet, lost events, or inotify unavailable
-      }
+      Self.takeArrivals(pending, reading: reading, &state)
       guard state.stale || state.misses >= Self.missesBeforeRelisting
       else { return [] }
       state.heap.removeAll()
+      state.passedOver.unconfirmAll()  // arrivals went unseen: look at every mark again
       let foreign: [DirectoryEntry]
       do {
         foreign = try list { state.heap.append($0) }
@@ -105,6 +105,22 @@ final class PendingIndex: Sendable {
       state.stale = false
       state.misses = 0
       return foreign
+    }
+  }
+
+  /// Takes the names the feed holds into the heap (each an arrival for ``PassedOverMarks``),
+  /// or marks the index stale when they cannot be trusted (not watching yet, lost events, or
+  /// inotify unavailable: a listing follows).
+  private static func takeArrivals(_ pending: Int32, reading: Bool, _ state: inout State) {
+    switch state.feed.take(pending, mask: mask, reading: reading, into: &state.records) {
+    case .trusted:
+      // A foreign name (or one that is not valid UTF-8) is handled from a listing, which
+      // gives its exact bytes.
+      if !state.stale, !push(state.records, into: &state.heap, marks: &state.passedOver) {
+        state.stale = true
+      }
+    case .untrusted, .lost:
+      state.stale = true
     }
   }
 
@@ -137,6 +153,50 @@ final class PendingIndex: Sendable {
     state.withLock { $0.heap.pop() }
   }
 
+  /// ``next()`` with the message's passed-over mark if it has one (one lock for both, and no
+  /// lookup while the consumer passed nothing over). - Complexity: O(log n).
+  func nextWithMark() -> (name: PendingName, mark: PassedOverMarks.Mark?)? {
+    state.withLock { state in
+      guard let name = state.heap.pop() else { return nil }
+      return (name, state.passedOver.isEmpty ? nil : state.passedOver[name.id])
+    }
+  }
+
+  /// Marks message `id`, whose file `file` a claim read and put back, as passed over
+  /// (``PassedOverMarks/mark(_:file:)``).
+  func passOver(_ id: UUID, file: FileIdentity) {
+    state.withLock { $0.passedOver.mark(id, file: file) }
+  }
+
+  /// A look at the name found `mark`'s file still there (``PassedOverMarks/confirm(_:_:)``).
+  func confirm(_ id: UUID, _ mark: PassedOverMarks.Mark) {
+    state.withLock { $0.passedOver.confirm(id, mark) }
+  }
+
+  /// Drops the mark of `id`: the next claim reads the message.
+  func forgetPassedOver(_ id: UUID) {
+    state.withLock { $0.passedOver.remove(id) }
+  }
+
+  /// Drops every mark: the next claim reads every message again.
+  func forgetPassedOver() {
+    state.withLock { $0.passedOver.removeAll() }
+  }
+
+  /// The passed-over marks a wait must look at: those a name with their id arrived for since
+  /// they were confirmed (the feed is taken first, as a claim takes it), or every mark while the
+  /// index cannot account for arrivals (stale or without inotify). Empty, with no system call,
+  /// when the consumer passed nothing over. - Complexity: O(e log n + k) for e queued names and
+  /// k marks.
+  func passedOverToLookAt(pending: Int32) -> [UUID: PassedOverMarks.Mark] {
+    state.withLock { state in
+      guard !state.passedOver.isEmpty else { return [:] }
+      Self.takeArrivals(pending, reading: true, &state)
+      if state.stale { state.passedOver.unconfirmAll() }
+      return state.passedOver.unconfirmed
+    }
+  }
+
   /// Reports that the last name from ``next()`` was gone (claimed elsewhere) or was taken.
   func note(stale: Bool) {
     state.withLock { $0.misses = stale ? $0.misses + 1 : 0 }
@@ -152,9 +212,11 @@ final class PendingIndex: Sendable {
   /// refresh and where inotify is unavailable); for tests.
   var isWatching: Bool { state.withLock { $0.feed.watch != nil } }
 
-  /// Pushes each name of `records` (a length byte, then the name) into `heap`; false when one
-  /// is not a message name. - Complexity: O(k log n) for k names.
-  private static func push(_ records: [UInt8], into heap: inout NameHeap) -> Bool {
+  /// Pushes each name of `records` (a length byte, then the name) into `heap`, each an arrival
+  /// for `marks`; false when one is not a message name. - Complexity: O(k log n) for k names.
+  private static func push(
+    _ records: [UInt8], into heap: inout NameHeap, marks: inout PassedOverMarks
+  ) -> Bool {
     var foreign = false
     records.withUnsafeBufferPointer { bytes in
       var offset = 0
@@ -163,6 +225,7 @@ final class PendingIndex: Sendable {
         let end = min(start + Int(bytes[offset]), bytes.count)
         if let parsed = PendingName(bytes: UnsafeBufferPointer(rebasing: bytes[start..<end])) {
           heap.push(parsed)
+          if !marks.isEmpty { marks.arrived(parsed.id) }
         } else {
           foreign = true
         }

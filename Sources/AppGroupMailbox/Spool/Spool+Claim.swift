@@ -105,8 +105,8 @@ extension Spool {
     wanted: Int, kept: inout [PendingName], removed: inout Int,
     results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
   ) throws {
-    while results.count < wanted, let name = pendingIndex.next() {
-      if isOtherType(name) {
+    while results.count < wanted, let (name, mark) = pendingIndex.nextWithMark() {
+      if let mark, passesOver(name, mark) {
         kept.append(name)
         continue
       }
@@ -154,8 +154,8 @@ extension Spool {
           }
         case .failure(.vanished):
           continue
-        case .failure(.otherType):
-          putBack(claimed, as: entryName, diagnostics: &diagnostics)
+        case .failure(.otherType(let file)):
+          putBack(claimed, as: entryName, file: file, diagnostics: &diagnostics)
         case .failure(.linked):
           // Linked between the look and the rename: put it back and look again later.
           noteRecheck(at: now + Self.linkedEntryGrace)

@@ -11,7 +11,7 @@ import Glibc
 /// links, by lstat(2)) is judged once too, by ``Spool/look(at:clock:)``.
 extension Spool {
   /// Why a message file cannot be delivered, and for each reason what quarantine records.
-  enum ReadFailure: Error {
+  enum ReadFailure: Error, Hashable {
     /// Not a regular file, or one that cannot be opened safely (a symlink: `ELOOP`; a socket or
     /// device: `ENXIO`, `ENODEV`; `EISDIR`; a FIFO that would block: `EWOULDBLOCK`; `EACCES`).
     case unsafe
@@ -24,8 +24,9 @@ extension Spool {
     /// An envelope format newer than this build reads.
     case future
     /// Another consumer's type, or a payload version this consumer does not read: put back,
-    /// never quarantined (see ``MessageTypeTag`` and ``AppGroupMailboxVersionedMessage``).
-    case otherType
+    /// never quarantined (see ``MessageTypeTag`` and ``AppGroupMailboxVersionedMessage``); the
+    /// file that was read, which its ``PassedOverMarks`` mark records.
+    case otherType(FileIdentity)
     /// The entry is gone (another process removed or moved it), or it is no longer the file
     /// that was looked at: skipped, nothing to quarantine.
     case vanished
@@ -126,12 +127,13 @@ extension Spool {
         return .failure(.malformed)
       }
       if checkType, let tag = configuration.messageTypeTag, !tag.accepts(header.messageType) {
-        return .failure(.otherType)
+        return .failure(.otherType(FileIdentity(info)))
       }
+      // A payload version it does not read: passed over alike.
       if checkType, let versions = configuration.payloadVersions,
         !versions.accepts(header.declaredPayloadVersion)
       {
-        return .failure(.otherType)  // a payload version it does not read: passed over alike
+        return .failure(.otherType(FileIdentity(info)))
       }
       return .success(CheckedMessage(info: info, bytes: bytes, header: header, messageRange: range))
     }

@@ -50,7 +50,8 @@ final class Spool: Sendable {
   private let persistedInBody = Locked<SpoolCounters?>(nil)
   /// What the last listing of `delayed/` found (see ``DelayedScan``).
   let delayedScan = Locked<DelayedScan>(DelayedScan())
-  /// Pending names known between claims (see ``PendingIndex``).
+  /// Pending names known between claims, and the messages this consumer passed over as another
+  /// consumer's type (see ``PendingIndex`` and ``PassedOverMarks``).
   let pendingIndex = PendingIndex()
   /// What arrived in `delayed/` and `settings` between claims (see ``SpoolArrivals``).
   let arrivals = SpoolArrivals()
@@ -60,9 +61,6 @@ final class Spool: Sendable {
   /// The pending names the last claims skipped for now, so a wait does not count them as work
   /// before their recheck (see ``noteSkipped(_:complete:)``).
   let skippedNames = Locked<Set<String>>([])
-  /// Ids of pending messages this consumer read and put back because their type is another
-  /// consumer's (see ``MessageTypeTag``): claims pass them over without renaming them again.
-  let otherTypeIDs = Locked<Set<UUID>>([])
 
   /// The mailbox's stored settings as last read (see Spool+Settings.swift).
   let settingsCache: Locked<SettingsCache>

@@ -40,11 +40,18 @@ extension Spool {
   }
 
   /// Whether `pending/` holds at least one entry under a message name that the last claims did
-  /// not skip for now (one listing): a skipped entry counts at its recheck time instead.
+  /// not skip for now (one listing): a skipped entry counts at its recheck time instead. A
+  /// message skipped as another consumer's type counts again when another file took its name
+  /// (a keyed replacement): the index's marks that a name with their id arrived for since
+  /// (``PendingIndex/passedOverToLookAt(pending:)``) are looked at (``stillPassedOver(_:_:)``).
   private func hasPendingMessage() -> Bool {
     let skipped = skippedNames.withLock { $0 }
-    return ((try? Syscall.list(directories.pending)) ?? []).contains {
-      PendingName(parsing: $0.name) != nil && !skipped.contains($0.name)
+    let unconfirmed = pendingIndex.passedOverToLookAt(pending: directories.pending)
+    return ((try? Syscall.list(directories.pending)) ?? []).contains { entry in
+      guard let name = PendingName(parsing: entry.name) else { return false }
+      guard skipped.contains(entry.name) else { return true }
+      guard let mark = unconfirmed[name.id] else { return false }
+      return !stillPassedOver(name, mark)
     }
   }
 

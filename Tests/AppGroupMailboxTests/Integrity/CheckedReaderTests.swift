@@ -15,6 +15,7 @@ import Testing
       spool.directories.pending, name, id: id, checkType: checkType)
     {
     case .success: return "ok"
+    case .failure(.otherType): return "otherType"  // with the identity of the file read
     case .failure(let reason): return "\(reason)"
     }
   }
@@ -77,7 +78,7 @@ import Testing
     #expect(try verdict(mailbox, "gone") == "vanished")
     let reasons: [Spool.ReadFailure: QuarantineReason] = [
       .unsafe: .unsafe, .linked: .unsafe, .oversized: .oversized, .malformed: .malformed,
-      .future: .future, .otherType: .wrongtype,
+      .future: .future, .otherType(FileIdentity(stat())): .wrongtype,
     ]
     for (failure, reason) in reasons { #expect(failure.quarantine == reason) }
     // The inspector shows the same verdict as the reason a file is not a readable envelope.

@@ -138,22 +138,11 @@ enum JSONSyntax {
     mutating func string() -> Bool {
       index += 1
       while index < bytes.count {
-        // 32, then 8 bytes at a time while none of them ends the string or needs a look (a
-        // payload is mostly long strings): word tests and one branch instead of a branch a byte.
-        if bytes.count - index >= 32 {
-          let words = (
-            bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self),
-            bytes.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self),
-            bytes.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self),
-            bytes.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)
-          )
-          let marks =
-            Self.marks(words.0) | Self.marks(words.1) | Self.marks(words.2) | Self.marks(words.3)
-          if marks == 0 {
-            index += 32
-            continue
-          }
-        }
+        // 64, 16, then 8 bytes at a time while none of them ends the string or needs a look (a
+        // payload is mostly long strings): vector compares and one branch instead of a branch
+        // a byte.
+        index = Self.plainRun(bytes, from: index)
+        guard index < bytes.count else { return false }  // no closing quote
         if bytes.count - index >= 8,
           Self.marks(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) == 0
         {
@@ -183,6 +172,51 @@ enum JSONSyntax {
         }
       }
       return false
+    }
+
+    /// The bytes that mark a position in a string as needing a look, per lane: a quote, a
+    /// backslash, or (as a signed byte below 0x20) a control character or a byte that is not
+    /// ASCII. Exact: no such byte is missed and no other byte is marked.
+    @inline(__always)
+    static func marks(_ v: SIMD16<Int8>) -> SIMDMask<SIMD16<Int8>> {
+      let quote = SIMD16<Int8>(repeating: Int8(UInt8(ascii: "\"")))
+      let backslash = SIMD16<Int8>(repeating: Int8(UInt8(ascii: "\\")))
+      return (v .== quote) .| (v .== backslash) .| (v .< SIMD16<Int8>(repeating: 0x20))
+    }
+
+    /// Whether `mask` marks any lane, without the standard library's `any(_:)` (a call to a
+    /// generic reduction per use): the mask's 16 lanes are all-ones or zero bytes.
+    @inline(__always)
+    static func isAnySet(_ mask: SIMDMask<SIMD16<Int8>>) -> Bool {
+      let lanes = unsafeBitCast(mask, to: SIMD2<UInt64>.self)
+      return lanes[0] | lanes[1] != 0
+    }
+
+    /// Whether any of the 16 bytes of `v` is marked (a quote, a backslash, a control
+    /// character, or not ASCII).
+    @inline(__always)
+    static func anyMark16(_ v: SIMD16<Int8>) -> Bool { isAnySet(marks(v)) }
+
+    /// Where the run of unmarked bytes from `start` stops being provable 16 bytes at a time:
+    /// `start` advanced by 64 bytes while none of them is marked (four vectors, their marks
+    /// joined, one test), then by 16 likewise; never past the end, and the byte path decides
+    /// what is left (fewer than 16 bytes, or a block with a marked byte).
+    static func plainRun(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+      guard let base = bytes.baseAddress, start >= 0 else { return start }
+      let end = bytes.count
+      var index = start
+      func vector(_ at: Int) -> SIMD16<Int8> {
+        base.loadUnaligned(fromByteOffset: at, as: SIMD16<Int8>.self)
+      }
+      while end &- index >= 64 {
+        let joined =
+          marks(vector(index)) .| marks(vector(index &+ 16)) .| marks(vector(index &+ 32))
+          .| marks(vector(index &+ 48))
+        if isAnySet(joined) { break }
+        index &+= 64
+      }
+      while end &- index >= 16, !anyMark16(vector(index)) { index &+= 16 }
+      return index
     }
 
     /// Nonzero when any of the eight bytes of `word` is a quote, a backslash, a control

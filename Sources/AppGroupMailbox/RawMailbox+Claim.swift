@@ -18,7 +18,9 @@ extension AppGroupRawMailbox {
   /// `@unchecked Sendable` as its superclass must be restated; its own stored properties
   /// (`payload`, `messageType` and `token`) are `let`s of `Sendable` types.
   public final class Claim: AppGroupMailboxClaimBase, @unchecked Sendable {
-    /// The encoded message, byte for byte as enqueued (one JSON value).
+    /// The encoded message, byte for byte as enqueued (one JSON value), starting at index 0.
+    /// It lies in the buffer the message file was read into, not in a copy: while it is held,
+    /// so is the file's header line (a few hundred bytes more than the payload).
     public let payload: Data
     /// The producer's type tag; empty for an untyped message.
     public let messageType: String

@@ -119,7 +119,7 @@ extension AppGroupRawMailbox {
     let read = try mapIO("migrate") {
       try spool.readEntry(directory, name, limit: AppGroupMailboxLimits.payloadCeiling)
     }
-    guard case .success(let (_, bytes)) = read, let message = LegacyMessage(decoding: bytes),
+    guard case .success(let (_, bytes)) = read, let message = LegacyMessage(decoding: bytes.array),
       Self.isStorable(message.payload)
     else { return nil }
     return message

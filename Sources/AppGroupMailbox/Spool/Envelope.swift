@@ -104,18 +104,26 @@ enum Envelope {
 
   /// Splits a message file into its header and the byte range of the encoded message.
   static func decode(_ bytes: [UInt8]) throws(EnvelopeError) -> (EnvelopeHeader, Range<Int>) {
+    let decoded = bytes.withUnsafeBytes { buffer in
+      Result { () throws(EnvelopeError) in try decode(buffer) }
+    }
+    return try decoded.get()
+  }
+
+  /// Splits a message file, as the array form does, over the bytes where the checked reader
+  /// read them (``FileBytes``): nothing is copied but the header line on its `JSONDecoder` path.
+  static func decode(_ bytes: UnsafeRawBufferPointer) throws(EnvelopeError) -> (
+    EnvelopeHeader, Range<Int>
+  ) {
     let searchLimit = min(bytes.count, maxHeaderBytes)
-    let found = bytes.withUnsafeBufferPointer { buffer -> Int? in
-      guard let base = buffer.baseAddress,
-        let at = memchr(base, Int32(UInt8(ascii: "\n")), searchLimit)
-      else { return nil }
-      return base.distance(to: at.assumingMemoryBound(to: UInt8.self))
-    }
-    guard let newline = found, newline > 0, bytes[0] == UInt8(ascii: "{") else {
-      throw .malformed
-    }
-    if let header = fastDecode(bytes[..<newline]) { return (header, (newline + 1)..<bytes.count) }
-    let headerBytes = Data(bytes[..<newline])
+    guard let base = bytes.baseAddress,
+      let at = memchr(base, Int32(UInt8(ascii: "\n")), searchLimit)
+    else { throw .malformed }
+    let newline = base.distance(to: UnsafeRawPointer(at))
+    guard newline > 0, bytes[0] == UInt8(ascii: "{") else { throw .malformed }
+    let line = UnsafeBufferPointer(rebasing: bytes.assumingMemoryBound(to: UInt8.self)[..<newline])
+    if let header = fastDecode(bytes: line) { return (header, (newline + 1)..<bytes.count) }
+    let headerBytes = Data(buffer: line)
     // One decoding pass on the usual path; the format alone is decoded again only when the
     // full header does not decode (a future format may change the other fields).
     struct Loose: Decodable {

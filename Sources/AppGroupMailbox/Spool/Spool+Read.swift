@@ -55,14 +55,14 @@ extension Spool {
     /// The file's status on the opened descriptor.
     var info: stat
     /// The bytes read (with ``ReadExtent/header``, at most the first 4 KiB).
-    var bytes: [UInt8]
+    var bytes: FileBytes
     /// The decoded header line.
     var header: EnvelopeHeader
     /// Where the encoded message lies in ``bytes``.
     var messageRange: Range<Int>
-
-    /// The encoded message.
-    var message: Data { Data(bytes[messageRange]) }
+    /// The encoded message: the bytes of ``messageRange`` in the reader's own allocation, not a
+    /// copy (``FileBytes/data(_:)``); empty with ``ReadExtent/header``.
+    var message: Data
   }
 
   /// What the entry itself shows before it is opened, judged by one rule for claims and
@@ -117,7 +117,9 @@ extension Spool {
       let header: EnvelopeHeader
       let range: Range<Int>
       do throws(EnvelopeError) {
-        (header, range) = try Envelope.decode(bytes)
+        (header, range) = try bytes.withUnsafeBytes { (buffer) throws(EnvelopeError) in
+          try Envelope.decode(buffer)
+        }
       } catch .futureFormat {
         return .failure(.future)
       } catch {
@@ -135,9 +137,18 @@ extension Spool {
       {
         return .failure(.otherType(FileIdentity(info)))
       }
-      return .success(CheckedMessage(info: info, bytes: bytes, header: header, messageRange: range))
+      let message = extent == .whole ? bytes.data(range) : Data()
+      return .success(
+        CheckedMessage(
+          info: info, bytes: bytes, header: header, messageRange: range, message: message))
     }
   }
+
+  /// What open(2) answers for an entry the reader must not read (see ``ReadFailure/unsafe``).
+  static let unsafeOpenRefusals: Set<Errno> = [
+    .tooManySymbolicLinkLevels, .noSuchAddressOrDevice, .isDirectory, .wouldBlock,
+    .operationNotSupportedByDevice, .permissionDenied,
+  ]
 
   /// Opens, checks and reads the entry `name` of `directory`, in this order:
   ///
@@ -151,23 +162,18 @@ extension Spool {
   /// 3. read from offset 0 (``Syscall/readCapped(_:expected:limit:)``: the buffer is sized by
   ///    the file, never by the limit), at most the limit plus one byte, so a file that grows
   ///    while it is read is cut there and reported oversized; with ``ReadExtent/header`` at most
-  ///    the first ``Envelope/maxHeaderBytes``.
+  ///    the first ``Envelope/maxHeaderBytes``. The bytes stay in the reader's own allocation
+  ///    (``FileBytes``), from which the payload is handed out without a copy.
   ///
   /// - Parameter limit: The most bytes accepted; nil means the mailbox's read limit (the largest
   ///   payload its settings allow, looked up again when a file is larger).
   /// - Throws: ``SystemCallError`` for a failure that says nothing about the file (EMFILE, EIO,
   ///   ENOMEM...): the caller maps it to its operation.
   /// - Complexity: one open, one fstat, and reads of O(min(file size, limit)) bytes.
-  /// What open(2) answers for an entry the reader must not read (see ``ReadFailure/unsafe``).
-  static let unsafeOpenRefusals: Set<Errno> = [
-    .tooManySymbolicLinkLevels, .noSuchAddressOrDevice, .isDirectory, .wouldBlock,
-    .operationNotSupportedByDevice, .permissionDenied,
-  ]
-
   func readEntry(
     _ directory: Int32, _ name: some SystemName, limit: Int? = nil, singleLink: Bool = true,
     extent: ReadExtent = .whole, unchanged stamp: PendingStamp? = nil
-  ) throws -> Result<(stat, [UInt8]), ReadFailure> {
+  ) throws -> Result<(stat, FileBytes), ReadFailure> {
     let file: FileDescriptor
     do {
       let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
@@ -192,7 +198,7 @@ extension Spool {
       maximum = readLimit
     }
     if extent == .header {
-      return .success((info, try Syscall.pread(fd, limit: min(size, Envelope.maxHeaderBytes))))
+      return .success((info, try Syscall.readPrefix(fd, count: min(size, Envelope.maxHeaderBytes))))
     }
     let bytes = try Syscall.readCapped(fd, expected: size, limit: maximum)
     guard bytes.count <= maximum else { return .failure(.oversized) }

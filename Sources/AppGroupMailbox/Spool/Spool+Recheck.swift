@@ -54,7 +54,7 @@ extension Spool {
   ) -> Bool {
     let copy = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).linked.tmp"
     do {
-      let bytes: [UInt8]
+      let bytes: FileBytes
       switch try readEntry(directory, name, limit: limits.maxPayloadBytes, singleLink: false) {
       case .success(let (_, read)): bytes = read
       case .failure(.vanished): throw SystemCallError(call: "open", errno: .noSuchFileOrDirectory)

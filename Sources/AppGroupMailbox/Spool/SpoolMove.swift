@@ -97,12 +97,12 @@ extension Spool {
     guard source.st_mode & S_IFMT == S_IFREG, other.st_mode & S_IFMT == S_IFREG,
       source.st_size == other.st_size, source.st_size <= limits.maxPayloadBytes
     else { return false }
-    func bytes(_ directory: Int32, _ entry: some SystemName) -> [UInt8]? {
+    func bytes(_ directory: Int32, _ entry: some SystemName) -> FileBytes? {
       let read = try? readEntry(directory, entry, limit: limits.maxPayloadBytes, singleLink: false)
       guard case .success(let (_, bytes)) = read else { return nil }
       return bytes
     }
     guard let left = bytes(from, name), let right = bytes(to, target) else { return false }
-    return left == right
+    return left.withUnsafeBytes { one in right.withUnsafeBytes { one.elementsEqual($0) } }
   }
 }

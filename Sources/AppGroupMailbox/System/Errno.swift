@@ -56,6 +56,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   package static let brokenPipe = Errno(rawValue: EPIPE)
   /// `ETIMEDOUT`: a deadline passed.
   package static let timedOut = Errno(rawValue: ETIMEDOUT)
+  /// `ENOMEM`: no memory for a buffer (malloc(3) returned nothing).
+  package static let outOfMemory = Errno(rawValue: ENOMEM)
 
   /// strerror(3) of the value, for example "No such file or directory".
   package var description: String { String(cString: strerror(rawValue)) }

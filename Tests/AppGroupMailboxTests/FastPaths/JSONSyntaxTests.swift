@@ -30,6 +30,9 @@ import Testing
     // Left to JSONSerialization: exponents, long numbers, NUL and surrogate escapes, depth.
     "1e5", "1234567890123456", #""\u0000""#, #""\ud83d\ude00""#,
     String(repeating: "[", count: 101) + String(repeating: "]", count: 101),
+    // A string left open after a vector step reached the end.
+    "\"" + String(repeating: "x", count: 16), "\"" + String(repeating: "x", count: 64),
+    "[\"" + String(repeating: "x", count: 79),
   ])
   func `Anything else is not certainly valid`(_ text: String) {
     #expect(!Self.fast(text))
@@ -157,17 +160,17 @@ import Testing
     #expect(acceptedMutants >= 1_000)
   }
 
-  /// The string scan takes 32 and 8 bytes at a time: a byte that ends the string or needs a look
-  /// (quote, backslash, control character, non-ASCII) is found at every offset of a word, and
-  /// the answer is the one JSONSerialization gives.
+  /// The string scan takes 64, 16 and 8 bytes at a time: a byte that ends the string or needs a
+  /// look (quote, backslash, control character, non-ASCII) is found at every offset of a block,
+  /// and the answer is the one JSONSerialization gives.
   @Test func `A long string is judged alike whatever offset its special byte has`() {
     let specials: [[UInt8]] = [
       [0x22], [0x5C, 0x6E], [0x5C, 0x75, 0x30, 0x30, 0x65, 0x39], [0x01], [0x1F], [0x7F],
       [0xC3, 0xA9], [0xC3, 0x28], [0xF0, 0x9F, 0x98, 0x80], [0x5C], [0x5C, 0x71], [0xFF],
     ]
     for special in specials {
-      for offset in 0..<40 {
-        for tail in [0, 1, 7, 8, 9, 17, 31, 32, 33] {
+      for offset in 0..<140 {
+        for tail in [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65] {
           let body =
             Array(repeating: UInt8(ascii: "x"), count: offset) + special
             + Array(repeating: UInt8(ascii: "y"), count: tail)
@@ -184,6 +187,26 @@ import Testing
           }
         }
       }
+    }
+  }
+
+  /// Every byte value at every offset of a 64-byte block and of the 16-byte and 8-byte steps
+  /// after it, alone in a string of `x`: the check accepts exactly the printable ASCII bytes
+  /// other than a quote and a backslash (a lone quote ends the string early, a lone backslash is
+  /// no escape, anything else is a control character or not UTF-8), as JSONSerialization does.
+  @Test func `Each byte value is judged exactly at every offset of the vector steps`() {
+    for byte in UInt8.min...UInt8.max {
+      let expected =
+        (0x20...0x7F).contains(byte) && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+      for offset in 0..<100 {
+        var body = [UInt8](repeating: UInt8(ascii: "x"), count: 100)
+        body[offset] = byte
+        let bytes = [UInt8(ascii: "\"")] + body + [UInt8(ascii: "\"")]
+        #expect(
+          bytes.withUnsafeBytes(JSONSyntax.isCertainlyValid) == expected, "\(byte) at \(offset)")
+      }
+      let lone = [UInt8(ascii: "\""), byte, UInt8(ascii: "\"")]
+      #expect(Self.serialization(Data(lone)) == expected, "JSONSerialization on \(byte)")
     }
   }
 }

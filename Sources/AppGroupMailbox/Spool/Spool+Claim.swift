@@ -49,7 +49,9 @@ extension Spool {
     // pending/ before this claim began (a recovery by the sweep included).
     let arrived = arrivals.take(delayed: directories.delayed, namespace: directories.namespace)
     let promoted = try promoteDue(arrivals: arrived.delayed, diagnostics: &diagnostics)
-    if arrived.settings != .none { refreshSettings() }
+    if arrived.settings != .none, refreshSettings() {
+      arrivals.settingsRefreshed(through: arrived.settingsGeneration)
+    }
     if settings.isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
       return []

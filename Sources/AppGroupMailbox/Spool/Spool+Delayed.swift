@@ -21,13 +21,22 @@ extension Spool {
     var promoted = 0
     var nextEvent = Int64.max
     let lifetime = limits.messageLifetime.microseconds
+    // Read before the listing: every arrival a take reported up to it is in the directory.
+    let generation = self.arrivals.delayedGeneration
     try mapIO("promote") {
       // Without a trusted feed the directory's times say whether anything changed.
       let before =
         arrivals == SpoolArrivals.Change.none
         ? nil : DelayedScan.Stamp(try Syscall.fstat(directories.delayed))
       if let arrivals, arrivals != SpoolArrivals.Change.some,
-        delayedScan.withLock({ $0.allowsSkipping(now: clock, current: before) })
+        delayedScan.withLock({ scan in
+          guard scan.allowsSkipping(now: clock, current: before, generation: generation) else {
+            return false
+          }
+          // Unchanged times (read after `generation`) vouch for every arrival up to it.
+          if before != nil { scan.generation = max(scan.generation, generation) }
+          return true
+        })
       {
         return
       }
@@ -58,7 +67,8 @@ extension Spool {
       }
       let settled = before.flatMap { $0.isSettled ? $0 : nil }
       delayedScan.withLock {
-        $0 = DelayedScan(stamp: settled, nextEvent: nextEvent, listedAt: clock)
+        $0 = DelayedScan(
+          stamp: settled, nextEvent: nextEvent, listedAt: clock, generation: generation)
       }
       if promoted > 0 { try flushDirectory(directories.pending) }
     }

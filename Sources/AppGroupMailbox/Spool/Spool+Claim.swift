@@ -48,7 +48,8 @@ extension Spool {
     // One read of the process's inotify instance tells what arrived in delayed/, settings and
     // pending/ before this claim began (a recovery by the sweep included).
     let arrived = arrivals.take(delayed: directories.delayed, namespace: directories.namespace)
-    let promoted = try promoteDue(arrivals: arrived.delayed, diagnostics: &diagnostics)
+    let promoted = try promoteDue(
+      arrivals: arrived.delayed, generation: arrived.delayedGeneration, diagnostics: &diagnostics)
     if arrived.settings != .none, refreshSettings() {
       arrivals.settingsRefreshed(through: arrived.settingsGeneration)
     }

@@ -11,18 +11,20 @@ extension Spool {
   /// With `arrivals` (a claim: what ``SpoolArrivals`` saw arrive in `delayed/`), the listing is
   /// skipped when nothing in `delayed/` can be due since the last listing (see
   /// ``DelayedScan``): with no system call when nothing arrived, or at the cost of one fstat(2)
-  /// when inotify cannot say.
+  /// when inotify cannot say. `generation` is the ``SpoolArrivals/delayedGeneration`` the
+  /// claim's take returned (nil: read it here), recorded with the listing.
   /// - Complexity: O(n) in the delayed entries (one listing).
   @discardableResult
   func promoteDue(
-    arrivals: SpoolArrivals.Change? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
+    arrivals: SpoolArrivals.Change? = nil, generation: UInt64? = nil,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     let clock = now
     var promoted = 0
     var nextEvent = Int64.max
     let lifetime = limits.messageLifetime.microseconds
     // Read before the listing: every arrival a take reported up to it is in the directory.
-    let generation = self.arrivals.delayedGeneration
+    let generation = generation ?? self.arrivals.delayedGeneration
     try mapIO("promote") {
       // Without a trusted feed the directory's times say whether anything changed.
       let before =

@@ -66,6 +66,8 @@ final class SpoolArrivals: Sendable {
   struct Taken: Sendable {
     /// What arrived in `delayed/`.
     var delayed: Change
+    /// ``SpoolArrivals/delayedGeneration`` as this take left it, for the listing that follows.
+    var delayedGeneration: UInt64
     /// Whether `settings` must be re-read: it arrived, the feed cannot say, or an earlier take's
     /// arrival has not been covered by a successful refresh yet.
     var settings: Change
@@ -101,7 +103,8 @@ final class SpoolArrivals: Sendable {
         settingsChange = .some  // another claim took it and has not (or could not) read it
       }
       return Taken(
-        delayed: delayedChange, settings: settingsChange,
+        delayed: delayedChange, delayedGeneration: state.delayedGeneration,
+        settings: settingsChange,
         settingsGeneration: state.settingsGeneration, didRead: readsDelayed || readsNamespace)
     }
   }

@@ -125,12 +125,23 @@ extension Spool {
 
   /// Re-reads the settings file when it changed since it was read (one fstatat(2) otherwise).
   /// A file that cannot be read keeps the settings known.
-  func refreshSettings() {
-    let info = try? Syscall.lstat(directories.namespace, Self.settingsName)
-    let current = info.map(PendingStamp.init)
-    guard current != nil, current != settingsCache.withLock({ $0.stamp }) else { return }
-    guard let fresh = try? Self.readSettings(directories.namespace) else { return }
+  /// - Returns: Whether the settings known are the file's as it was during the call (also when
+  ///   there is none); false when it could not be looked at or read.
+  @discardableResult
+  func refreshSettings() -> Bool {
+    let info: stat
+    do {
+      info = try Syscall.lstat(directories.namespace, Self.settingsName)
+    } catch let error as SystemCallError where error.isNotFound {
+      return true
+    } catch {
+      return false
+    }
+    let current = PendingStamp(info)
+    guard current != settingsCache.withLock({ $0.stamp }) else { return true }
+    guard let fresh = try? Self.readSettings(directories.namespace) else { return false }
     settingsCache.withLock { $0 = fresh }
+    return true
   }
 
   /// Writes the settings this spool holds as the mailbox's file, unless another process did

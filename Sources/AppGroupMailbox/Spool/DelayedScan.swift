@@ -6,7 +6,8 @@ import Glibc
 /// where it cannot say, one fstat(2) of the directory, replaces it.
 ///
 /// A claim lists again when any of these holds:
-/// - something arrived in the directory (inotify), or, where inotify cannot say, the
+/// - something arrived in the directory (inotify; also an arrival another claim took after the
+///   last listing began, ``generation``), or, where inotify cannot say, the
 ///   directory's modification or change time (`st_mtim`, `st_ctim`) differs from what it was
 ///   before the last listing: every entry added, renamed in or out, or removed updates both
 ///   (inode(7), "Last modification timestamp");
@@ -62,15 +63,20 @@ struct DelayedScan: Sendable {
   var nextEvent: Int64 = .max
   /// The mailbox clock reading of the last listing.
   var listedAt: Int64 = .min
+  /// ``SpoolArrivals/delayedGeneration`` read before the last listing began: every arrival a
+  /// take reported up to it was in the directory when the listing began.
+  var generation: UInt64 = 0
 
   /// Whether a claim at clock reading `now` may skip the listing: `current` is the directory's
-  /// times now, or nil when inotify said nothing arrived since the last listing
-  /// (``SpoolArrivals``), which stands in for the comparison of times.
-  func allowsSkipping(now: Int64, current: Stamp?) -> Bool {
+  /// times now, or nil when inotify said nothing arrived since the claim's previous take
+  /// (``SpoolArrivals``), which stands in for the comparison of times when the last listing
+  /// began after every arrival any take reported (`generation`, the current
+  /// ``SpoolArrivals/delayedGeneration``, is the one it recorded).
+  func allowsSkipping(now: Int64, current: Stamp?, generation: UInt64) -> Bool {
     if let current {
       guard let stamp, stamp == current else { return false }
     } else {
-      guard listedAt != .min else { return false }
+      guard listedAt != .min, self.generation == generation else { return false }
     }
     let since = now.microsSince(listedAt)
     return now < nextEvent && since >= 0 && since < Self.relistInterval

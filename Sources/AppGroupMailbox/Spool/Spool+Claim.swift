@@ -48,8 +48,11 @@ extension Spool {
     // One read of the process's inotify instance tells what arrived in delayed/, settings and
     // pending/ before this claim began (a recovery by the sweep included).
     let arrived = arrivals.take(delayed: directories.delayed, namespace: directories.namespace)
-    let promoted = try promoteDue(arrivals: arrived.delayed, diagnostics: &diagnostics)
-    if arrived.settings != .none { refreshSettings() }
+    let promoted = try promoteDue(
+      arrivals: arrived.delayed, generation: arrived.delayedGeneration, diagnostics: &diagnostics)
+    if arrived.settings != .none, refreshSettings() {
+      arrivals.settingsRefreshed(through: arrived.settingsGeneration)
+    }
     if settings.isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
       return []

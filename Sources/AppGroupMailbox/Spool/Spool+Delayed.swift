@@ -11,23 +11,34 @@ extension Spool {
   /// With `arrivals` (a claim: what ``SpoolArrivals`` saw arrive in `delayed/`), the listing is
   /// skipped when nothing in `delayed/` can be due since the last listing (see
   /// ``DelayedScan``): with no system call when nothing arrived, or at the cost of one fstat(2)
-  /// when inotify cannot say.
+  /// when inotify cannot say. `generation` is the ``SpoolArrivals/delayedGeneration`` the
+  /// claim's take returned (nil: read it here), recorded with the listing.
   /// - Complexity: O(n) in the delayed entries (one listing).
   @discardableResult
   func promoteDue(
-    arrivals: SpoolArrivals.Change? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]
+    arrivals: SpoolArrivals.Change? = nil, generation: UInt64? = nil,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     let clock = now
     var promoted = 0
     var nextEvent = Int64.max
     let lifetime = limits.messageLifetime.microseconds
+    // Read before the listing: every arrival a take reported up to it is in the directory.
+    let generation = generation ?? self.arrivals.delayedGeneration
     try mapIO("promote") {
       // Without a trusted feed the directory's times say whether anything changed.
       let before =
         arrivals == SpoolArrivals.Change.none
         ? nil : DelayedScan.Stamp(try Syscall.fstat(directories.delayed))
       if let arrivals, arrivals != SpoolArrivals.Change.some,
-        delayedScan.withLock({ $0.allowsSkipping(now: clock, current: before) })
+        delayedScan.withLock({ scan in
+          guard scan.allowsSkipping(now: clock, current: before, generation: generation) else {
+            return false
+          }
+          // Unchanged times (read after `generation`) vouch for every arrival up to it.
+          if before != nil { scan.generation = max(scan.generation, generation) }
+          return true
+        })
       {
         return
       }
@@ -58,7 +69,8 @@ extension Spool {
       }
       let settled = before.flatMap { $0.isSettled ? $0 : nil }
       delayedScan.withLock {
-        $0 = DelayedScan(stamp: settled, nextEvent: nextEvent, listedAt: clock)
+        $0 = DelayedScan(
+          stamp: settled, nextEvent: nextEvent, listedAt: clock, generation: generation)
       }
       if promoted > 0 { try flushDirectory(directories.pending) }
     }

@@ -17,6 +17,16 @@ import MailboxLocks
 /// a feed cannot be trusted (just subscribed, events lost, inotify unavailable) the answer is
 /// ``Change/unknown`` and the claim looks with its system call as before.
 ///
+/// A take consumes what its read routed, so every other claim of the spool must still learn of
+/// it: each take that reports `settings` arrived (or unknown) counts a settings generation, and
+/// later takes report `settings` arrived until a refresh covering that generation succeeded
+/// (``settingsRefreshed(through:)``): a claim that runs while another re-reads `settings`, or
+/// after a re-read failed (`EMFILE`, `EIO`), re-reads it too. Likewise each take that reports
+/// something arrived in `delayed/` (or unknown) counts a delayed generation
+/// (``delayedGeneration``), which a listing records (``DelayedScan/generation``) and a claim
+/// told "nothing arrived" compares, so a listing that began before another claim took an
+/// arrival never stands in for that arrival.
+///
 /// Thread safety: every member may be called from any thread (one lock).
 final class SpoolArrivals: Sendable {
   /// What arrived in one directory since the previous take.
@@ -33,6 +43,12 @@ final class SpoolArrivals: Sendable {
     var delayed: InotifyFeedSubscription
     var namespace: InotifyFeedSubscription
     var records: [UInt8] = []
+    /// Takes that reported something arrived in (or unknown for) `delayed/`.
+    var delayedGeneration: UInt64 = 0
+    /// Takes that reported `settings` arrived (or unknown), and the most of them a successful
+    /// refresh covered.
+    var settingsGeneration: UInt64 = 0
+    var settingsApplied: UInt64 = 0
   }
 
   private let state: Locked<State>
@@ -46,14 +62,29 @@ final class SpoolArrivals: Sendable {
         namespace: InotifyFeedSubscription(watching: watching)))
   }
 
+  /// What one ``take(delayed:namespace:)`` says.
+  struct Taken: Sendable {
+    /// What arrived in `delayed/`.
+    var delayed: Change
+    /// ``SpoolArrivals/delayedGeneration`` as this take left it, for the listing that follows.
+    var delayedGeneration: UInt64
+    /// Whether `settings` must be re-read: it arrived, the feed cannot say, or an earlier take's
+    /// arrival has not been covered by a successful refresh yet.
+    var settings: Change
+    /// The settings generation to pass to ``settingsRefreshed(through:)`` after a successful
+    /// refresh.
+    var settingsGeneration: UInt64
+    /// Whether the shared instance was read (see ``take(delayed:namespace:)``).
+    var didRead: Bool
+  }
+
   /// Reads the shared instance once (when either feed is watching), then says what arrived in
-  /// `delayed/` (descriptor `delayed`) and whether `settings` arrived in the namespace directory
-  /// (descriptor `namespace`). `didRead` is whether that read happened: when it did, every
+  /// `delayed/` (descriptor `delayed`) and whether `settings` must be re-read (descriptor
+  /// `namespace`: its directory). `didRead` is whether that read happened: when it did, every
   /// event queued before this call began has been routed to every feed of the process,
   /// including the pending index's.
   /// - Complexity: O(e) in the events read.
-  func take(delayed: Int32, namespace: Int32) -> (delayed: Change, settings: Change, didRead: Bool)
-  {
+  func take(delayed: Int32, namespace: Int32) -> Taken {
     state.withLock { state in
       let readsDelayed = state.delayed.watch != nil
       let delayedStatus = state.delayed.take(
@@ -62,12 +93,33 @@ final class SpoolArrivals: Sendable {
       let readsNamespace = !readsDelayed && state.namespace.watch != nil
       let namespaceStatus = state.namespace.take(
         namespace, mask: Self.mask, reading: !readsDelayed, into: &state.records)
-      let settingsChange = Self.change(
+      var settingsChange = Self.change(
         namespaceStatus, records: state.records, named: Self.settingsName)
       state.records.removeAll(keepingCapacity: state.records.capacity <= 4096)
-      return (delayedChange, settingsChange, readsDelayed || readsNamespace)
+      if delayedChange != .none { state.delayedGeneration &+= 1 }
+      if settingsChange != .none {
+        state.settingsGeneration &+= 1
+      } else if state.settingsApplied != state.settingsGeneration {
+        settingsChange = .some  // another claim took it and has not (or could not) read it
+      }
+      return Taken(
+        delayed: delayedChange, delayedGeneration: state.delayedGeneration,
+        settings: settingsChange,
+        settingsGeneration: state.settingsGeneration, didRead: readsDelayed || readsNamespace)
     }
   }
+
+  /// Records that `settings` was re-read successfully after the take that returned
+  /// `generation`: takes no longer report it arrived for that generation or earlier ones.
+  func settingsRefreshed(through generation: UInt64) {
+    state.withLock { state in
+      if generation &- state.settingsApplied < UInt64.max / 2 { state.settingsApplied = generation }
+    }
+  }
+
+  /// How many takes reported something arrived in `delayed/` (or could not say): read before a
+  /// listing, recorded with it (``DelayedScan/generation``).
+  var delayedGeneration: UInt64 { state.withLock { $0.delayedGeneration } }
 
   /// The events both feeds subscribe to: every way a name enters a directory.
   static let mask = InotifyMask.arrivals | InotifyMask.bits(IN_ONLYDIR)

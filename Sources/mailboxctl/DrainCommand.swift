@@ -48,7 +48,10 @@ let drainDetails = """
   line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
   whether its reader used it, so a reader that stops early (head -n 1) loses what it did not
   read. For at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged),
-  a handler, or mailboxctl claim/ack.
+  a handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
+  closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
+  and the rest of the batch are put back with their delivery count unchanged, and drain
+  exits 74.
   With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
   MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_NAMESPACE and MAILBOX_CONTAINER in
   its environment, in a process group of its own. Exit status 0 acknowledges the message as
@@ -72,8 +75,8 @@ let drainDetails = """
   is a terminal.
   Exit status: 0 done (also after SIGTERM or SIGHUP), 130 after SIGINT, 75 when a handler
   failed, 66 no such mailbox, 69 CMD not found or not executable or the coprocess keeps ending,
-  71 CMD could not be started, 74 I/O error (also stdout closed by its reader), 76 the
-  coprocess refused the protocol.
+  71 CMD could not be started, 74 I/O error (also stdout closed by its reader, or the --output
+  file cannot be written), 76 the coprocess refused the protocol.
   """
 
 /// Builds the drain loop from the command line.

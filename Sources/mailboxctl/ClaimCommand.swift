@@ -23,7 +23,8 @@ let claimCommand = Subcommand(
     message again after the lease.
     When a line cannot be written whole (a closed pipe, a full disk), that message and the
     ones after it are put back without counting the delivery, and the command exits 74.
-    Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 74 I/O error.
+    Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 69 it cannot be
+    opened (permission denied...), 74 I/O error.
     """,
   run: { arguments in try runClaim(arguments) }
 )

@@ -74,9 +74,10 @@ let drainDetails = """
   A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
   is a terminal.
   Exit status: 0 done (also after SIGTERM or SIGHUP), 130 after SIGINT, 75 when a handler
-  failed, 66 no such mailbox, 69 CMD not found or not executable or the coprocess keeps ending,
-  71 CMD could not be started, 74 I/O error (also stdout closed by its reader, or the --output
-  file cannot be written), 76 the coprocess refused the protocol.
+  failed, 66 no such mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
+  found or not executable or the coprocess keeps ending, 71 CMD could not be started, 74 I/O
+  error (also stdout closed by its reader, or the --output file cannot be written),
+  76 the coprocess refused the protocol.
   """
 
 /// Builds the drain loop from the command line.

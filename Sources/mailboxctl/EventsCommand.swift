@@ -20,7 +20,7 @@ let eventsCommand = Subcommand(
       time of a message moved to delayed/. Never message contents. Events are derived from
       names alone; mailboxctl(1) and docs/WAKEUPS.md say what cannot be told apart.
       Runs until SIGINT, SIGTERM or SIGHUP (exit 0); exit 66 when the mailbox directory is
-      removed, 74 when inotify is unavailable.
+      missing or removed, 69 when it cannot be opened, 74 when inotify is unavailable.
       """),
   run: { arguments in
     let (inspector, location) = try MailboxOptions.openForReading(arguments)

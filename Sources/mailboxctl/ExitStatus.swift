@@ -12,8 +12,9 @@ enum ExitStatus: Int32, Sendable {
   /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
   /// claim token whose claim no longer exists, or standard input cannot be read.
   case noInput = 66
-  /// EX_UNAVAILABLE: the container cannot be opened, the --exec or --coprocess program was not
-  /// found, or the --coprocess handler kept ending without an answer.
+  /// EX_UNAVAILABLE: the container or the mailbox cannot be opened or reached (permission
+  /// denied...), the --exec or --coprocess program was not found, or the --coprocess handler
+  /// kept ending without an answer.
   case unavailable = 69
   /// EX_SOFTWARE: an internal error (a demo check that failed).
   case software = 70

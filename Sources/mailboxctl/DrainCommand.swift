@@ -76,7 +76,7 @@ let drainDetails = """
   Exit status: 0 done (also after SIGTERM or SIGHUP), 130 after SIGINT, 75 when a handler
   failed, 66 no such mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
   found or not executable or the coprocess keeps ending, 71 CMD could not be started, 74 I/O
-  error (also stdout closed by its reader, or the --output file cannot be written),
+  error (also stdout closed by its reader, or the --output file cannot be opened or written),
   76 the coprocess refused the protocol.
   """
 

@@ -67,15 +67,15 @@ final class FileDelivery: DeliveryMode {
   private let batch = 256
 
   /// Opens (creating with mode 0666 less the umask) `path` for appending.
-  /// - Throws: ``CommandFailure`` (``ExitStatus/ioError``, or ``ExitStatus/unavailable`` when it
-  ///   cannot be opened) with the errno.
+  /// - Throws: ``CommandFailure`` (``ExitStatus/ioError``, also when it cannot be opened) with
+  ///   the errno.
   init(context: DrainContext, path: String) throws(CommandFailure) {
     self.context = context
     self.path = path
     let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
     guard descriptor >= 0 else {
       throw CommandFailure(
-        .unavailable, "--output: cannot open \(path): \(Errno.current.explanation)")
+        .ioError, "--output: cannot open \(path): \(Errno.current.explanation)")
     }
     fd = descriptor
     var info = stat()

@@ -22,7 +22,8 @@ enum ExitStatus: Int32, Sendable {
   case osError = 71
   /// EX_CANTCREAT: `create` found the mailbox already there.
   case cannotCreate = 73
-  /// EX_IOERR: reading or writing the mailbox or stdout failed.
+  /// EX_IOERR: reading or writing the mailbox, stdout or the `--output` file failed, or that
+  /// file cannot be opened.
   case ioError = 74
   /// EX_TEMPFAIL: the mailbox is full, a handler failed and its message was released, or
   /// `cancel` found the message claimed.

@@ -109,4 +109,34 @@ import Testing
     #expect(result.status == 74)
     #expect(try pendingCounts(container) == [0, 0])
   }
+
+  @Test func `A --coprocess handler that closed its stdin never counts a delivery`() throws {
+    // The handler closes its stdin before it answers the greeting, so every line drain sends
+    // fails with EPIPE: the message never reaches it, five times, and drain gives up with 69.
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let created = try Mailboxctl.run(["create"] + location + ["--max-delivery-attempts", "2"])
+    #expect(created.status == 0, "\(created.stderr)")
+    let ids = try container.enqueueNumbered(count: 2)
+    let arguments = try PythonHandler.write(
+      """
+      sys.stdin.readline()
+      os.close(0)
+      answer = {"protocol": mailbox_handler.PROTOCOL, "version": mailbox_handler.VERSION,
+                "capabilities": mailbox_handler.CAPABILITIES}
+      sys.stdout.write(json.dumps(answer) + "\\n")
+      sys.stdout.flush()
+      import signal
+      signal.pause()
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + location + ["--jobs", "2"] + arguments, deadline: 60)
+    #expect(result.status == 69, "\(result.stderr)")
+    #expect(result.stderr.contains("closed its input"), "\(result.stderr)")
+    #expect(container.names("quarantine").isEmpty)
+    let pending = try container.rawMailbox().inspector.entries(in: [.pending])
+    #expect(pending.map(\.id) == ids)
+    #expect(pending.map(\.deliveryCount) == [0, 0])
+  }
 }

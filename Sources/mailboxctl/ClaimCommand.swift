@@ -21,9 +21,10 @@ let claimCommand = Subcommand(
     renew TOKEN` starts a fresh lease. A token is `<message id>.<16 hex digits>` and works
     from any process. Delivery is at least once: a script that dies before `ack` gets the
     message again after the lease.
-    When a line cannot be written (a closed pipe), that message and the ones after it are
-    released, and the command exits 74.
-    Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 74 I/O error.
+    When a line cannot be written whole (a closed pipe, a full disk), that message and the
+    ones after it are put back without counting the delivery, and the command exits 74.
+    Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 69 it cannot be
+    opened (permission denied...), 74 I/O error.
     """,
   run: { arguments in try runClaim(arguments) }
 )
@@ -53,13 +54,14 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
     do {
       try Output.data(ClaimLine.text(claim, json: json) + "\n")
     } catch {
-      // Not handed to anyone: back in line at once, not after the lease.
+      // Not handed to anyone (a line cut short is no line): back in line at once, not after
+      // the lease, and uncounted, so --max-delivery-attempts counts only lines printed.
       let unwritten = claims[index...]
-      let released = unwritten.filter { (try? $0.release()) != nil }.count
+      let putBack = unwritten.filter { (try? $0.releaseUndelivered()) != nil }.count
       throw CommandFailure(
         error.status,
-        "\(error.message); released the \(released) of \(unwritten.count) claimed messages "
-          + "not printed")
+        "\(error.message); put back the \(putBack) of \(unwritten.count) claimed messages "
+          + "not printed, their delivery not counted")
     }
   }
   return .success

@@ -106,9 +106,9 @@ final class CoprocessHandler {
 
   /// Writes `text` to the handler's stdin, waiting up to `seconds` for room in the pipe.
   /// - Returns: 0, or the errno (EPIPE when it closed its stdin, ETIMEDOUT when it does not
-  ///   read).
-  func send(_ text: String, within seconds: TimeInterval) -> Int32 {
-    guard inputOpen else { return EPIPE }
+  ///   read), and how many bytes of `text` were written (all of them with 0).
+  func send(_ text: String, within seconds: TimeInterval) -> (error: Int32, written: Int) {
+    guard inputOpen else { return (EPIPE, 0) }
     let bytes = Array(text.utf8)
     let deadline = Date().addingTimeInterval(seconds)
     var offset = 0
@@ -122,13 +122,13 @@ final class CoprocessHandler {
       }
       let code = Errno.current
       if code == .interrupted { continue }
-      guard code == .wouldBlock else { return code.rawValue }
+      guard code == .wouldBlock else { return (code.rawValue, offset) }
       let left = deadline.timeIntervalSinceNow
-      if left <= 0 { return Errno.timedOut.rawValue }
+      if left <= 0 { return (Errno.timedOut.rawValue, offset) }
       var waiter = pollfd(fd: input, events: Int16(POLLOUT), revents: 0)
       _ = poll(&waiter, 1, Int32(min(left, 0.1) * 1000) + 1)
     }
-    return 0
+    return (0, offset)
   }
 
   /// Closes its stdin: a handler that reads end of file exits.

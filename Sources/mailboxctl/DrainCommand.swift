@@ -48,7 +48,10 @@ let drainDetails = """
   line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
   whether its reader used it, so a reader that stops early (head -n 1) loses what it did not
   read. For at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged),
-  a handler, or mailboxctl claim/ack.
+  a handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
+  closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
+  and the rest of the batch are put back with their delivery count unchanged, and drain
+  exits 74.
   With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
   MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_NAMESPACE and MAILBOX_CONTAINER in
   its environment, in a process group of its own. Exit status 0 acknowledges the message as
@@ -60,7 +63,8 @@ let drainDetails = """
   stdout, one line per message in any order: ack, release (retry policy), retry after N
   seconds, or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
   it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
-  released, and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
+  released (a message whose line it was not sent whole goes back with its delivery count
+  unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
   answer drain stops with 69. After a stop signal its stdin is closed at once and its answers
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
@@ -71,9 +75,10 @@ let drainDetails = """
   A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
   is a terminal.
   Exit status: 0 done (also after SIGTERM or SIGHUP), 130 after SIGINT, 75 when a handler
-  failed, 66 no such mailbox, 69 CMD not found or not executable or the coprocess keeps ending,
-  71 CMD could not be started, 74 I/O error (also stdout closed by its reader), 76 the
-  coprocess refused the protocol.
+  failed, 66 no such mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
+  found or not executable or the coprocess keeps ending, 71 CMD could not be started, 74 I/O
+  error (also stdout closed by its reader, or the --output file cannot be opened or written),
+  76 the coprocess refused the protocol.
   """
 
 /// Builds the drain loop from the command line.

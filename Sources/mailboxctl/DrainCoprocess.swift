@@ -67,13 +67,17 @@ final class CoprocessDelivery: DeliveryMode {
   var inFlight: Int { flights.count }
 
   /// Sends the messages in one write; when the handler does not take them, they are put back
-  /// (without counting the delivery) and it is stopped.
+  /// (without counting the delivery) and it is stopped. When the write fails part way (it
+  /// closed its stdin, or stopped reading), a message whose line was not written whole never
+  /// reached it: it is put back at once without counting the delivery, not held as in flight.
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     guard let handler, handler.failure == nil else {
       for claim in claims { context.putBack(claim) }
       return
     }
     var text = ""
+    /// Each message sent in this write, with the byte offset its line ends at.
+    var sent: [(id: String, claim: AppGroupRawMailbox.Claim, end: Int)] = []
     for claim in claims {
       let id = DrainContext.name(claim)
       if let held = flights[id] {
@@ -84,11 +88,16 @@ final class CoprocessDelivery: DeliveryMode {
       }
       flights[id] = Flight(claim)
       text += DrainContext.line(claim) + "\n"
+      sent.append((id, claim, text.utf8.count))
     }
     guard !text.isEmpty else { return }
     let timeout = context.handlerTimeout ?? 60
-    let error = handler.send(text, within: timeout)
+    let (error, written) = handler.send(text, within: timeout)
     if error != 0 {
+      for message in sent where message.end > written {
+        flights[message.id] = nil
+        context.putBack(message.claim)
+      }
       fail(
         handler,
         Errno(rawValue: error) == .timedOut

@@ -3,8 +3,11 @@ import Foundation
 import Glibc
 
 /// Default delivery: each message is one JSON line on stdout, acknowledged once write(2) has
-/// taken the line. A line written is handed off: a pipe or terminal cannot say whether its
-/// reader used it (see `--output` for a file that keeps at-least-once).
+/// taken the whole line. A line written is handed off: a pipe or terminal cannot say whether its
+/// reader used it (see `--output` for a file that keeps at-least-once). A line not written, or
+/// written only in part (a pipe whose reader left mid-line, a disk that filled), is no delivery:
+/// its message and the rest of the batch are put back without counting the delivery, so
+/// `--max-delivery-attempts` never makes a dead letter of a message nobody received.
 final class StdoutDelivery: DeliveryMode {
   let context: DrainContext
 
@@ -18,8 +21,9 @@ final class StdoutDelivery: DeliveryMode {
       let bytes = Array((DrainContext.line(claim) + "\n").utf8)
       let error = FileDescriptorWriter.writeAll(1, bytes)
       guard error == 0 else {
-        // Not written: back to the mailbox at once (the reader, not the message, failed).
-        for unwritten in claims[index...] { context.release(unwritten) }
+        // Not written, or cut short: back to the mailbox at once, uncounted (the reader, not
+        // the message, failed; a part of a line is no message).
+        for unwritten in claims[index...] { context.putBack(unwritten) }
         context.fatal = Self.failure(error, what: "stdout")
         return
       }
@@ -31,23 +35,27 @@ final class StdoutDelivery: DeliveryMode {
   func abandon() {}
   func close() {}
 
-  /// The failure for a write error on `what`: EPIPE says the reader went away.
+  /// What the failures of ``failure(_:what:)`` say about the messages not written.
+  static let putBackNote = "the messages not written were put back, their delivery not counted"
+
+  /// The failure for a write error on `what` after the messages not written were put back:
+  /// EPIPE says the reader went away.
   static func failure(_ error: Int32, what: String) -> CommandFailure {
     if Errno(rawValue: error) == .brokenPipe {
       return CommandFailure(
         .ioError,
-        "\(what) was closed by its reader (EPIPE): stopped claiming; the message not written "
-          + "was released")
+        "\(what) was closed by its reader (EPIPE): stopped claiming; \(putBackNote)")
     }
     return CommandFailure(
-      .ioError, "writing \(what) failed: \(Errno(rawValue: error).explanation)")
+      .ioError, "writing \(what) failed: \(Errno(rawValue: error).explanation); \(putBackNote)")
   }
 }
 
 /// `--output FILE`: messages are appended to FILE as JSON lines (the stdout format), a batch at
 /// a time; FILE is flushed to disk with fsync(2), and only then are the batch's messages
 /// acknowledged. Killed at any instant, every message is in FILE or still in the mailbox (a
-/// message may be in both: it is then delivered again).
+/// message may be in both: it is then delivered again). A batch whose write or flush failed is
+/// put back without counting the delivery (a line not surely on disk is no delivery).
 ///
 /// A line cut short by a crash or a full disk has no line break; before its first append,
 /// drain ends such a last line with one, so the next line starts whole.
@@ -59,15 +67,15 @@ final class FileDelivery: DeliveryMode {
   private let batch = 256
 
   /// Opens (creating with mode 0666 less the umask) `path` for appending.
-  /// - Throws: ``CommandFailure`` (``ExitStatus/ioError``, or ``ExitStatus/unavailable`` when it
-  ///   cannot be opened) with the errno.
+  /// - Throws: ``CommandFailure`` (``ExitStatus/ioError``, also when it cannot be opened) with
+  ///   the errno.
   init(context: DrainContext, path: String) throws(CommandFailure) {
     self.context = context
     self.path = path
     let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
     guard descriptor >= 0 else {
       throw CommandFailure(
-        .unavailable, "--output: cannot open \(path): \(Errno.current.explanation)")
+        .ioError, "--output: cannot open \(path): \(Errno.current.explanation)")
     }
     fd = descriptor
     var info = stat()
@@ -81,7 +89,10 @@ final class FileDelivery: DeliveryMode {
     }
     if last != 0x0A {
       let error = FileDescriptorWriter.writeAll(fd, [UInt8(0x0A)])
-      if error != 0 { throw StdoutDelivery.failure(error, what: path) }
+      if error != 0 {
+        throw CommandFailure(
+          .ioError, "writing \(path) failed: \(Errno(rawValue: error).explanation)")
+      }
     }
     // The file's own name must survive a crash too: flush the directory that holds it.
     let directory = open(
@@ -102,7 +113,7 @@ final class FileDelivery: DeliveryMode {
     var error = FileDescriptorWriter.writeAll(fd, bytes)
     if error == 0, fsync(fd) != 0 { error = Errno.current.rawValue }
     guard error == 0 else {
-      for claim in claims { context.release(claim) }
+      for claim in claims { context.putBack(claim) }
       context.fatal = StdoutDelivery.failure(error, what: path)
       return
     }

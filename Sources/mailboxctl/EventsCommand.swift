@@ -7,7 +7,9 @@ let eventsCommand = Subcommand(
   spec: CommandSpec(
     name: "events",
     summary: "Print lifecycle events (enqueued, claimed, ...) as JSON Lines as they happen.",
-    options: MailboxOptions.location,
+    options: MailboxOptions.location + [
+      .flag("--json", "Accepted and changes nothing: events always prints JSON Lines.")
+    ],
     details: """
       Follows the mailbox's areas with inotify and prints one JSON object per line for each
       change any process makes from the moment it starts: {"event", "id", "at",
@@ -17,10 +19,11 @@ let eventsCommand = Subcommand(
       "id" is the message's id (null for overflowed and for a quarantined file without one),
       "at" when this process saw the change, "deliveryCount" the count the message's name
       carries, "reason" the quarantine reason (quarantined and deadLettered), "dueAt" the due
-      time of a message moved to delayed/. Never message contents. Events are derived from
+      time of a message moved to delayed/. Never message contents. --json, as the other
+      commands take it, is accepted and changes nothing. Events are derived from
       names alone; mailboxctl(1) and docs/WAKEUPS.md say what cannot be told apart.
       Runs until SIGINT, SIGTERM or SIGHUP (exit 0); exit 66 when the mailbox directory is
-      removed, 74 when inotify is unavailable.
+      missing or removed, 69 when it cannot be opened, 74 when inotify is unavailable.
       """),
   run: { arguments in
     let (inspector, location) = try MailboxOptions.openForReading(arguments)

@@ -12,8 +12,9 @@ enum ExitStatus: Int32, Sendable {
   /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
   /// claim token whose claim no longer exists, or standard input cannot be read.
   case noInput = 66
-  /// EX_UNAVAILABLE: the container cannot be opened, the --exec or --coprocess program was not
-  /// found, or the --coprocess handler kept ending without an answer.
+  /// EX_UNAVAILABLE: the container or the mailbox cannot be opened or reached (permission
+  /// denied...), the --exec or --coprocess program was not found, or the --coprocess handler
+  /// kept ending without an answer.
   case unavailable = 69
   /// EX_SOFTWARE: an internal error (a demo check that failed).
   case software = 70
@@ -21,7 +22,8 @@ enum ExitStatus: Int32, Sendable {
   case osError = 71
   /// EX_CANTCREAT: `create` found the mailbox already there.
   case cannotCreate = 73
-  /// EX_IOERR: reading or writing the mailbox or stdout failed.
+  /// EX_IOERR: reading or writing the mailbox, stdout or the `--output` file failed, or that
+  /// file cannot be opened.
   case ioError = 74
   /// EX_TEMPFAIL: the mailbox is full, a handler failed and its message was released, or
   /// `cancel` found the message claimed.

@@ -161,10 +161,11 @@ enum MailboxOptions {
     return lstat(location.directory.path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
   }
 
-  /// The failure for a mailbox that is not there (``ExitStatus/noInput``, 66), with the cause
-  /// when it is not simply missing: the path is not a directory, or lstat(2) failed otherwise
-  /// (for example ENOTDIR when the container is a file, EACCES when a directory on the way may
-  /// not be searched).
+  /// The failure for a mailbox ``exists(_:)`` did not find. Not there is ``ExitStatus/noInput``
+  /// (66): the path does not exist (ENOENT), a component of it is a file (ENOTDIR), or it is
+  /// not a directory. Any other lstat(2) failure means the mailbox may well be there but cannot
+  /// be reached, ``ExitStatus/unavailable`` (69) naming the errno, as opening it would be: for
+  /// example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
   static func missing(_ location: Location) -> CommandFailure {
     let path = location.directory.path
     var info = stat()
@@ -172,16 +173,22 @@ enum MailboxOptions {
       return CommandFailure(.noInput, "no such mailbox: \(path) is not a directory")
     }
     let cause = Errno.current
-    guard cause != .noSuchFileOrDirectory else {
+    switch cause {
+    case .noSuchFileOrDirectory:
       return CommandFailure(.noInput, "no such mailbox: \(path)")
+    case .notDirectory:
+      return CommandFailure(
+        .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
+    default:
+      return CommandFailure(
+        .unavailable, "cannot open the mailbox at \(path): lstat failed: \(cause.explanation)")
     }
-    return CommandFailure(
-      .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
   }
 
   /// Opens the mailbox the arguments name for reading only: nothing is created, opened for
   /// writing or given another mode (a read-only file system, a user who may only read). A
-  /// namespace directory that does not exist is ``ExitStatus/noInput`` (66).
+  /// namespace directory that does not exist is ``ExitStatus/noInput`` (66), one that cannot
+  /// be reached ``ExitStatus/unavailable`` (69; see ``missing(_:)``).
   static func openForReading(_ arguments: ParsedArguments) throws -> (
     AppGroupMailboxInspector, Location
   ) {
@@ -200,7 +207,8 @@ enum MailboxOptions {
 
   /// Opens the mailbox the arguments name for reading and writing, creating it when missing
   /// (with the settings options given, else the defaults). With `mustExist`, a namespace
-  /// directory that does not exist is ``ExitStatus/noInput`` (66) and nothing is created. An
+  /// directory that does not exist is ``ExitStatus/noInput`` (66), one that cannot be reached
+  /// ``ExitStatus/unavailable`` (69; see ``missing(_:)``), and nothing is created. An
   /// existing mailbox keeps its stored settings and modes.
   static func open(
     _ arguments: ParsedArguments, mustExist: Bool,

@@ -202,7 +202,7 @@ import Testing
     #expect(try run("ack", container, [token]).status == 0)
   }
 
-  @Test func `Claim releases what it could not print and exits 74`() throws {
+  @Test func `Claim puts back what it could not print, uncounted, and exits 74`() throws {
     let container = try TemporaryContainer()
     try enqueue(container, 3)
     let result = try Mailboxctl.runWithoutReader(
@@ -210,10 +210,12 @@ import Testing
     #expect(result.status == 74)
     #expect(
       result.stderr
-        == "mailboxctl: error: claim: writing stdout failed: Broken pipe (errno 32); released "
-        + "the 3 of 3 claimed messages not printed\n")
+        == "mailboxctl: error: claim: writing stdout failed: Broken pipe (errno 32); put back "
+        + "the 3 of 3 claimed messages not printed, their delivery not counted\n")
     #expect(container.names("claimed").isEmpty)
-    #expect(try claim(container, ["--limit", "5"]).map(\.message) == [1, 2, 3])
+    let again = try claim(container, ["--limit", "5"])
+    #expect(again.map(\.message) == [1, 2, 3])
+    #expect(again.map(\.deliveryCount) == [1, 1, 1])
   }
 
   @Test func `Nothing pending prints nothing and exits 0; a missing mailbox exits 66`() throws {

@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Small promises of mailboxctl(1) and `--help` held to the letter: the exit status of an
+/// `--output` file that cannot be opened, a negative number as an option's value, and
+/// `events --json`.
+@Suite struct CLIDocumentedUsageTests {
+  @Test func `An --output file that cannot be opened exits 74 and claims nothing`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 1)
+    let target = container.url.appendingPathComponent("absent/dir/f").path
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--output", target])
+    #expect(result.status == 74)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: drain: --output: cannot open \(target): No such file or directory "
+        + "(errno 2)\n")
+    let pending = try container.rawMailbox().inspector.entries(in: [.pending])
+    #expect(pending.map(\.deliveryCount) == [0])
+  }
+
+  @Test func `A number that begins with '-' is a value; any other such value needs --name=`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let stored = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "-1"])
+    #expect(stored.status == 0, "\(stored.stderr)")
+    let refused = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "-x"])
+    #expect(refused.status == 64)
+    #expect(
+      refused.stderr.hasPrefix(
+        "mailboxctl: error: enqueue: --data needs a value (--data JSON; write --data=JSON for a "
+          + "value that begins with '-')"))
+    let drained = try Mailboxctl.run(["drain"] + container.arguments())
+    #expect(try jsonLines(drained.stdout).map { $0["message"] as? Int } == [-1])
+  }
+
+  @Test func `events --json is accepted: its output is always JSON Lines`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let events = try Mailboxctl.start(["events"] + container.arguments() + ["--json"])
+    #expect(
+      waitUntil(deadline: 30) {
+        events.stderr.contains("events: following") || !events.process.isRunning
+      })
+    try #require(events.process.isRunning, "\(events.stderr)")
+    try container.rawMailbox().enqueue(Data("1".utf8))
+    #expect(waitUntil(deadline: 30) { events.stdout.contains("\n") })
+    events.signal(SIGTERM)
+    let finished = try events.finish()
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(try jsonLines(finished.stdout).first?["event"] as? String == "enqueued")
+    let help = try Mailboxctl.run(["events", "--help"])
+    #expect(help.stdout.contains("--json"))
+  }
+}

@@ -30,13 +30,15 @@ let migrateCommand = Subcommand(
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages move to
       quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue (the limit
-      options set them only when migrate creates the mailbox; or run mailboxctl create first):
-      a message larger than maxPayloadBytes with this format's header, or more messages than
-      maxMessages, stops the run (exit 65 or 75); raise it with mailboxctl config and run again.
-      Messages keep their enqueue dates, so one older than the mailbox's messageLifetime
-      (default one day) expires at the next claim: give the mailbox a longer lifetime first.
-      Prints imported, already present and quarantined counts (JSON: {"imported",
-      "alreadyPresent", "quarantined"}).
+      options set them only when migrate creates the mailbox; or run mailboxctl create first).
+      A message larger than maxPayloadBytes with this format's header, or more
+      messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
+      and run again. Messages keep their enqueue dates: one already as old as the mailbox's
+      messageLifetime (default one day) is not imported and its old file stays (exit 65, with
+      the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again); give
+      the lifetime room for the time consumers take, as a message expires once its age reaches
+      it. Prints the imported, already present, expired (left in place) and quarantined counts
+      (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}).
       """),
   run: { arguments in
     if let mutations = try arguments.integer("--crash-after-mutations", in: 0...1_000_000) {
@@ -59,8 +61,31 @@ let migrateCommand = Subcommand(
     }
     let rows: [(String, Int)] = [
       ("imported", report.imported), ("alreadyPresent", report.alreadyPresent),
-      ("quarantined", report.quarantined),
+      ("expired", report.expired), ("quarantined", report.quarantined),
     ]
     try Output.counts(rows, json: arguments.flag("--json"), column: 16)
+    if let oldest = report.oldestExpired {
+      throw expiredFailure(
+        report.expired, oldest: oldest, lifetime: mailbox.settings.messageLifetime,
+        location: MailboxOptions.locationArguments(arguments))
+    }
     return .success
   })
+
+/// The failure (``ExitStatus/dataError``, 65) for `count` messages not imported because their
+/// enqueue dates, the oldest `oldest`, are already `lifetime` seconds old; it names a lifetime
+/// that imports them with a day to spare, rounded up to whole days (at most the 1e9 s that
+/// --message-lifetime takes).
+private func expiredFailure(_ count: Int, oldest: Date, lifetime: Double, location: String)
+  -> CommandFailure
+{
+  let age = max(Date().timeIntervalSince(oldest), 0)
+  let days = min((age / 86_400).rounded(.up) + 1, 11_574)
+  return CommandFailure(
+    .dataError,
+    "\(count) message\(count == 1 ? " is" : "s are") older than the mailbox's message lifetime "
+      + "(\(Drainer.format(seconds: lifetime)) s) and would expire at once: not imported, "
+      + "\(count == 1 ? "its old file stays" : "their old files stay"); raise the lifetime "
+      + "(the oldest is \(Int(age)) s old), for example 'mailboxctl config\(location) "
+      + "--message-lifetime \(Int(days) * 86_400)', and run migrate again")
+}

@@ -101,6 +101,16 @@ extension AppGroupRawMailbox {
     return report
   }
 
+  /// The number of old-format files (pending, claimed and quarantined, see ``LegacyEntry``) in
+  /// the namespace directory at `directory`, which ``migrateLegacySpool(messageType:)``
+  /// converts; 0 when there are none or the directory cannot be listed. Only reads the
+  /// directory (nothing is opened for writing or followed below it); safe from any thread.
+  /// - Complexity: O(n) in the directory's entries.
+  package static func legacySpoolFileCount(in directory: URL) -> Int {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    return names.filter { LegacyEntry(name: $0) != nil }.count
+  }
+
   /// The old-format entries of the namespace directory.
   private func legacyEntries(_ directory: Int32) throws -> [LegacyEntry] {
     try mapIO("migrate") { try Syscall.list(directory) }.compactMap { entry in

@@ -226,6 +226,50 @@ import Testing
     try Self.expectConverted(container)
   }
 
+  @Test func `create on an unconverted directory sets the lifetime migrate then uses`() throws {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let created = try Mailboxctl.run(["create"] + container.arguments() + Self.longLived)
+    #expect(created.status == 0, "\(created.stderr)")
+    #expect(created.stderr.contains("mailboxctl migrate"))
+    let migrated = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(migrated.status == 0, "\(migrated.stderr)")
+    #expect(migrated.stderr.isEmpty)
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Limit options given to migrate on an unconverted directory apply, and it says so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let migrated = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
+    #expect(migrated.status == 0)
+    #expect(!migrated.stderr.contains("ignored"))
+    #expect(migrated.stderr.contains("--message-lifetime only set the settings of a mailbox"))
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Other commands on an unconverted directory point to migrate and create nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let commands: [[String]] = [
+      ["drain", "--exec", "true"], ["status"], ["list"], ["enqueue", "--data", "1"], ["claim"],
+    ]
+    for command in commands {
+      let result = try Mailboxctl.run(
+        [command[0]] + container.arguments() + command.dropFirst())
+      #expect(result.status == 69, "\(command): \(result.stderr)")
+      #expect(result.stderr.contains("run 'mailboxctl migrate"), "\(command): \(result.stderr)")
+    }
+    let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")
+    #expect(!FileManager.default.fileExists(atPath: namespace.appendingPathComponent("state").path))
+    #expect(!FileManager.default.fileExists(atPath: container.area("pending").path))
+    #expect(try Self.legacyNames(container).count == Self.oldMessageFiles + 2)
+  }
+
   @Test func `The message member is found byte for byte whatever the member order`() {
     let cases: [(String, String?)] = [
       (#"{"id":"x","message":{"a":[1,"]}"]},"enqueuedAt":1}"#, #"{"a":[1,"]}"]}"#),

@@ -6,14 +6,15 @@ enum ExitStatus: Int32, Sendable {
   case success = 0
   /// EX_USAGE: a wrong command line.
   case usage = 64
-  /// EX_DATAERR: input that is not JSON, a bad date, a message too large, or a message `cancel`
-  /// found in quarantine.
+  /// EX_DATAERR: input that is not JSON, a bad date, a message too large, a message `cancel`
+  /// found in quarantine, or messages `migrate` left in place as older than the lifetime.
   case dataError = 65
   /// EX_NOINPUT: no such mailbox (also when it is removed while watched), no such message, a
   /// claim token whose claim no longer exists, or standard input cannot be read.
   case noInput = 66
   /// EX_UNAVAILABLE: the container or the mailbox cannot be opened or reached (permission
-  /// denied...), the --exec or --coprocess program was not found, or the --coprocess handler
+  /// denied...), the namespace directory holds files of the old format that `migrate` has not
+  /// converted, the --exec or --coprocess program was not found, or the --coprocess handler
   /// kept ending without an answer.
   case unavailable = 69
   /// EX_SOFTWARE: an internal error (a demo check that failed).

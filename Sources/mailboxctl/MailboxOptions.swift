@@ -161,6 +161,51 @@ enum MailboxOptions {
     return lstat(location.directory.path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
   }
 
+  /// Whether the namespace directory holds a mailbox of this format, made or being made: its
+  /// `state` or `settings` file exists (a directory holding only a spool of the old format
+  /// holds none).
+  static func hasMailbox(_ location: Location) -> Bool {
+    var info = stat()
+    return ["state", "settings"].contains {
+      lstat(location.directory.appendingPathComponent($0).path, &info) == 0
+    }
+  }
+
+  /// Whether the mailbox stores its settings (its `settings` file exists): an opener's settings
+  /// options then do not apply.
+  static func storesSettings(_ location: Location) -> Bool {
+    var info = stat()
+    return lstat(location.directory.appendingPathComponent("settings").path, &info) == 0
+  }
+
+  /// The number of files of the old format (a spool of the Apple package, which `migrate`
+  /// converts) in the namespace directory.
+  static func legacyFiles(_ location: Location) -> Int {
+    AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
+  }
+
+  /// The failure (``ExitStatus/unavailable``, 69) of a command other than `migrate`, `create`
+  /// and `config` on a namespace directory that still holds files of the old format: this
+  /// format would not see their messages, so nothing is opened or created beside them.
+  static func unconverted(_ location: Location, _ arguments: ParsedArguments, files: Int)
+    -> CommandFailure
+  {
+    CommandFailure(
+      .unavailable,
+      "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "
+        + "(AppGroupMailbox on Apple platforms) that this command would not see: run "
+        + "'mailboxctl migrate\(locationArguments(arguments))' first (see 'mailboxctl migrate "
+        + "--help')")
+  }
+
+  /// Throws ``unconverted(_:_:files:)`` when the namespace directory holds old-format files.
+  static func refuseUnconverted(_ location: Location, _ arguments: ParsedArguments)
+    throws(CommandFailure)
+  {
+    let files = legacyFiles(location)
+    if files > 0 { throw unconverted(location, arguments, files: files) }
+  }
+
   /// The failure for a mailbox ``exists(_:)`` did not find. Not there is ``ExitStatus/noInput``
   /// (66): the path does not exist (ENOENT), a component of it is a file (ENOTDIR), or it is
   /// not a directory. Any other lstat(2) failure means the mailbox may well be there but cannot
@@ -188,13 +233,16 @@ enum MailboxOptions {
   /// Opens the mailbox the arguments name for reading only: nothing is created, opened for
   /// writing or given another mode (a read-only file system, a user who may only read). A
   /// namespace directory that does not exist is ``ExitStatus/noInput`` (66), one that cannot
-  /// be reached ``ExitStatus/unavailable`` (69; see ``missing(_:)``).
-  static func openForReading(_ arguments: ParsedArguments) throws -> (
-    AppGroupMailboxInspector, Location
-  ) {
+  /// be reached ``ExitStatus/unavailable`` (69; see ``missing(_:)``); one that holds files of
+  /// the old format is ``unconverted(_:_:files:)`` (69) unless `unconverted` allows it and a
+  /// mailbox of this format is there too.
+  static func openForReading(_ arguments: ParsedArguments, unconverted: Bool = false) throws
+    -> (AppGroupMailboxInspector, Location)
+  {
     let location = try location(arguments)
     _ = try limits(arguments)
     guard exists(location) else { throw missing(location) }
+    if !unconverted || !hasMailbox(location) { try refuseUnconverted(location, arguments) }
     noteIgnoredSettings(arguments, creating: false)
     do {
       let inspector = try AppGroupMailboxInspector(
@@ -208,10 +256,12 @@ enum MailboxOptions {
   /// Opens the mailbox the arguments name for reading and writing, creating it when missing
   /// (with the settings options given, else the defaults). With `mustExist`, a namespace
   /// directory that does not exist is ``ExitStatus/noInput`` (66), one that cannot be reached
-  /// ``ExitStatus/unavailable`` (69; see ``missing(_:)``), and nothing is created. An
-  /// existing mailbox keeps its stored settings and modes.
+  /// ``ExitStatus/unavailable`` (69; see ``missing(_:)``), and nothing is created. A namespace
+  /// directory that holds files of the old format is ``unconverted(_:_:files:)`` (69) and
+  /// nothing is created, unless `unconverted` (`migrate`). An existing mailbox keeps its
+  /// stored settings and modes; the settings options apply when it stores none yet.
   static func open(
-    _ arguments: ParsedArguments, mustExist: Bool,
+    _ arguments: ParsedArguments, mustExist: Bool, unconverted: Bool = false,
     diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)? = nil
   ) throws -> (AppGroupRawMailbox, Location) {
     let location = try location(arguments)
@@ -219,7 +269,8 @@ enum MailboxOptions {
     let overflow = try overflow(arguments)
     let existed = exists(location)
     if mustExist, !existed { throw missing(location) }
-    noteIgnoredSettings(arguments, creating: !existed)
+    if existed, !unconverted { try refuseUnconverted(location, arguments) }
+    noteIgnoredSettings(arguments, creating: !existed || !storesSettings(location))
     let forward: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in
       if case .storedSettingsApplied = event { return }
       diagnostic?(event)

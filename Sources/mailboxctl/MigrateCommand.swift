@@ -29,20 +29,25 @@ let migrateCommand = Subcommand(
       changes nothing; run it again before starting consumers (acknowledged ids leave no
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages move to
-      quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue (the limit
-      options set them only when migrate creates the mailbox; or run mailboxctl create first):
-      a message larger than maxPayloadBytes with this format's header, or more messages than
-      maxMessages, stops the run (exit 65 or 75); raise it with mailboxctl config and run again.
-      Messages keep their enqueue dates, so one older than the mailbox's messageLifetime
-      (default one day) expires at the next claim: give the mailbox a longer lifetime first.
-      Prints imported, already present and quarantined counts (JSON: {"imported",
-      "alreadyPresent", "quarantined"}).
+      quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue; when the
+      directory holds no mailbox of this format yet, migrate creates it with the limit options
+      given (--message-lifetime SECONDS...), else the defaults; or run mailboxctl create with
+      them first. A message larger than maxPayloadBytes with this format's header, or more
+      messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
+      and run again. Messages keep their enqueue dates: one already as old as the mailbox's
+      messageLifetime (default one day) is not imported and its old file stays (exit 65, with
+      the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again); give
+      the lifetime room for the time consumers take, as a message expires once its age reaches
+      it. Prints the imported, already present, expired (left in place) and quarantined counts
+      (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}). Until migrate has
+      converted every old file, the other commands refuse the directory (exit 69).
       """),
   run: { arguments in
     if let mutations = try arguments.integer("--crash-after-mutations", in: 0...1_000_000) {
       CrashPoint.arm(afterMutations: mutations)
     }
-    let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
+    let (mailbox, location) = try MailboxOptions.open(
+      arguments, mustExist: true, unconverted: true)
     let report: LegacyMigrationReport
     do {
       report = try mailbox.migrateLegacySpool(messageType: arguments.value("--type") ?? "")
@@ -59,8 +64,31 @@ let migrateCommand = Subcommand(
     }
     let rows: [(String, Int)] = [
       ("imported", report.imported), ("alreadyPresent", report.alreadyPresent),
-      ("quarantined", report.quarantined),
+      ("expired", report.expired), ("quarantined", report.quarantined),
     ]
     try Output.counts(rows, json: arguments.flag("--json"), column: 16)
+    if let oldest = report.oldestExpired {
+      throw expiredFailure(
+        report.expired, oldest: oldest, lifetime: mailbox.settings.messageLifetime,
+        location: MailboxOptions.locationArguments(arguments))
+    }
     return .success
   })
+
+/// The failure (``ExitStatus/dataError``, 65) for `count` messages not imported because their
+/// enqueue dates, the oldest `oldest`, are already `lifetime` seconds old; it names a lifetime
+/// that imports them with a day to spare, rounded up to whole days (at most the 1e9 s that
+/// --message-lifetime takes).
+private func expiredFailure(_ count: Int, oldest: Date, lifetime: Double, location: String)
+  -> CommandFailure
+{
+  let age = max(Date().timeIntervalSince(oldest), 0)
+  let days = min((age / 86_400).rounded(.up) + 1, 11_574)
+  return CommandFailure(
+    .dataError,
+    "\(count) message\(count == 1 ? " is" : "s are") older than the mailbox's message lifetime "
+      + "(\(Drainer.format(seconds: lifetime)) s) and would expire at once: not imported, "
+      + "\(count == 1 ? "its old file stays" : "their old files stay"); raise the lifetime "
+      + "(the oldest is \(Int(age)) s old), for example 'mailboxctl config\(location) "
+      + "--message-lifetime \(Int(days) * 86_400)', and run migrate again")
+}

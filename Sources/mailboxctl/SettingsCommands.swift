@@ -11,12 +11,14 @@ let createCommand = Subcommand(
     The settings are stored in the mailbox (its settings file, docs/FORMAT.md) and every
     producer and consumer follows them; no other command needs them again. 'mailboxctl
     config' shows and changes them. Prints the settings stored. Exit status 73 when the
-    mailbox already exists (nothing is changed).
+    mailbox already exists (nothing is changed). A namespace directory that holds only a spool
+    of the old format (AppGroupMailbox on Apple platforms) gets the mailbox beside it: run
+    'mailboxctl migrate' next to convert it under these settings.
     """,
   run: { arguments in
     let location = try MailboxOptions.location(arguments)
     let wanted = try MailboxOptions.settings(arguments, over: AppGroupMailboxSettings())
-    if MailboxOptions.exists(location) {
+    if MailboxOptions.hasMailbox(location) {
       throw CommandFailure(
         .cannotCreate,
         "a mailbox already exists at \(location.directory.path); 'mailboxctl config' shows "
@@ -41,6 +43,11 @@ let createCommand = Subcommand(
           + "settings; 'mailboxctl config' shows them")
     }
     try printSettings(stored, location, json: arguments.flag("--json"))
+    if MailboxOptions.legacyFiles(location) > 0 {
+      Output.note(
+        "note: \(location.directory.path) holds files of the old format: convert them with "
+          + "'mailboxctl migrate\(MailboxOptions.locationArguments(arguments))'")
+    }
     return .success
   }
 )
@@ -67,7 +74,8 @@ let configCommand = Subcommand(
     let changes = MailboxOptions.givenSettings(arguments)
     let json = arguments.flag("--json")
     if changes.isEmpty {
-      let (inspector, location) = try MailboxOptions.openForReading(arguments)
+      let (inspector, location) = try MailboxOptions.openForReading(
+        arguments, unconverted: true)
       try printSettings(inspector.settings, location, json: json)
       return .success
     }

@@ -34,11 +34,12 @@ let topLevelHelp: String = {
   }
   lines += [
     "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
-    "Exit status: 0 ok, 64 usage, 65 bad data (cancel: the message is in quarantine), 66 no",
-    "such mailbox, message or claim (or unreadable input), 69 unavailable (or handler not found",
-    "or not executable), 70 internal check failed (demo), 71 cannot start a handler otherwise,",
-    "73 mailbox already exists, 74 I/O error, 75 temporary failure (full, handler failed,",
-    "cancel: the message is claimed), 76 handler's greeting refused, 130 interrupted.",
+    "Exit status: 0 ok, 64 usage, 65 bad data (cancel: the message is in quarantine; migrate:",
+    "messages older than the lifetime left in place), 66 no such mailbox, message or claim (or",
+    "unreadable input), 69 unavailable (or handler not found or not executable, or a directory",
+    "migrate has not converted), 70 internal check failed (demo), 71 cannot start a handler",
+    "otherwise, 73 mailbox already exists, 74 I/O error, 75 temporary failure (full, handler",
+    "failed, cancel: the message is claimed), 76 handler's greeting refused, 130 interrupted.",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()

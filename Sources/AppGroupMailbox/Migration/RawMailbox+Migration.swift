@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Glibc
 
 /// What ``AppGroupRawMailbox/migrateLegacySpool(messageType:)`` did.
@@ -7,6 +7,12 @@ package struct LegacyMigrationReport: Sendable, Equatable {
   package var imported = 0
   /// Messages whose id this mailbox already held (an earlier, interrupted run wrote them).
   package var alreadyPresent = 0
+  /// Messages whose enqueue date (kept on import) is already the mailbox's `messageLifetime`
+  /// old: nothing was written for them and their old files stay where they are, so no message
+  /// is lost. Raise the lifetime above the age of ``oldestExpired`` and run again to import them.
+  package var expired = 0
+  /// The enqueue date of the oldest message counted in ``expired``; nil when there is none.
+  package var oldestExpired: Date?
   /// Old quarantined files and entries that were not readable messages, moved into
   /// `quarantine/` (reason `foreign`).
   package var quarantined = 0
@@ -30,12 +36,15 @@ extension AppGroupRawMailbox {
   /// the old order (`enqueuedAt`, then pending name) with their id and `enqueuedAt` and the type
   /// tag `messageType`: a pending file with delivery count 0, a claimed one with 1 (it was handed
   /// out and not finished; the old holder's acknowledge then finds nothing). Each old file is
-  /// deleted only after its message was written and flushed; an import finds the id already
-  /// present after an interrupted run and writes nothing, so a run killed at any point and run
-  /// again neither loses nor duplicates a message, provided no consumer acknowledged an imported
-  /// message in between (the mailbox keeps no tombstones: its old file would be imported
-  /// again). Old quarantined files and entries that are not
-  /// readable messages go to `quarantine/` as they are (never followed or opened).
+  /// deleted only after its message was written and flushed (or found already present). A
+  /// message whose enqueue date is already `messageLifetime` old is not written (it would only
+  /// expire) and its old file stays, counted in ``LegacyMigrationReport/expired``: raise the
+  /// lifetime and run again. An import finds the id already present after an interrupted run
+  /// and writes nothing, so a run killed at any point and run again neither loses nor
+  /// duplicates a message, provided no consumer acknowledged an imported message in between
+  /// (the mailbox keeps no tombstones: its old file would be imported again). Old quarantined
+  /// files and entries that are not readable messages go to `quarantine/` as they are (never
+  /// followed or opened).
   ///
   /// - Throws: ``LegacyMigrationError``; ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
   ///   or ``AppGroupMailboxError/mailboxFull`` (raise the limits and run again: what was imported
@@ -64,16 +73,42 @@ extension AppGroupRawMailbox {
     }
     for (entry, message) in messages {
       let date = Date(timeIntervalSinceReferenceDate: message.enqueuedAt)
+      var written: [AppGroupMailboxDiagnostic] = []
       let outcome = try spool.enqueue(
         payload: message.payload, id: message.id, messageType: messageType,
         explicitMicros: date.timeIntervalSince1970.microseconds, unique: true,
-        attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &diagnostics)
-      if outcome == .duplicate { report.alreadyPresent += 1 } else { report.imported += 1 }
+        attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &written)
+      // The old file goes only when the message is in this mailbox: written now, or by an
+      // earlier run.
+      switch outcome {
+      case .published, .delayed, .replaced: report.imported += 1
+      case .duplicate: report.alreadyPresent += 1
+      case .expired:
+        // Nothing written and nothing removed (so no `expiredMessageRemoved`): the old file
+        // stays for a run with a longer lifetime.
+        report.expired += 1
+        report.oldestExpired = min(report.oldestExpired ?? date, date)
+        continue
+      case .kept:
+        // Needs a key, which a migration never passes; nothing was written: keep the old file.
+        continue
+      }
+      diagnostics += written
       try mapIO("migrate") { try Syscall.unlink(directory, entry.name) }
     }
     try mapIO("migrate") { try spool.flushDirectory(directory) }
     if report.imported > 0 { spool.configuration.onPending?() }
     return report
+  }
+
+  /// The number of old-format files (pending, claimed and quarantined, see ``LegacyEntry``) in
+  /// the namespace directory at `directory`, which ``migrateLegacySpool(messageType:)``
+  /// converts; 0 when there are none or the directory cannot be listed. Only reads the
+  /// directory (nothing is opened for writing or followed below it); safe from any thread.
+  /// - Complexity: O(n) in the directory's entries.
+  package static func legacySpoolFileCount(in directory: URL) -> Int {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    return names.filter { LegacyEntry(name: $0) != nil }.count
   }
 
   /// The old-format entries of the namespace directory.

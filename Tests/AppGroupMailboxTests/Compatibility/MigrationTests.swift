@@ -56,10 +56,13 @@ import Testing
     let first = try Mailboxctl.run(
       ["migrate"] + container.arguments() + Self.longLived + ["--json"])
     #expect(first.status == 0)
-    #expect(first.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"quarantined\":2}\n")
+    #expect(
+      first.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":2}\n")
     let again = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
     #expect(again.status == 0)
-    #expect(again.stdout == "imported:        0\nalreadyPresent:  0\nquarantined:     0\n")
+    #expect(
+      again.stdout
+        == "imported:        0\nalreadyPresent:  0\nexpired:         0\nquarantined:     0\n")
     try Self.expectConverted(container)
   }
 
@@ -159,11 +162,112 @@ import Testing
     let result = try Mailboxctl.run(
       ["migrate"] + container.arguments() + Self.longLived + ["--json"])
     #expect(result.status == 0)
-    #expect(result.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"quarantined\":0}\n")
+    #expect(
+      result.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":0}\n")
     #expect(
       !FileManager.default.fileExists(
         atPath: container.url.appendingPathComponent("AppGroupMailbox/jobs/.mailbox.lock").path))
     #expect(container.names("pending").count == 1)
+  }
+
+  /// The fixture's old message files (the two that are not messages excluded).
+  static let oldMessageFiles = 5
+
+  @Test func `Messages older than the lifetime are counted as expired and their old files stay`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    // One day and 1.5 s after the fixture's base: C, A and B are a day old, D and E are not.
+    let clock = FixtureTests.clock(at: 1_767_225_600_000_000 + 86_401_500_000)
+    let diagnostics = DiagnosticRecorder()
+    let mailbox = try AppGroupRawMailbox(
+      containerURL: container.url, namespace: "jobs", limits: .init(),
+      overflowPolicy: .rejectNewest,
+      diagnostic: { diagnostics.record($0) }, durability: .full, permissions: .private,
+      clock: clock.mailboxClock)
+    let first = try mailbox.migrateLegacySpool()
+    var expected = LegacyMigrationReport()
+    expected.imported = 2
+    expected.expired = 3
+    expected.oldestExpired = Date(timeIntervalSinceReferenceDate: Self.expected[0].seconds)
+    expected.quarantined = 2
+    #expect(first == expected)
+    #expect(try Self.legacyNames(container).count == 3)
+    #expect(container.names("pending").count == 2)
+    #expect(diagnostics.count(.expiredMessageRemoved) == 0)
+    try mailbox.updateSettings { $0.messageLifetime = 100 * 365 * 86_400 }
+    var second = LegacyMigrationReport()
+    second.imported = 3
+    #expect(try mailbox.migrateLegacySpool() == second)
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Migrate with too short a lifetime deletes nothing, exits 65 and says what to do`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let refused = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(refused.status == 65)
+    #expect(
+      refused.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"expired\":5,\"quarantined\":2}\n")
+    #expect(refused.stderr.contains("older than the mailbox's message lifetime (86400 s)"))
+    #expect(refused.stderr.contains("mailboxctl config"))
+    #expect(try Self.legacyNames(container).count == Self.oldMessageFiles)
+    #expect(container.names("pending").isEmpty)
+    let raised = try Mailboxctl.run(
+      ["config"] + container.arguments() + ["--message-lifetime", "315360000"])
+    #expect(raised.status == 0)
+    let again = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(again.status == 0, "\(again.stderr)")
+    #expect(
+      again.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":0}\n")
+    try Self.expectConverted(container)
+  }
+
+  @Test func `create on an unconverted directory sets the lifetime migrate then uses`() throws {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let created = try Mailboxctl.run(["create"] + container.arguments() + Self.longLived)
+    #expect(created.status == 0, "\(created.stderr)")
+    #expect(created.stderr.contains("mailboxctl migrate"))
+    let migrated = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(migrated.status == 0, "\(migrated.stderr)")
+    #expect(migrated.stderr.isEmpty)
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Limit options given to migrate on an unconverted directory apply, and it says so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let migrated = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
+    #expect(migrated.status == 0)
+    #expect(!migrated.stderr.contains("ignored"))
+    #expect(migrated.stderr.contains("--message-lifetime only set the settings of a mailbox"))
+    try Self.expectConverted(container)
+  }
+
+  @Test func `Other commands on an unconverted directory point to migrate and create nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let commands: [[String]] = [
+      ["drain", "--exec", "true"], ["status"], ["list"], ["enqueue", "--data", "1"], ["claim"],
+    ]
+    for command in commands {
+      let result = try Mailboxctl.run(
+        [command[0]] + container.arguments() + command.dropFirst())
+      #expect(result.status == 69, "\(command): \(result.stderr)")
+      #expect(result.stderr.contains("run 'mailboxctl migrate"), "\(command): \(result.stderr)")
+    }
+    let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")
+    #expect(!FileManager.default.fileExists(atPath: namespace.appendingPathComponent("state").path))
+    #expect(!FileManager.default.fileExists(atPath: container.area("pending").path))
+    #expect(try Self.legacyNames(container).count == Self.oldMessageFiles + 2)
   }
 
   @Test func `The message member is found byte for byte whatever the member order`() {

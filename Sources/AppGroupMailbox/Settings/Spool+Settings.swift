@@ -7,7 +7,7 @@ struct SettingsCache: Sendable {
   var settings: AppGroupMailboxSettings
   /// Inode, size and times of the file read (the stamp that identifies a pending file's
   /// content, reused); nil when there was none.
-  var stamp: PendingStamp?
+  var stamp: FileStamp?
   /// Whether the settings came from the mailbox's file (false: the opener's, in memory).
   var stored: Bool { stamp != nil }
 }
@@ -83,7 +83,7 @@ extension Spool {
         "settings: larger than \(SettingsText.maxBytes) bytes")
     }
     do {
-      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: PendingStamp(info))
+      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: FileStamp(info))
     } catch .futureFormat(let format) {
       throw AppGroupMailboxError.invalidLimit("settings format \(format)")
     } catch .unreadable(let why) {
@@ -137,7 +137,7 @@ extension Spool {
     } catch {
       return false
     }
-    let current = PendingStamp(info)
+    let current = FileStamp(info)
     guard current != settingsCache.withLock({ $0.stamp }) else { return true }
     guard let fresh = try? Self.readSettings(directories.namespace) else { return false }
     settingsCache.withLock { $0 = fresh }

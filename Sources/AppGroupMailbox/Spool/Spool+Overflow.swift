@@ -35,7 +35,7 @@ extension Spool {
     }
     var valid: [(PendingName, DirectoryEntry)] = []
     var contained = 0
-    var verified: [String: PendingStamp] = [:]
+    var verified: [String: FileStamp] = [:]
     let known = verifiedPending.withLock { $0 }
     for (name, entry) in names {
       switch inspectPending(name, entry, known: known) {
@@ -96,7 +96,7 @@ extension Spool {
     case young
     /// A hard link older than ``Spool/linkedEntryGrace``.
     case linked
-    case valid(PendingStamp)
+    case valid(FileStamp)
     case invalid(QuarantineReason)
   }
 
@@ -106,7 +106,7 @@ extension Spool {
   /// type is some consumer's, and eviction ignores types). An entry whose stamp is in `known`
   /// was checked before and is not read again.
   private func inspectPending(
-    _ name: PendingName, _ entry: DirectoryEntry, known: [String: PendingStamp]
+    _ name: PendingName, _ entry: DirectoryEntry, known: [String: FileStamp]
   ) -> PendingInspection {
     guard let info = try? Syscall.lstat(directories.pending, entry.name) else { return .gone }
     switch look(at: info, clock: now) {
@@ -115,7 +115,7 @@ extension Spool {
     case .youngLink: return .young
     case .oldLink: return .linked
     }
-    let stamp = PendingStamp(info)
+    let stamp = FileStamp(info)
     if known[entry.name] == stamp { return .valid(stamp) }
     switch try? readMessage(
       directories.pending, entry.name, id: name.id, extent: .header, unchanged: stamp)
@@ -124,21 +124,5 @@ extension Spool {
     case nil, .failure(.vanished), .failure(.linked): return .gone
     case .failure(let reason): return .invalid(reason.quarantine)
     }
-  }
-}
-
-/// What identifies a checked pending file's content without reading it again: its inode, size,
-/// and modification and change times (a rewrite in place changes the size or the times).
-struct PendingStamp: Equatable, Sendable {
-  var inode: UInt64
-  var size: Int64
-  var modified: Int64
-  var changed: Int64
-
-  init(_ info: stat) {
-    inode = UInt64(info.st_ino)
-    size = Int64(info.st_size)
-    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-    changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
   }
 }

@@ -111,7 +111,7 @@ extension Spool {
   /// - Throws: ``SystemCallError`` as ``readEntry(_:_:limit:singleLink:extent:unchanged:)``.
   func readMessage(
     _ directory: Int32, _ name: some SystemName, id: UUID? = nil, checkType: Bool = false,
-    extent: ReadExtent = .whole, unchanged stamp: PendingStamp? = nil
+    extent: ReadExtent = .whole, unchanged stamp: FileStamp? = nil
   ) throws -> Result<CheckedMessage, ReadFailure> {
     try readEntry(directory, name, extent: extent, unchanged: stamp).flatMap { info, bytes in
       let header: EnvelopeHeader
@@ -172,7 +172,7 @@ extension Spool {
   /// - Complexity: one open, one fstat, and reads of O(min(file size, limit)) bytes.
   func readEntry(
     _ directory: Int32, _ name: some SystemName, limit: Int? = nil, singleLink: Bool = true,
-    extent: ReadExtent = .whole, unchanged stamp: PendingStamp? = nil
+    extent: ReadExtent = .whole, unchanged stamp: FileStamp? = nil
   ) throws -> Result<(stat, FileBytes), ReadFailure> {
     let file: FileDescriptor
     do {
@@ -185,7 +185,7 @@ extension Spool {
     }
     let fd = file.rawValue
     let info = try file.status()
-    if let stamp, PendingStamp(info) != stamp { return .failure(.vanished) }
+    if let stamp, FileStamp(info) != stamp { return .failure(.vanished) }
     guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.unsafe) }
     guard !singleLink || info.st_nlink == 1 else { return .failure(.linked) }
     let size = Int(info.st_size)

@@ -42,7 +42,7 @@ final class Spool: Sendable {
   /// The newest implicit `enqueuedAt` this process has seen, to clamp before taking the lock.
   let newestImplicitSeen = Locked<Int64>(0)
   /// Pending files the last eviction found valid, by name (see ``makeRoom``).
-  let verifiedPending = Locked<[String: PendingStamp]>([:])
+  let verifiedPending = Locked<[String: FileStamp]>([:])
   /// The clock reading of the last sweep of `tmp/`.
   let lastTemporarySweep = Locked<Int64>(Int64.min)
   /// Counters a body of ``withStateLock(_:)`` already wrote with ``persist(_:)``, so the lock

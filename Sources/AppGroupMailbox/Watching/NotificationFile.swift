@@ -80,25 +80,6 @@ struct NotificationFile: Sendable {
     if permissions == .groupShared { try? Syscall.chmod(fd.rawValue, permissions.directoryMode) }
     return fd
   }
-
-  /// What polling compares: the file's inode and change and modification times.
-  struct Stamp: Equatable, Sendable {
-    var inode: UInt64
-    var modified: timespec
-    var changed: timespec
-
-    init(_ info: stat) {
-      inode = UInt64(info.st_ino)
-      modified = info.st_mtim
-      changed = info.st_ctim
-    }
-
-    static func == (lhs: Self, rhs: Self) -> Bool {
-      lhs.inode == rhs.inode && lhs.modified.tv_sec == rhs.modified.tv_sec
-        && lhs.modified.tv_nsec == rhs.modified.tv_nsec
-        && lhs.changed.tv_sec == rhs.changed.tv_sec && lhs.changed.tv_nsec == rhs.changed.tv_nsec
-    }
-  }
 }
 
 /// Posts a notification name after each enqueue, release and recovery (the mailbox's

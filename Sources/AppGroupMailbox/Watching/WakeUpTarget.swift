@@ -144,7 +144,7 @@ final class PendingAreaTarget: WakeUpTarget {
 final class NotificationTarget: WakeUpTarget {
   let file: NotificationFile
   private struct State {
-    var lastSeen: NotificationFile.Stamp?
+    var lastSeen: FileStamp?
     var scannedOnce = false
   }
   private let state = Locked(State())
@@ -185,7 +185,7 @@ final class NotificationTarget: WakeUpTarget {
   func scan() -> WakeUpStateMachine.Input {
     guard let directory = try? file.openDirectory() else { return .gone }
     let stamp = (try? Syscall.lstat(directory.rawValue, file.fileName)).map(
-      NotificationFile.Stamp.init)
+      FileStamp.init)
     directory.close()
     return state.withLock { state in
       defer {

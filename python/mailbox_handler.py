@@ -60,16 +60,19 @@ class DeadLetter(Exception):
 
 class Message:
     """One message: ``id`` (UUID text), ``delivery_count`` (1 on the first delivery),
-    ``enqueued_at`` (ISO 8601 text, UTC), ``message_type`` ("" when untyped) and ``message``
-    (the JSON value, parsed)."""
+    ``enqueued_at`` (ISO 8601 text, UTC), ``message_type`` ("" when untyped),
+    ``payload_version`` (the version of the message's encoded form its producer recorded, 1
+    unless it recorded another) and ``message`` (the JSON value, parsed)."""
 
-    __slots__ = ("id", "delivery_count", "enqueued_at", "message_type", "message")
+    __slots__ = ("id", "delivery_count", "enqueued_at", "message_type", "payload_version",
+                 "message")
 
     def __init__(self, fields):
         self.id = fields["id"]
         self.delivery_count = fields.get("deliveryCount", 1)
         self.enqueued_at = fields.get("enqueuedAt", "")
         self.message_type = fields.get("messageType", "")
+        self.payload_version = fields.get("payloadVersion", 1)
         self.message = fields.get("message")
 
     def __repr__(self):

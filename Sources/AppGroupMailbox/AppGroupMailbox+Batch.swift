@@ -44,7 +44,8 @@ extension AppGroupMailbox {
     defer { spool.emit(diagnostics) }
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let published = try spool.enqueueBatch(
-      payloads: payloads, ids: ids, messageType: messageType, level: level,
+      payloads: payloads, ids: ids, messageType: messageType, payloadVersion: payloadVersion,
+      level: level,
       diagnostics: &diagnostics)
     if published > 0 { spool.configuration.onPending?() }
     return ids

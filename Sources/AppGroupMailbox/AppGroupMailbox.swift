@@ -232,8 +232,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
     defer { spool.emit(diagnostics) }
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let outcome = try spool.enqueue(
-      payload: payload, id: id, messageType: messageType, explicitMicros: explicitMicros,
-      unique: unique, notBeforeMicros: notBeforeMicros, level: level, diagnostics: &diagnostics)
+      payload: payload, id: id, messageType: messageType, payloadVersion: payloadVersion,
+      explicitMicros: explicitMicros, unique: unique, notBeforeMicros: notBeforeMicros,
+      level: level, diagnostics: &diagnostics)
     if case .published = outcome { spool.configuration.onPending?() }
     return id
   }

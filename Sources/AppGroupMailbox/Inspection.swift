@@ -128,6 +128,14 @@ public struct AppGroupMailboxEnvelope: Sendable, Equatable, Hashable {
   public var messageType: String?
   /// The size in bytes of the encoded message after the header; nil when unreadable.
   public var messageBytes: Int?
+  /// The version of the message's encoded form (``AppGroupMailboxVersionedMessage``; the
+  /// header's `payloadVersion`, 1 when the header has none; see docs/FORMAT.md, "Payload
+  /// versions"); nil when unreadable (a Linux addition).
+  public var payloadVersion: Int?
+  /// The key of a keyed enqueue (``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:payloadVersion:priority:)``;
+  /// docs/FORMAT.md, "Keys"); nil for a message enqueued without one, or when unreadable (a
+  /// Linux addition).
+  public var key: String?
   /// The encoded message itself, only when asked for and readable.
   public var message: Data?
   /// Why the file is not a readable envelope; nil when it is (a Linux addition). One of

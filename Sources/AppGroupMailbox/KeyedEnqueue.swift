@@ -51,21 +51,30 @@ extension AppGroupRawMailbox {
   ///   - key: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`.
   ///   - onConflict: ``AppGroupMailboxKeyPolicy/keep`` or ``AppGroupMailboxKeyPolicy/replace``.
   ///   - messageType: The stored type tag; empty (the default) is untyped.
+  ///   - payloadVersion: The version of the message's encoded form recorded with it, 1 (the
+  ///     default) to ``AppGroupMailboxPayloadVersions/maximum``: a typed consumer decodes it only
+  ///     when that is its own ``AppGroupMailboxVersionedMessage/payloadVersion`` or one it has a
+  ///     migration for, and passes over it otherwise (docs/FORMAT.md, "Payload versions"). Any
+  ///     other value is refused with ``AppGroupMailboxError/invalidLimit(_:)`` naming
+  ///     `payloadVersion` and the range, nothing written.
   ///   - priority: The level (0 to 9, default 5) of a message this enqueue adds. A replacement
   ///     takes the pending message's name, so it keeps that message's level and place.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `key` for a key outside the
-  ///   rule, or `priority` for a level outside 0 to 9 (nothing written); otherwise as ``enqueue(_:id:enqueuedAt:messageType:priority:)``
+  ///   rule, `priority` for a level outside 0 to 9, or `payloadVersion` (nothing written);
+  ///   otherwise as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``
   ///   (``AppGroupMailboxError/mailboxFull`` only when a new message would be added: a
   ///   replacement or a kept one adds nothing).
   /// - Complexity: O(n) in the pending entries (their names are listed; no file is read).
   @discardableResult
   public func enqueue(
     _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String = "",
-    priority: Int = AppGroupMailboxPriority.default
+    payloadVersion: Int = 1, priority: Int = AppGroupMailboxPriority.default
   ) throws -> AppGroupMailboxKeyedOutcome {
+    let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     return try spool.enqueueKeyed(
-      payload, key: key, onConflict: onConflict, messageType: messageType, priority: priority)
+      payload, key: key, onConflict: onConflict, messageType: messageType,
+      payloadVersion: version, priority: priority)
   }
 }
 
@@ -76,7 +85,7 @@ extension AppGroupMailbox {
   public typealias KeyedOutcome = AppGroupMailboxKeyedOutcome
 
   /// Adds `message` under `key` so that at most one pending message has the key, as
-  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:priority:)`` describes.
+  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` describes.
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `key` for a key outside the rule;
   ///   otherwise as ``enqueue(_:priority:)``.
   /// - Complexity: O(n) in the pending entries (names only).
@@ -92,7 +101,8 @@ extension AppGroupMailbox {
       throw MailboxError.encodingFailure
     }
     return try spool.enqueueKeyed(
-      payload, key: key, onConflict: onConflict, messageType: messageType, priority: priority)
+      payload, key: key, onConflict: onConflict, messageType: messageType,
+      payloadVersion: payloadVersion, priority: priority)
   }
 }
 
@@ -100,7 +110,7 @@ extension Spool {
   /// The keyed enqueue behind both mailboxes' public ones.
   func enqueueKeyed(
     _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String,
-    priority: Int
+    payloadVersion: Int, priority: Int
   ) throws -> AppGroupMailboxKeyedOutcome {
     let level = try AppGroupMailboxPriority.validated(priority)
     guard KeyRequest.isValid(key) else {
@@ -112,7 +122,8 @@ extension Spool {
     defer { emit(diagnostics) }
     try sweepIfDue(diagnostics: &diagnostics)
     let outcome = try enqueue(
-      payload: payload, id: id, messageType: messageType, explicitMicros: nil, unique: false,
+      payload: payload, id: id, messageType: messageType, payloadVersion: payloadVersion,
+      explicitMicros: nil, unique: false,
       key: KeyRequest(key: key, replace: onConflict == .replace), level: level,
       diagnostics: &diagnostics)
     switch outcome {

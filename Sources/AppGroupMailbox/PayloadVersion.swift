@@ -6,7 +6,9 @@ import MailboxLocks
 /// Adopt it when a type's encoded form changes in a way older code must not decode (a field
 /// renamed, its meaning changed), and raise ``payloadVersion``. A type that does not adopt it
 /// has payload version 1. Every message records the payload version of the type that enqueued
-/// it (the header member `payloadVersion` of docs/FORMAT.md, "Payload versions"; absent for
+/// it, or the one an untyped producer passed
+/// (``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``), in
+/// the header member `payloadVersion` of docs/FORMAT.md, "Payload versions" (absent for
 /// version 1, so version-1 files are unchanged). The payload version is separate from the
 /// envelope format, which only the library changes.
 ///
@@ -36,6 +38,16 @@ public enum AppGroupMailboxPayloadVersions {
   /// or 1 when it does not adopt the protocol.
   static func declared(by type: Any.Type) -> Int {
     (type as? any AppGroupMailboxVersionedMessage.Type)?.payloadVersion ?? 1
+  }
+
+  /// `version` when it lies in 1 ... ``maximum``.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `payloadVersion` and the
+  ///   accepted range (`"payloadVersion (accepted: 1...2147483647)"`) for any other value.
+  static func validated(_ version: Int) throws -> Int {
+    guard (1...maximum).contains(version) else {
+      throw AppGroupMailboxError.invalidLimit("payloadVersion (accepted: \(1...maximum))")
+    }
+    return version
   }
 }
 

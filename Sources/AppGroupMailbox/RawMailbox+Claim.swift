@@ -16,7 +16,7 @@ extension AppGroupRawMailbox {
   /// process through its ``token``). Keep the mailbox while you hold its claims.
   ///
   /// `@unchecked Sendable` as its superclass must be restated; its own stored properties
-  /// (`payload`, `messageType` and `token`) are `let`s of `Sendable` types.
+  /// (`payload`, `messageType`, `payloadVersion` and `token`) are `let`s of `Sendable` types.
   public final class Claim: AppGroupMailboxClaimBase, @unchecked Sendable {
     /// The encoded message, byte for byte as enqueued (one JSON value), starting at index 0.
     /// It lies in the buffer the message file was read into, not in a copy: while it is held,
@@ -24,6 +24,12 @@ extension AppGroupRawMailbox {
     public let payload: Data
     /// The producer's type tag; empty for an untyped message.
     public let messageType: String
+    /// The version of the message's encoded form, as its producer recorded it (the header's
+    /// `payloadVersion`; 1 for a message written without one, which is every untyped producer's
+    /// and every version-1 type's); see ``AppGroupMailboxVersionedMessage`` and docs/FORMAT.md,
+    /// "Payload versions". The raw mailbox delivers every version as stored; a consumer that
+    /// reads only some versions checks it.
+    public let payloadVersion: Int
     /// The token that names this claim to any process (see ``AppGroupRawMailbox/ClaimToken``
     /// and ``AppGroupRawMailbox/claim(token:)``); a renewal keeps it.
     public let token: ClaimToken
@@ -31,6 +37,7 @@ extension AppGroupRawMailbox {
     init(raw: RawClaim, mailbox: AppGroupRawMailbox) {
       self.payload = raw.payload
       self.messageType = raw.header.messageType
+      self.payloadVersion = raw.header.declaredPayloadVersion
       self.token = ClaimToken(id: raw.name.message.id, nonce: raw.name.token)
       super.init(raw: raw, owner: mailbox)
     }

@@ -20,33 +20,37 @@ extension AppGroupRawMailbox {
   ///     ``representableDates`` or NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)``
   ///     naming `notBefore` and the range, nothing written.
   ///   - messageType: The stored type tag; empty (the default) is untyped.
+  ///   - payloadVersion: The version of the message's encoded form (default 1), as
+  ///     ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``.
   ///   - priority: The level (0 to 9, default 5) the message has when due, as
-  ///     ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
+  ///     ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``.
   /// - Returns: The receipt; ``Receipt/notBefore`` is set when the message waits in `delayed/`.
-  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
-  /// - Complexity: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``.
+  /// - Complexity: as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, notBefore: Date,
-    messageType: String = "", priority: Int = AppGroupMailboxPriority.default
+    messageType: String = "", payloadVersion: Int = 1,
+    priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt, due: .notBefore(notBefore),
-      messageType: messageType, priority: priority)
+      messageType: messageType, payloadVersion: payloadVersion, priority: priority)
   }
 
   /// Adds a message that cannot be claimed for `delay` seconds from now; see
-  /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:priority:)``. A `delay` of 0 or less is a plain
+  /// ``enqueue(_:id:enqueuedAt:notBefore:messageType:payloadVersion:priority:)``. A `delay` of 0 or less is a plain
   /// enqueue; one reaching past the last representable instant (up to infinity) is clamped to
   /// it; NaN is refused with ``AppGroupMailboxError/invalidLimit(_:)`` naming `delay`.
-  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:priority:)``.
+  /// - Throws: as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, delay: TimeInterval,
-    messageType: String = "", priority: Int = AppGroupMailboxPriority.default
+    messageType: String = "", payloadVersion: Int = 1,
+    priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt, due: .delay(delay), messageType: messageType,
-      priority: priority)
+      payloadVersion: payloadVersion, priority: priority)
   }
 }

@@ -19,7 +19,7 @@ public final class AppGroupRawMailbox: Sendable {
     /// so nothing was written.
     public var wasAlreadyPresent: Bool
     /// When the message becomes claimable, if it was written to `delayed/` (a not-before time in
-    /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:priority:)``);
+    /// the future; see ``AppGroupRawMailbox/enqueue(_:id:enqueuedAt:notBefore:messageType:payloadVersion:priority:)``);
     /// nil when it was published pending or nothing was written.
     public var notBefore: Date?
     /// True when its not-before time lay past its ``AppGroupMailboxLimits/messageLifetime``, or
@@ -85,21 +85,27 @@ public final class AppGroupRawMailbox: Sendable {
   /// Checks, without writing anything, that `payload` could be enqueued: it is one JSON value
   /// (RFC 8259; any top-level value) as UTF-8 text without a byte order mark (RFC 8259 section
   /// 8.1: what JSON Lines readers such as `mailboxctl drain`'s consumers expect) and the message
-  /// file would fit ``Limits/maxPayloadBytes``.
+  /// file would fit ``Limits/maxPayloadBytes``, with `messageType` and `payloadVersion` (as
+  /// ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)`` would record them).
   ///
-  /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON by the
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `payloadVersion` and the range
+  ///   for a version outside 1 ... ``AppGroupMailboxPayloadVersions/maximum``;
+  ///   ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON by the
   ///   grammar of RFC 8259 (a trailing comma in an array or object, which Foundation's parsers
   ///   accept, is refused; see ``JSONSyntax``), not UTF-8 (JSONSerialization alone would also
   ///   take UTF-16 and UTF-32) or starts with a byte order mark;
   ///   ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``.
   /// - Complexity: O(n) in the payload bytes.
-  public func validate(_ payload: Data, id: UUID? = nil, messageType: String = "") throws {
+  public func validate(
+    _ payload: Data, id: UUID? = nil, messageType: String = "", payloadVersion: Int = 1
+  ) throws {
+    let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let file: Data
     do {
       file = try Envelope.encode(
         id: id ?? UUID(), enqueuedAt: MessageKey.maxMicros, messageType: messageType,
-        payload: payload)
+        payloadVersion: version, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }
@@ -122,40 +128,48 @@ public final class AppGroupRawMailbox: Sendable {
   ///     ``AppGroupMailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the range.
   ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
   ///     consumer.
+  ///   - payloadVersion: The version of the message's encoded form recorded with it, 1 (the
+  ///     default) to ``AppGroupMailboxPayloadVersions/maximum``: a typed consumer decodes it only
+  ///     when that is its own ``AppGroupMailboxVersionedMessage/payloadVersion`` or one it has a
+  ///     migration for, and passes over it otherwise (docs/FORMAT.md, "Payload versions"). Any
+  ///     other value is refused with ``AppGroupMailboxError/invalidLimit(_:)`` naming
+  ///     `payloadVersion` and the range, nothing written.
   ///   - priority: The message's level, ``AppGroupMailboxPriority/lowest`` (0) to
   ///     ``AppGroupMailboxPriority/highest`` (9); claims take higher levels first, FIFO within a
   ///     level. The default is ``AppGroupMailboxPriority/default`` (5).
   /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8 or
-  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:)``);
+  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:payloadVersion:)``);
   ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `priority` and the range for a level
-  ///   outside 0 to 9 (nothing written); the errors of ``AppGroupMailbox/enqueue(_:priority:)``.
+  ///   outside 0 to 9, or `payloadVersion` outside its range (nothing written); the errors of ``AppGroupMailbox/enqueue(_:priority:)``.
   /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:priority:)`` when `id` is given, else O(1) system
   ///   calls; O(n) in the payload bytes for the JSON check.
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = "",
-    priority: Int = AppGroupMailboxPriority.default
+    payloadVersion: Int = 1, priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try enqueue(
       payload, id: id, enqueuedAt: enqueuedAt, due: nil, messageType: messageType,
-      priority: priority)
+      payloadVersion: payloadVersion, priority: priority)
   }
 
   /// The one enqueue every public variant calls; `due` nil (or not in the future) publishes to
-  /// `pending/`. The due time is checked first, then the priority level, then the payload.
+  /// `pending/`. The due time is checked first, then the priority level, the payload version,
+  /// then the payload.
   func enqueue(
     _ payload: Data, id: UUID?, enqueuedAt: Date?, due: DueTime?, messageType: String,
-    priority: Int
+    payloadVersion: Int, priority: Int
   ) throws -> Receipt {
     let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
+    let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? UUID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
     try spool.sweepIfDue(diagnostics: &diagnostics)
     let outcome = try spool.enqueue(
-      payload: payload, id: messageID, messageType: messageType,
+      payload: payload, id: messageID, messageType: messageType, payloadVersion: version,
       explicitMicros: try enqueuedAt.map { try TimeValue.micros($0, parameter: "enqueuedAt") },
       unique: id != nil, notBeforeMicros: notBeforeMicros, level: level,
       diagnostics: &diagnostics)

@@ -34,7 +34,7 @@ private let claimOptions: [OptionSpec] = [
   .flag(
     "--json",
     "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
-      + "\"deliveryCount\", \"messageType\", \"message\"}."),
+      + "\"deliveryCount\", \"messageType\", \"payloadVersion\", \"message\"}."),
 ]
 
 private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
@@ -85,6 +85,7 @@ enum ClaimLine {
     object.add("enqueuedAt", date: claim.enqueuedAt)
     object.add("deliveryCount", claim.deliveryCount)
     object.add("messageType", claim.messageType)
+    object.add("payloadVersion", claim.payloadVersion)
     object.add("message", rawJSON: claim.payload)
     return object.text
   }

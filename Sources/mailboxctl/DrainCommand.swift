@@ -44,8 +44,8 @@ private let drainOptions: [OptionSpec] = [
 
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:
-  {"id", "enqueuedAt", "deliveryCount", "messageType", "message"}; it is acknowledged once the
-  line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
+  {"id", "enqueuedAt", "deliveryCount", "messageType", "payloadVersion", "message"}; it is
+  acknowledged once the line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
   whether its reader used it, so a reader that stops early (head -n 1) loses what it did not
   read. For at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged),
   a handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
@@ -53,8 +53,8 @@ let drainDetails = """
   and the rest of the batch are put back with their delivery count unchanged, and drain
   exits 74.
   With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
-  MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_NAMESPACE and MAILBOX_CONTAINER in
-  its environment, in a process group of its own. Exit status 0 acknowledges the message as
+  MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_NAMESPACE and
+  MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
   soon as CMD exits (whatever it left running); any other status, a signal or a handler
   timeout releases it with a retry delay: it waits in delayed/ (not pending, so it neither
   spins nor blocks the messages behind it) and returns to its original position after

@@ -146,7 +146,7 @@ final class DrainContext {
   }
 
   /// The message as one JSON line (without the line break): `{"id", "enqueuedAt",
-  /// "deliveryCount", "messageType", "message"}`, the message's bytes embedded as stored. The one
+  /// "deliveryCount", "messageType", "payloadVersion", "message"}`, the message's bytes embedded as stored. The one
   /// format of stdout, `--output` and the handler protocol.
   static func line(_ claim: AppGroupRawMailbox.Claim) -> String {
     var object = JSONObject()
@@ -154,6 +154,7 @@ final class DrainContext {
     object.add("enqueuedAt", date: claim.enqueuedAt)
     object.add("deliveryCount", claim.deliveryCount)
     object.add("messageType", claim.messageType)
+    object.add("payloadVersion", claim.payloadVersion)
     object.add("message", rawJSON: claim.payload)
     return object.text
   }

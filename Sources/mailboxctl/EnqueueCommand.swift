@@ -23,6 +23,9 @@ let enqueueCommand = Subcommand(
         "--not-before", "DATE", "Not claimable before this ISO 8601 date (a past date: at once)."),
       .value("--type", "TYPE", "The message type tag (default none: every consumer accepts it)."),
       .value(
+        "--payload-version", "N",
+        "The version of the message's encoded form, 1 (default) to 2147483647."),
+      .value(
         "--priority", "N",
         "Priority level 0 to 9 (default 5): higher levels are claimed first, FIFO within one."),
       .value(
@@ -61,6 +64,11 @@ let enqueueCommand = Subcommand(
       delay, the recovery of an abandoned claim and a delay keep it. A level other than 5 is
       stored in the file name, which consumers built before priority levels quarantine as
       foreign: upgrade them first (docs/FORMAT.md, "Priority levels").
+      --payload-version N (1 to 2147483647, default 1; others exit 64) records the version of
+      the message's encoded form: a typed Swift consumer decodes it only when that is its own
+      payload version or one it has a migration from, and otherwise leaves it pending for a
+      consumer that does (docs/FORMAT.md, "Payload versions"). `show`, `claim --json` and
+      `drain` report it.
       """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -81,6 +89,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   let notBefore = try notBeforeDate(arguments)
   let wait = try arguments.seconds("--wait") ?? 0
   let type = arguments.value("--type") ?? ""
+  let payloadVersion =
+    try arguments.integer("--payload-version", in: 1...AppGroupMailboxPayloadVersions.maximum)
+    ?? 1
   let priority =
     try arguments.integer("--priority", in: AppGroupMailboxPriority.levels)
     ?? AppGroupMailboxPriority.default
@@ -117,7 +128,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
   }
   for message in input.messages {
-    try check(input, message, lines: lines, mailbox: mailbox, id: id, type: type)
+    try check(
+      input, message, lines: lines, mailbox: mailbox, id: id, type: type,
+      payloadVersion: payloadVersion)
   }
   // The exit status says whether every message was stored: 0 yes, even when printing an id
   // failed after its message was stored; otherwise the error says how far --lines got.
@@ -125,7 +138,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     do {
       try EnqueueKey.run(
         mailbox, input.payload(message), key: key, policy: policy, type: type,
-        priority: priority, wait: wait, json: arguments.flag("--json"))
+        payloadVersion: payloadVersion, priority: priority, wait: wait,
+        json: arguments.flag("--json"))
     } catch AppGroupMailboxError.mailboxFull {
       throw fullFailure(mailbox, waited: wait, lines: false)
     } catch let failure as CommandFailure {
@@ -145,10 +159,11 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
           if let notBefore {
             return try mailbox.enqueue(
               payload, id: id, enqueuedAt: date, notBefore: notBefore, messageType: type,
-              priority: priority)
+              payloadVersion: payloadVersion, priority: priority)
           }
           return try mailbox.enqueue(
-            payload, id: id, enqueuedAt: date, messageType: type, priority: priority)
+            payload, id: id, enqueuedAt: date, messageType: type,
+            payloadVersion: payloadVersion, priority: priority)
         }
       } catch AppGroupMailboxError.mailboxFull {
         throw fullFailure(mailbox, waited: wait, lines: lines)
@@ -182,12 +197,12 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
 /// too large. Writes nothing.
 private func check(
   _ input: EnqueueInput, _ message: EnqueueInput.Message, lines: Bool,
-  mailbox: AppGroupRawMailbox, id: UUID?, type: String
+  mailbox: AppGroupRawMailbox, id: UUID?, type: String, payloadVersion: Int
 ) throws {
   let payload = input.payload(message)
   let place = lines ? "line \(message.line): " : ""
   do {
-    try mailbox.validate(payload, id: id, messageType: type)
+    try mailbox.validate(payload, id: id, messageType: type, payloadVersion: payloadVersion)
   } catch AppGroupMailboxError.decodingFailure {
     let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
     let reason = JSONDiagnosis.reason(payload, firstLine: lines ? nil : firstLine) { value in

@@ -46,13 +46,15 @@ enum EnqueueKey {
   /// the message pending with the key (with `json`, an object with its outcome).
   static func run(
     _ mailbox: AppGroupRawMailbox, _ payload: Data, key: String,
-    policy: AppGroupMailboxKeyPolicy, type: String, priority: Int, wait: Double, json: Bool
+    policy: AppGroupMailboxKeyPolicy, type: String, payloadVersion: Int, priority: Int,
+    wait: Double, json: Bool
   ) throws {
     let outcome: AppGroupMailboxKeyedOutcome
     do {
       outcome = try mailbox.waitingForRoom(upTo: wait) {
         try mailbox.enqueue(
-          payload, key: key, onConflict: policy, messageType: type, priority: priority)
+          payload, key: key, onConflict: policy, messageType: type,
+          payloadVersion: payloadVersion, priority: priority)
       }
     } catch AppGroupMailboxError.invalidLimit(let name) where name.hasPrefix("key") {
       throw CommandFailure(

@@ -52,6 +52,8 @@ enum EntryFormat {
       object.add("format", envelope.format)
       object.add("headerEnqueuedAt", date: envelope.enqueuedAt)
       object.add("messageType", envelope.messageType)
+      object.add("payloadVersion", envelope.payloadVersion)
+      object.add("key", envelope.key)
       object.add("messageBytes", envelope.messageBytes)
       object.add("unreadable", envelope.unreadableReason)
       if let message = envelope.message {
@@ -80,12 +82,15 @@ enum EntryFormat {
       rows.append(("format", String(format)))
       rows.append(("enqueued at", envelope.enqueuedAt.map(ISO8601.format) ?? "-"))
       rows.append(("message type", envelope.messageType.map { $0.isEmpty ? "(none)" : $0 } ?? "-"))
+      rows.append(("payload version", envelope.payloadVersion.map(String.init) ?? "-"))
+      if let key = envelope.key { rows.append(("key", key)) }
       rows.append(("message bytes", envelope.messageBytes.map(String.init) ?? "-"))
     } else {
       rows.append(("envelope", "unreadable (\(envelope.unreadableReason ?? "unknown"))"))
     }
+    // Values line up one space after the longest label ("payload version:").
     var text =
-      rows.map { $0.0 + ":" + String(repeating: " ", count: 15 - $0.0.count) + $0.1 }
+      rows.map { $0.0 + ":" + String(repeating: " ", count: 16 - $0.0.count) + $0.1 }
       .joined(separator: "\n") + "\n"
     if let message = envelope.message {
       text += "\n" + String(decoding: message, as: UTF8.self) + "\n"

@@ -5,11 +5,11 @@ beside this file, written from docs/FORMAT.md, Python 3 standard library only).
 Command line (used by Tests/AppGroupMailboxTests/Interop):
 
     agm_spool.py enqueue CONTAINER NS [--lines] [--id UUID] [--enqueued-at-us N] [--delay S]
-                 [--type T] [--retry-full SECONDS] [limits]
+                 [--type T] [--payload-version N] [--retry-full SECONDS] [limits]
         stdin is one message (or one a line with --lines); prints "<id> <outcome>" per message.
     agm_spool.py drain CONTAINER NS [--count N] [--until-file F] [--limit L] [--type T] [limits]
         claims and acknowledges; prints one JSON object a message (id, deliveryCount,
-        enqueuedAt, messageType, payloadHex). Stops after N messages, or when F exists and a claim
+        enqueuedAt, messageType, payloadVersion, payloadHex). Stops after N messages, or when F exists and a claim
         finds nothing, or (without either) at the first empty claim.
     agm_spool.py hold CONTAINER NS [--limit L] [limits]
         claims up to L messages, prints them as drain does, and exits without acknowledging.
@@ -72,6 +72,7 @@ def _print_claim(claim):
     print(json.dumps({
         "id": claim.id, "deliveryCount": claim.delivery_count,
         "enqueuedAt": claim.header["enqueuedAt"], "messageType": claim.header["messageType"],
+        "payloadVersion": claim.header.get("payloadVersion", 1),
         "payloadHex": claim.payload.hex()}), flush=True)
 
 
@@ -85,6 +86,7 @@ def main(argv):
     parser.add_argument("--enqueued-at-us", type=int)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--type")
+    parser.add_argument("--payload-version", type=int, default=1)
     parser.add_argument("--retry-full", type=float, default=0.0)
     parser.add_argument("--count", type=int)
     parser.add_argument("--until-file")
@@ -119,7 +121,8 @@ def main(argv):
                         not_before = now_micros() + int(arguments.delay * 1_000_000)
                     id, outcome = spool.enqueue(
                         message, id=arguments.id, enqueued_at=arguments.enqueued_at_us,
-                        not_before=not_before, message_type=arguments.type or "")
+                        not_before=not_before, message_type=arguments.type or "",
+                        payload_version=arguments.payload_version)
                     break
                 except MailboxFull:
                     if time.monotonic() >= deadline:

@@ -9,6 +9,8 @@ headers:
   Deduplication"), which turns the mailbox's at-least-once hand-over into one stored message.
 - ``Mailbox-Enqueued-At``: when it was first enqueued (ISO 8601, UTC, microseconds).
 - ``Mailbox-Type``: the producer's type tag, absent when untyped.
+- ``Mailbox-Payload-Version``: the version of the message's encoded form (docs/FORMAT.md,
+  "Payload versions"), absent for version 1.
 """
 
 import os
@@ -18,6 +20,19 @@ import time
 MSG_ID = "Nats-Msg-Id"
 ENQUEUED_AT = "Mailbox-Enqueued-At"
 TYPE = "Mailbox-Type"
+PAYLOAD_VERSION = "Mailbox-Payload-Version"
+MAX_PAYLOAD_VERSION = 2**31 - 1
+
+
+def payload_version(text):
+    """The payload version a ``Mailbox-Payload-Version`` header holds (1 when absent), or None
+    when it is not a decimal integer from 1 to 2**31 - 1."""
+    if text is None or text == "":
+        return 1
+    if not text.isascii() or not text.isdigit():
+        return None
+    version = int(text)
+    return version if 1 <= version <= MAX_PAYLOAD_VERSION else None
 
 
 def add_connection_arguments(parser):

@@ -10,10 +10,12 @@ Arguments after ``--`` go to ``mailboxctl enqueue``. The message id is the ``Nat
 header (a UUID; anything else is turned into a UUID derived from it), else a UUID derived from
 the stream name and sequence, so a redelivery (after a crash, before the acknowledgement)
 enqueues the same id again, which writes nothing while that message is still in the mailbox.
-``Mailbox-Enqueued-At`` and ``Mailbox-Type`` become ``--enqueued-at`` and ``--type``.
+``Mailbox-Enqueued-At``, ``Mailbox-Type`` and ``Mailbox-Payload-Version`` become
+``--enqueued-at``, ``--type`` and ``--payload-version``.
 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
-mailbox's message lifetime ago) is terminated in
+mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
+to 2**31 - 1, is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).
@@ -87,6 +89,15 @@ class Consumer:
                 command += ["--enqueued-at", headers[common.ENQUEUED_AT]]
             if headers.get(common.TYPE):
                 command += ["--type", headers[common.TYPE]]
+            version = common.payload_version(headers.get(common.PAYLOAD_VERSION))
+            if version is None:
+                log.say(f"message {message_id(message)} terminated: its "
+                        f"{common.PAYLOAD_VERSION} header is not an integer from 1 to "
+                        f"{common.MAX_PAYLOAD_VERSION}", kind="data")
+                await message.term()
+                return
+            if version != 1:
+                command += ["--payload-version", str(version)]
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)

@@ -128,6 +128,8 @@ class Forwarder:
             headers[common.ENQUEUED_AT] = fields["enqueuedAt"]
         if fields.get("messageType"):
             headers[common.TYPE] = fields["messageType"]
+        if fields.get("payloadVersion", 1) != 1:
+            headers[common.PAYLOAD_VERSION] = str(fields["payloadVersion"])
         timeout = self.arguments.publish_timeout
         try:
             # No wait_stall: drain's --jobs bounds what is in flight, and a wait_for around

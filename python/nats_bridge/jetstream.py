@@ -6,8 +6,9 @@
     jetstream.py dump --name MAILBOX                       # JSON Lines: seq, id, headers, data
     jetstream.py publish --subject mailbox.jobs [--in-flight 64] [--input F] < messages.jsonl
 
-``publish`` reads JSON Lines ``{"id", "message"[, "enqueuedAt"]}`` (the message's JSON is sent as is) and
-publishes each with ``Nats-Msg-Id`` = id, waiting for every acknowledgement; it prints
+``publish`` reads JSON Lines ``{"id", "message"[, "enqueuedAt"][, "headers"]}`` (the message's
+JSON is sent as is; ``headers`` an object of more headers) and publishes each with
+``Nats-Msg-Id`` = id, waiting for every acknowledgement; it prints
 ``{"published": N, "seconds": S}``. Exit status 0, or 1 with the reason on standard error.
 """
 
@@ -79,6 +80,7 @@ async def publish(js, arguments):
         headers = {common.MSG_ID: item["id"]}
         if item.get("enqueuedAt"):
             headers[common.ENQUEUED_AT] = item["enqueuedAt"]
+        headers.update(item.get("headers", {}))
         await window.acquire()  # waits (and lets the client send) when in_flight are out
         future = await js.publish_async(arguments.subject, data, headers=headers)
         future.add_done_callback(lambda _: window.release())

@@ -23,7 +23,7 @@ extension AppGroupMailbox {
 }
 
 extension AppGroupRawMailbox {
-  /// Adds one message as ``enqueue(_:id:enqueuedAt:messageType:priority:)`` does, waiting up to
+  /// Adds one message as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)`` does, waiting up to
   /// `timeout` seconds for room when the mailbox is full; see
   /// ``AppGroupMailbox/enqueue(_:waitingUpTo:priority:)``.
   @discardableResult

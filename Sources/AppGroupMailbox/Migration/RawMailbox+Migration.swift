@@ -75,7 +75,7 @@ extension AppGroupRawMailbox {
       let date = Date(timeIntervalSinceReferenceDate: message.enqueuedAt)
       var written: [AppGroupMailboxDiagnostic] = []
       let outcome = try spool.enqueue(
-        payload: message.payload, id: message.id, messageType: messageType,
+        payload: message.payload, id: message.id, messageType: messageType, payloadVersion: 1,
         explicitMicros: date.timeIntervalSince1970.microseconds, unique: true,
         attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &written)
       // The old file goes only when the message is in this mailbox: written now, or by an

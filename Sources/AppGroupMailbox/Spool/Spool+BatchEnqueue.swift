@@ -16,7 +16,7 @@ extension Spool {
   /// - Complexity: O(k) system calls for k messages, plus O(n log n) in the depth only when the
   ///   depth counter says the batch does not fit.
   func enqueueBatch(
-    payloads: [Data], ids: [UUID], messageType: String,
+    payloads: [Data], ids: [UUID], messageType: String, payloadVersion: Int,
     level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     precondition(payloads.count == ids.count)
@@ -24,7 +24,9 @@ extension Spool {
     guard payloads.count <= limits.maxMessages else { throw AppGroupMailboxError.mailboxFull }
     var micros = max(now, newestImplicitSeen.withLock { $0 })
     var files = try zip(payloads, ids).map { payload, id in
-      try encodeChecked(id: id, micros: micros, type: messageType, payload: payload)
+      try encodeChecked(
+        id: id, micros: micros, type: messageType, payloadVersion: payloadVersion,
+        payload: payload)
     }
     let prefix = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))-"
     let temporaries = files.indices.map { "\(prefix)\($0).tmp" }
@@ -52,7 +54,8 @@ extension Spool {
           micros = counters.newestImplicitMicros
           for index in files.indices {
             files[index] = try encodeChecked(
-              id: ids[index], micros: micros, type: messageType, payload: payloads[index])
+              id: ids[index], micros: micros, type: messageType,
+              payloadVersion: payloadVersion, payload: payloads[index])
             try write(files[index], to: temporaries[index], creating: false)
           }
         }

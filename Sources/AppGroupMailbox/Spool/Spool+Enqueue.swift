@@ -49,7 +49,8 @@ extension Spool {
   /// and before the depth bound, whether it is kept out, replaces the pending message with the
   /// key, or is published as any other.
   func enqueue(
-    payload: Data, id: UUID, messageType: String, explicitMicros: Int64?, unique: Bool,
+    payload: Data, id: UUID, messageType: String, payloadVersion: Int, explicitMicros: Int64?,
+    unique: Bool,
     notBeforeMicros: Int64? = nil, attempts: Int = 0, key: KeyRequest? = nil,
     level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
@@ -64,7 +65,8 @@ extension Spool {
       return .expired
     }
     var file = try encodeChecked(
-      id: id, micros: micros, type: messageType, key: key?.key, payload: payload)
+      id: id, micros: micros, type: messageType, payloadVersion: payloadVersion, key: key?.key,
+      payload: payload)
     let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
     // In a deleted namespace this first step fails (ENOENT): report the removal as a claim does.
     let fd = try removalReported {
@@ -95,7 +97,8 @@ extension Spool {
           if unique, try containsMessage(id: id) { return (.duplicate, false) }
           func rewrite(_ id: UUID) throws {
             file = try encodeChecked(
-              id: id, micros: micros, type: messageType, key: key?.key, payload: payload)
+              id: id, micros: micros, type: messageType, payloadVersion: payloadVersion,
+              key: key?.key, payload: payload)
             try Syscall.truncate(fd, 0)
             try file.withUnsafeBytes { try Syscall.pwriteAll(fd, $0, at: 0) }
             if isDurable { try Syscall.fsync(fd) }
@@ -180,16 +183,17 @@ extension Spool {
     return outcome
   }
 
-  /// The message file for these values (with the consumer's payload version), or
-  /// ``AppGroupMailboxError/payloadTooLarge`` before anything is written.
-  func encodeChecked(id: UUID, micros: Int64, type: String, key: String? = nil, payload: Data)
-    throws -> Data
-  {
+  /// The message file for these values, or ``AppGroupMailboxError/payloadTooLarge`` before
+  /// anything is written. `payloadVersion` (validated by the caller) is the typed mailbox's own,
+  /// or what an untyped producer passed.
+  func encodeChecked(
+    id: UUID, micros: Int64, type: String, payloadVersion: Int, key: String? = nil, payload: Data
+  ) throws -> Data {
     let file: Data
     do {
       file = try Envelope.encode(
         id: id, enqueuedAt: micros, messageType: type, key: key,
-        payloadVersion: configuration.payloadVersions?.current ?? 1, payload: payload)
+        payloadVersion: payloadVersion, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }

@@ -181,6 +181,8 @@ extension Spool {
     envelope.enqueuedAt = Date(mailboxMicros: read.header.enqueuedAt)
     envelope.messageType = read.header.messageType
     envelope.messageBytes = read.messageRange.count
+    envelope.payloadVersion = read.header.declaredPayloadVersion
+    envelope.key = read.header.key
     if includeMessage { envelope.message = read.message }
     return envelope
   }

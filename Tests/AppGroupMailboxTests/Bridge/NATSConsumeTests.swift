@@ -38,12 +38,9 @@ import Testing
     `Every JetStream message lands in the local mailbox exactly once through 2 consumer SIGKILLs`()
     throws
   {
-    try NATSBridge.requireSetUp()
     let container = try TemporaryContainer()
-    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
     defer { server.stop() }
-    try NATSBridge.tool(
-      server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject])
     let published = try publish(server)
     // The mailbox's settings are stored when it is created: room for every message, and a
     // lifetime longer than the messages' age (they are dated September 2026; an enqueue dated

@@ -31,16 +31,10 @@ import Testing
     `10,000 messages reach JetStream once each, byte for byte, through 3 drain SIGKILLs and a server restart`()
     throws
   {
-    try NATSBridge.requireSetUp()
     let container = try TemporaryContainer()
-    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    let server = try NATSBridge.serverWithStream(
+      in: container, subject: Self.subject, ["--duplicate-window", "600"])
     defer { server.stop() }
-    try NATSBridge.tool(
-      server,
-      [
-        "create-stream", "--name", "MAILBOX", "--subject", Self.subject, "--duplicate-window",
-        "600",
-      ])
     let messages = try fill(container)
     #expect(messages.count == Self.count)
     let mailbox = try container.rawMailbox()

@@ -51,6 +51,22 @@ enum NATSBridge {
     try #require(missing == nil, "\(missing ?? "")")
   }
 
+  /// Requires the set-up, starts a server storing in `container`, and creates the stream
+  /// `MAILBOX` on `subject` with `options` (`create-stream` options). The caller stops it.
+  static func serverWithStream(
+    in container: TemporaryContainer, subject: String, _ options: [String] = []
+  ) throws -> NATSServer {
+    try requireSetUp()
+    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    do {
+      try tool(server, ["create-stream", "--name", "MAILBOX", "--subject", subject] + options)
+    } catch {
+      server.stop()
+      throw error
+    }
+    return server
+  }
+
   /// Runs `jetstream.py arguments` against `server`; returns its stdout (fails on an error).
   @discardableResult
   static func tool(_ server: NATSServer, _ arguments: [String], stdin: Data? = nil) throws

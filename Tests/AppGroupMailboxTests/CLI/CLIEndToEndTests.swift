@@ -152,7 +152,7 @@ import Testing
     #expect(human.lines[12] == "held:             no")
     let shown = try Mailboxctl.run(["show"] + container.arguments() + [id, "--message"])
     #expect(shown.status == 0)
-    #expect(shown.stdout.contains("message type:   (none)\n"))
+    #expect(shown.stdout.contains("message type:    (none)\n"))
     // The newline after the JSON on stdin is not part of the stored message.
     #expect(shown.stdout.hasSuffix("\n[\"from stdin\"]\n"))
     #expect(!shown.stdout.hasSuffix("\n\n"))
@@ -372,11 +372,11 @@ import Testing
     let show = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["show", undecodable.uuidString])
     #expect(show.status == 0)
-    #expect(show.stdout.contains("reason:         malformed\n"))
-    #expect(show.stdout.contains("message type:   Other\n"))
+    #expect(show.stdout.contains("reason:          malformed\n"))
+    #expect(show.stdout.contains("message type:    Other\n"))
     let unreadable = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["show", malformed])
-    #expect(unreadable.stdout.contains("envelope:       unreadable"))
+    #expect(unreadable.stdout.contains("envelope:        unreadable"))
     let requeue = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["requeue", undecodable.uuidString, "--json"])
     #expect(requeue.status == 0)

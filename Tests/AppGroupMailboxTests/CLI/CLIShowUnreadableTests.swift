@@ -10,7 +10,7 @@ import Testing
     try container.plant("pending", name, Array("not an envelope".utf8))
     let text = try Mailboxctl.run(["show"] + container.arguments() + [name])
     #expect(text.status == 0)
-    #expect(text.stdout.hasSuffix("envelope:       unreadable (malformed)\n"))
+    #expect(text.stdout.hasSuffix("envelope:        unreadable (malformed)\n"))
     let json = try Mailboxctl.run(["show"] + container.arguments() + [name, "--json"])
     let object = try #require(try jsonLines(json.stdout).first)
     #expect(object["unreadable"] as? String == "malformed")

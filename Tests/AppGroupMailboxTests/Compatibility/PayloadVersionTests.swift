@@ -3,19 +3,6 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// Payload version 1 of a job (the worker's `VersionOneJob`): the type does not adopt
-/// `AppGroupMailboxVersionedMessage`.
-private struct JobOne: Codable, Sendable, Equatable {
-  var number: Int
-}
-
-/// Payload version 2 of the same job (the worker's `VersionTwoJob`).
-private struct JobTwo: Codable, Sendable, Equatable, AppGroupMailboxVersionedMessage {
-  static let payloadVersion = 2
-  var number: Int
-  var label: String
-}
-
 /// A type declaring a payload version below 1.
 private struct JobZero: Codable, Sendable, AppGroupMailboxVersionedMessage {
   static let payloadVersion = 0
@@ -36,11 +23,6 @@ private struct ReminderV1: Codable { var title: String }  // what version 1 enco
 @Suite struct PayloadVersionTests {
   static let id = UUID(uuidString: "3f2504e0-4f89-41d3-9a0c-0305e82c3301")!
   static let clockMicros = "1767225600000000"
-
-  /// The migration from `JobOne`'s JSON to `JobTwo`.
-  fileprivate static func fromOne(_ data: Data) throws -> JobTwo {
-    JobTwo(number: try JSONDecoder().decode(JobOne.self, from: data).number, label: "from 1")
-  }
 
   /// The bytes of the only pending file of namespace `jobs`.
   static func pendingFile(_ container: TemporaryContainer) throws -> [UInt8] {
@@ -96,7 +78,7 @@ private struct ReminderV1: Codable { var title: String }  // what version 1 enco
     let old = try container.mailbox(JobOne.self, messageType: "Job")
     try old.enqueue(JobOne(number: 7))
     let new = try container.mailbox(JobTwo.self, messageType: "Job")
-    try new.registerMigration(from: 1, Self.fromOne)
+    try new.registerMigration(from: 1, JobTwo.fromOne)
     try new.enqueue(JobTwo(number: 8, label: "current"))
     let claims = try new.claimPending()
     #expect(
@@ -145,7 +127,7 @@ private struct ReminderV1: Codable { var title: String }  // what version 1 enco
     #expect(try new.claimPending().isEmpty)
     #expect(container.names("pending") == names)
     #expect(container.quarantined().isEmpty)
-    try new.registerMigration(from: 1, Self.fromOne)
+    try new.registerMigration(from: 1, JobTwo.fromOne)
     let claims = try new.claimPending()
     #expect(claims.map(\.message) == [JobTwo(number: 5, label: "from 1")])
     try claims.first?.acknowledge()
@@ -182,7 +164,7 @@ private struct ReminderV1: Codable { var title: String }  // what version 1 enco
     let new = try container.mailbox(JobTwo.self, messageType: "Job")
     for version in [0, 2, 3] {
       #expect(throws: AppGroupMailboxError.invalidLimit("migration version")) {
-        try new.registerMigration(from: version, Self.fromOne)
+        try new.registerMigration(from: version, JobTwo.fromOne)
       }
     }
     let old = try container.mailbox(JobOne.self, messageType: "Job")

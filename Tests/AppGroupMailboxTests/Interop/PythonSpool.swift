@@ -54,6 +54,7 @@ enum PythonSpool {
     var deliveryCount: Int
     var enqueuedAt: Int64
     var messageType: String
+    var payloadVersion: Int
     var payload: String
   }
 
@@ -75,6 +76,7 @@ enum PythonSpool {
         deliveryCount: try #require(object["deliveryCount"] as? Int),
         enqueuedAt: try #require((object["enqueuedAt"] as? NSNumber)?.int64Value),
         messageType: try #require(object["messageType"] as? String),
+        payloadVersion: try #require(object["payloadVersion"] as? Int),
         payload: try #require(String(bytes: bytes, encoding: .utf8)))
     }
   }

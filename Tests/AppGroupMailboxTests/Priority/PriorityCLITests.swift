@@ -55,7 +55,7 @@ import Testing
       text.lines.dropFirst().map { $0.dropFirst(86).prefix(5) } == ["9    ", "5    ", "0    "])
 
     let show = try Mailboxctl.run(["show"] + container.arguments() + [ids[2]])
-    #expect(show.lines.contains("priority:       9"))
+    #expect(show.lines.contains("priority:        9"))
     let showJSON = try jsonLines(
       try Mailboxctl.run(["show"] + container.arguments() + [ids[0], "--json"]).stdout)
     #expect(showJSON.map { $0["priority"] as? Int } == [0])

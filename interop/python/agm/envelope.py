@@ -5,13 +5,17 @@ import json
 from .names import ANY_UUID
 
 MAX_HEADER_BYTES = 4096
+MAX_PAYLOAD_VERSION = 2**31 - 1
 
 
-def encode(id, micros, message_type, payload):
-    """The bytes of a message file: the header the library writes, then payload byte for byte."""
-    header = json.dumps(
-        {"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type},
-        separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+def encode(id, micros, message_type, payload, payload_version=1):
+    """The bytes of a message file: the header the library writes, then payload byte for byte.
+    A payload version other than 1 is recorded as ``payloadVersion`` (FORMAT.md, "Payload
+    versions"); version 1 is written without it, as the library does."""
+    fields = {"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type}
+    if payload_version != 1:
+        fields["payloadVersion"] = payload_version
+    header = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
     return header.encode("utf-8") + b"\n" + payload
 
 
@@ -34,6 +38,9 @@ def decode_header(data):
     if (type(header.get("enqueuedAt")) is not int or not isinstance(header.get("id"), str)
             or not isinstance(header.get("messageType"), str)
             or not ANY_UUID.fullmatch(header["id"])):
+        raise ValueError("malformed")
+    version = header.get("payloadVersion", 1)
+    if type(version) is not int or version < 1:
         raise ValueError("malformed")
     return header, data[newline + 1:]
 

@@ -14,10 +14,15 @@ from .system import now_micros, rename_noreplace
 class Producer:
     """Enqueue; a mixin of Spool (needs Layout, State and StoredSettings)."""
 
-    def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type=""):
+    def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type="",
+                payload_version=1):
         """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired.
         The bounds are the stored settings, re-read first when `settings` changed (and again
-        under the lock). Raises PayloadTooLarge over maxPayloadBytes, MailboxFull."""
+        under the lock). payload_version (1 to 2**31 - 1) is recorded in the header. Raises
+        ValueError for another payload version, PayloadTooLarge over maxPayloadBytes,
+        MailboxFull."""
+        if type(payload_version) is not int or not 1 <= payload_version <= envelope.MAX_PAYLOAD_VERSION:
+            raise ValueError("payload_version must be 1 to 2**31 - 1")
         self.refresh_settings()
         unique = id is not None
         id = str(uuid.UUID(id)) if unique else str(uuid.uuid4())
@@ -28,7 +33,7 @@ class Producer:
             return id, "expired"
 
         def encode(micros):
-            data = envelope.encode(id, micros, message_type, payload)
+            data = envelope.encode(id, micros, message_type, payload, payload_version)
             if len(data) > self.settings.max_payload_bytes:
                 raise PayloadTooLarge(len(data))
             return data

@@ -27,15 +27,17 @@ import Testing
   @Test func `A Python function handler gets every field and acknowledges in FIFO order`() throws {
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox()
-    let first = try mailbox.enqueue(Data("{\"text\":\"héllo\"}".utf8), messageType: "greeting").id
+    let first = try mailbox.enqueue(
+      Data("{\"text\":\"héllo\"}".utf8), messageType: "greeting", payloadVersion: 3
+    ).id
     let second = try mailbox.enqueue(Data("[1, 2]".utf8)).id
     let log = container.url.appendingPathComponent("log")
     let handler = try PythonHandler.write(
       """
       out = open(\(JSONText.string(log.path)), "a")
       def handle(m):
-          out.write(json.dumps([m.id, m.delivery_count, m.message_type, m.message,
-                                len(m.enqueued_at)]) + "\\n")
+          out.write(json.dumps([m.id, m.delivery_count, m.message_type, m.payload_version,
+                                m.message, len(m.enqueued_at)]) + "\\n")
           out.flush()
       mailbox_handler.run(handle)
 
@@ -48,8 +50,8 @@ import Testing
     let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
     #expect(
       lines == [
-        "[\"\(first.uuidString.lowercased())\", 1, \"greeting\", {\"text\": \"h\\u00e9llo\"}, 27]",
-        "[\"\(second.uuidString.lowercased())\", 1, \"\", [1, 2], 27]",
+        "[\"\(first.uuidString.lowercased())\", 1, \"greeting\", 3, {\"text\": \"h\\u00e9llo\"}, 27]",
+        "[\"\(second.uuidString.lowercased())\", 1, \"\", 1, [1, 2], 27]",
       ])
     #expect(try container.remaining().isEmpty)
   }

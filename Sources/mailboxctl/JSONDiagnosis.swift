@@ -3,7 +3,8 @@ import Foundation
 /// Says why a message failed the mailbox's check (``AppGroupRawMailbox/validate``: one JSON
 /// value, UTF-8 text without a byte order mark). It never decides validity itself: it runs only
 /// after the check refused, and "more than one value" is said only when the first value alone
-/// passes the check.
+/// and the second alone each pass the check (a value followed by other text, such as a
+/// `// comment`, is invalid JSON with text after the value).
 enum JSONDiagnosis {
   /// The deepest nesting of arrays and objects the mailbox's JSON check accepts (Foundation's
   /// JSONSerialization: 512 nested arrays parse, 513 do not, measured with swift 6.3 on Linux).
@@ -34,8 +35,13 @@ enum JSONDiagnosis {
     var next = end
     while next < bytes.count, isWhitespace(bytes[next]) { next += 1 }
     if next > 0, next < bytes.count, isValue(Data(bytes[..<end])) {
-      guard let firstLine else { return "more than one JSON value on the line" }
-      let line = firstLine + bytes[..<next].filter { $0 == 0x0A }.count
+      let line = firstLine.map { $0 + bytes[..<next].filter { $0 == 0x0A }.count }
+      let rest = Array(bytes[next...])
+      guard isValue(Data(rest[..<scan(rest).end])) else {
+        return "not valid JSON: text that is not a JSON value follows the value"
+          + (line.map { " (from line \($0))" } ?? "")
+      }
+      guard let line else { return "more than one JSON value on the line" }
       return "more than one JSON value (the second starts on line \(line)); "
         + "use --lines for one message a line"
     }

@@ -146,6 +146,14 @@ import Testing
       try refusal("1\n" + deep + "\n", ["--lines"])
         == prefix + "line 2: arrays and objects nested more than 512 deep" + end)
     #expect(try refusal("{\"a\": tru}") == prefix + "not valid JSON" + end)
+    // A value followed by text that is not a value is not "more than one value".
+    #expect(
+      try refusal("{\"a\":1}\n// x\n")
+        == prefix + "not valid JSON: text that is not a JSON value follows the value (from line 2)"
+        + end)
+    #expect(
+      try refusal("1\n2 # x\n", ["--lines"])
+        == prefix + "line 2: not valid JSON: text that is not a JSON value follows the value" + end)
     #expect(container.names("pending").isEmpty)
     let deepest = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
     #expect(

@@ -208,13 +208,21 @@ enum MailboxOptions {
 
   /// The failure for a mailbox ``exists(_:)`` did not find. Not there is ``ExitStatus/noInput``
   /// (66): the path does not exist (ENOENT), a component of it is a file (ENOTDIR), or it is
-  /// not a directory. Any other lstat(2) failure means the mailbox may well be there but cannot
+  /// not a directory. A symbolic link there (to a mailbox or not) is ``ExitStatus/unavailable``
+  /// (69), as opening or creating the mailbox through it is: a namespace directory is never
+  /// opened through a link (docs/SECURITY.md). Any other lstat(2) failure means the mailbox may well be there but cannot
   /// be reached, ``ExitStatus/unavailable`` (69) naming the errno, as opening it would be: for
   /// example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
   static func missing(_ location: Location) -> CommandFailure {
     let path = location.directory.path
     var info = stat()
     if lstat(path, &info) == 0 {
+      if info.st_mode & S_IFMT == S_IFLNK {
+        return CommandFailure(
+          .unavailable,
+          "cannot open the mailbox at \(path): it is a symbolic link, and a namespace directory "
+            + "is never opened through one (docs/SECURITY.md)")
+      }
       return CommandFailure(.noInput, "no such mailbox: \(path) is not a directory")
     }
     let cause = Errno.current

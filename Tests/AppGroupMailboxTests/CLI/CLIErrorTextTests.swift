@@ -56,6 +56,21 @@ import Testing
     }
   }
 
+  @Test func `A namespace that is a symbolic link is refused with 69 by every command`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox(namespace: "real")
+    let base = container.url.appendingPathComponent("AppGroupMailbox")
+    try FileManager.default.createSymbolicLink(
+      atPath: base.path + "/link", withDestinationPath: "real")
+    let arguments = ["--container", container.url.path, "--namespace", "link"]
+    for command in [["status"], ["drain"], ["claim"], ["config"], ["enqueue", "--data", "1"]] {
+      let result = try Mailboxctl.run(command + arguments)
+      #expect(result.status == 69, "\(command): \(result.stderr)")
+      #expect(result.stderr.contains("\(base.path)/link"), "\(command): \(result.stderr)")
+    }
+    #expect(try container.rawMailbox(namespace: "real").inspector.status().depth == 0)
+  }
+
   @Test func `A settings file that cannot be used names what is wrong, never a value`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()

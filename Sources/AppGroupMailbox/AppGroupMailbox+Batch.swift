@@ -39,7 +39,7 @@ extension AppGroupMailbox {
     } catch {
       throw MailboxError.encodingFailure
     }
-    let ids = messages.map { _ in UUID() }
+    let ids = messages.map { _ in KernelRandom.messageID() }
     var diagnostics: [Diagnostic] = []
     defer { spool.emit(diagnostics) }
     try spool.sweepIfDue(diagnostics: &diagnostics)

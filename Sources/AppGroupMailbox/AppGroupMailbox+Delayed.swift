@@ -51,7 +51,7 @@ extension AppGroupMailbox {
   /// `id`, written only when no message with it is present.
   func enqueue(_ message: Message, id: UUID?, due: DueTime, priority: Int) throws -> UUID {
     try enqueue(
-      message, id: id ?? UUID(), explicitMicros: nil, unique: id != nil, due: due,
+      message, id: id ?? KernelRandom.messageID(), explicitMicros: nil, unique: id != nil, due: due,
       priority: priority)
   }
 }

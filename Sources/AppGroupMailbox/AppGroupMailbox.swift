@@ -176,7 +176,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   public func enqueue(_ message: Message, priority: Int = AppGroupMailboxPriority.default) throws
     -> UUID
   {
-    try enqueue(message, id: UUID(), explicitMicros: nil, unique: false, priority: priority)
+    try enqueue(
+      message, id: KernelRandom.messageID(), explicitMicros: nil, unique: false, priority: priority)
   }
 
   /// Adds a message with a caller-chosen id, writing nothing while a message with that id is

@@ -117,7 +117,7 @@ extension Spool {
       throw AppGroupMailboxError.invalidLimit(
         "key (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .)")
     }
-    let id = UUID()
+    let id = KernelRandom.messageID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { emit(diagnostics) }
     try sweepIfDue(diagnostics: &diagnostics)

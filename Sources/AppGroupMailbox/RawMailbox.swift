@@ -104,7 +104,8 @@ public final class AppGroupRawMailbox: Sendable {
     let file: Data
     do {
       file = try Envelope.encode(
-        id: id ?? UUID(), enqueuedAt: MessageKey.maxMicros, messageType: messageType,
+        id: id ?? KernelRandom.messageID(), enqueuedAt: MessageKey.maxMicros,
+        messageType: messageType,
         payloadVersion: version, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
@@ -164,7 +165,7 @@ public final class AppGroupRawMailbox: Sendable {
     let level = try AppGroupMailboxPriority.validated(priority)
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
-    let messageID = id ?? UUID()
+    let messageID = id ?? KernelRandom.messageID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
     try spool.sweepIfDue(diagnostics: &diagnostics)

@@ -214,7 +214,7 @@ extension Spool {
   /// unless `replacing`), then flushes the namespace directory. Always flushed, whatever the
   /// durability: settings are rare and must survive.
   private func writeSettings(_ settings: AppGroupMailboxSettings, replacing: Bool) throws {
-    let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
+    let temporary = KernelRandom.temporaryName(".tmp")
     let mode = settings.permissions.fileMode
     let file = try FileDescriptor.open(
       directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode,

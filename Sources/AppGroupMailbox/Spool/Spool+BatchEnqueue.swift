@@ -28,7 +28,7 @@ extension Spool {
         id: id, micros: micros, type: messageType, payloadVersion: payloadVersion,
         payload: payload)
     }
-    let prefix = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))-"
+    let prefix = KernelRandom.temporaryName("-")
     let temporaries = files.indices.map { "\(prefix)\($0).tmp" }
     var written = 0
     var published = 0

@@ -239,7 +239,7 @@ extension Spool {
         ? .removed : .skipped(clock + Self.recheckInterval)
     }
     let claimed = ClaimedName(
-      claiming: name, named: entryName, token: ClaimTokens.next(),
+      claiming: name, named: entryName, token: KernelRandom.next(),
       leaseUntilMicros: clock.addingMicros(limits.claimTimeout.microseconds))
     let outcome = try mapIO("claim") {
       try move(

@@ -67,7 +67,7 @@ extension Spool {
     var file = try encodeChecked(
       id: id, micros: micros, type: messageType, payloadVersion: payloadVersion, key: key?.key,
       payload: payload)
-    let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).tmp"
+    let temporary = KernelRandom.temporaryName(".tmp")
     // In a deleted namespace this first step fails (ENOENT): report the removal as a claim does.
     let fd = try removalReported {
       try mapIO("enqueue") {

@@ -157,7 +157,7 @@ extension Spool {
     var bytes: [UInt8] = []
     NameBytes.uuid(id, into: &bytes)
     bytes.append(UInt8(ascii: "\n"))
-    let temporary = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).key.tmp"
+    let temporary = KernelRandom.temporaryName(".key.tmp")
     let file = try FileDescriptor.open(
       directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
       mode: permissions.fileMode, role: .keyFile)

@@ -52,7 +52,7 @@ extension Spool {
     from directory: Int32, _ name: String, id: UUID?,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) -> Bool {
-    let copy = "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16)).linked.tmp"
+    let copy = KernelRandom.temporaryName(".linked.tmp")
     do {
       let bytes: FileBytes
       switch try readEntry(directory, name, limit: limits.maxPayloadBytes, singleLink: false) {

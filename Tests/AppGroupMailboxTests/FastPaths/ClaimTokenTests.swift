@@ -4,37 +4,54 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// Claim tokens come from getrandom(2) 32 at a time (``ClaimTokens``): each is handed out once,
-/// never 0, and a forked child never hands out its parent's.
+/// Claim tokens, message ids and temporary names come from getrandom(2) 32 words at a time
+/// (``KernelRandom``): each word is handed out once, never 0, and a forked child never hands out
+/// its parent's.
 @Suite struct ClaimTokenTests {
   @Test func `Tokens are never 0 and never repeat across many batches`() {
     var seen = Set<UInt64>()
     for _ in 0..<10_000 {
-      let token = ClaimTokens.next()
+      let token = KernelRandom.next()
       #expect(token != 0)
       seen.insert(token)
     }
     #expect(seen.count == 10_000)
   }
 
+  @Test func `Message ids are version-4 UUIDs of the RFC 9562 variant, never repeated`() throws {
+    var seen = Set<UUID>()
+    for _ in 0..<10_000 {
+      let id = KernelRandom.messageID()
+      #expect(id.uuid.6 >> 4 == 4)
+      #expect(id.uuid.8 >> 6 == 0b10)
+      seen.insert(id)
+    }
+    #expect(seen.count == 10_000)
+    // The text form a message name carries parses back to the same id.
+    let id = KernelRandom.messageID()
+    #expect(UUID(uuidString: id.uuidString.lowercased()) == id)
+    #expect(KernelRandom.temporaryName(".tmp").hasPrefix("\(getpid())-"))
+  }
+
   @Test func `A buffer hands out each fetched token once and refills when empty`() {
-    var buffer = TokenBuffer()
+    var buffer = RandomWordBuffer()
     var seen = Set<UInt64>()
-    for drawn in 1...(TokenBuffer.batch * 3) {
+    for drawn in 1...(RandomWordBuffer.batch * 3) {
       seen.insert(buffer.next())
       let left = buffer.left
-      #expect(left == (TokenBuffer.batch - drawn % TokenBuffer.batch) % TokenBuffer.batch)
+      #expect(
+        left == (RandomWordBuffer.batch - drawn % RandomWordBuffer.batch) % RandomWordBuffer.batch)
     }
-    #expect(seen.count == TokenBuffer.batch * 3)
+    #expect(seen.count == RandomWordBuffer.batch * 3)
   }
 
   /// The page is marked MADV_WIPEONFORK: a child made by fork(2) finds no token left, so it
   /// fetches its own instead of repeating the parent's next ones.
   @Test func `A child made by fork finds the token buffer empty`() throws {
-    var buffer = TokenBuffer()
+    var buffer = RandomWordBuffer()
     _ = buffer.next()
     let parentLeft = buffer.left
-    #expect(parentLeft == TokenBuffer.batch - 1)
+    #expect(parentLeft == RandomWordBuffer.batch - 1)
     let mapped = buffer.page
     let page = try #require(mapped)
     var pipeEnds: [Int32] = [0, 0]
@@ -55,6 +72,6 @@ import Testing
     _ = waitpid(child, &status, 0)
     #expect(childLeft == 0)
     let leftAfter = buffer.left
-    #expect(leftAfter == TokenBuffer.batch - 1)
+    #expect(leftAfter == RandomWordBuffer.batch - 1)
   }
 }

@@ -85,8 +85,10 @@ public final class AppGroupRawMailbox: Sendable {
   /// Checks, without writing anything, that `payload` could be enqueued: it is one JSON value
   /// (RFC 8259; any top-level value) as UTF-8 text without a byte order mark (RFC 8259 section
   /// 8.1: what JSON Lines readers such as `mailboxctl drain`'s consumers expect) and the message
-  /// file would fit ``Limits/maxPayloadBytes``, with `messageType` and `payloadVersion` (as
-  /// ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)`` would record them).
+  /// file would fit ``Limits/maxPayloadBytes``, with `messageType`, `payloadVersion` and `key`
+  /// (as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)`` and, for `key`,
+  /// ``enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` would record them; the
+  /// key's rule is not checked here).
   ///
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `payloadVersion` and the range
   ///   for a version outside 1 ... ``AppGroupMailboxPayloadVersions/maximum``;
@@ -97,7 +99,8 @@ public final class AppGroupRawMailbox: Sendable {
   ///   ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``.
   /// - Complexity: O(n) in the payload bytes.
   public func validate(
-    _ payload: Data, id: UUID? = nil, messageType: String = "", payloadVersion: Int = 1
+    _ payload: Data, id: UUID? = nil, messageType: String = "", payloadVersion: Int = 1,
+    key: String? = nil
   ) throws {
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
     guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
@@ -105,7 +108,7 @@ public final class AppGroupRawMailbox: Sendable {
     do {
       file = try Envelope.encode(
         id: id ?? KernelRandom.messageID(), enqueuedAt: MessageKey.maxMicros,
-        messageType: messageType,
+        messageType: messageType, key: key,
         payloadVersion: version, payload: payload)
     } catch {
       throw AppGroupMailboxError.encodingFailure
@@ -139,7 +142,7 @@ public final class AppGroupRawMailbox: Sendable {
   ///     ``AppGroupMailboxPriority/highest`` (9); claims take higher levels first, FIFO within a
   ///     level. The default is ``AppGroupMailboxPriority/default`` (5).
   /// - Throws: ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON, not UTF-8 or
-  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:payloadVersion:)``);
+  ///   starts with a byte order mark (nothing written, as ``validate(_:id:messageType:payloadVersion:key:)``);
   ///   ``AppGroupMailboxError/invalidLimit(_:)`` naming `priority` and the range for a level
   ///   outside 0 to 9, or `payloadVersion` outside its range (nothing written); the errors of ``AppGroupMailbox/enqueue(_:priority:)``.
   /// - Complexity: as ``AppGroupMailbox/enqueue(_:id:priority:)`` when `id` is given, else O(1) system

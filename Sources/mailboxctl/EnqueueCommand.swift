@@ -130,7 +130,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   for message in input.messages {
     try check(
       input, message, lines: lines, mailbox: mailbox, id: id, type: type,
-      payloadVersion: payloadVersion)
+      payloadVersion: payloadVersion, key: keyed?.0)
   }
   // The exit status says whether every message was stored: 0 yes, even when printing an id
   // failed after its message was stored; otherwise the error says how far --lines got.
@@ -197,12 +197,13 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
 /// too large. Writes nothing.
 private func check(
   _ input: EnqueueInput, _ message: EnqueueInput.Message, lines: Bool,
-  mailbox: AppGroupRawMailbox, id: UUID?, type: String, payloadVersion: Int
+  mailbox: AppGroupRawMailbox, id: UUID?, type: String, payloadVersion: Int, key: String?
 ) throws {
   let payload = input.payload(message)
   let place = lines ? "line \(message.line): " : ""
   do {
-    try mailbox.validate(payload, id: id, messageType: type, payloadVersion: payloadVersion)
+    try mailbox.validate(
+      payload, id: id, messageType: type, payloadVersion: payloadVersion, key: key)
   } catch AppGroupMailboxError.decodingFailure {
     let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
     let reason = JSONDiagnosis.reason(payload, firstLine: lines ? nil : firstLine) { value in

@@ -22,7 +22,8 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
             stored settings apply to every opener (FORMAT.md, "The settings file"), so given for
             an existing mailbox whose settings differ they are ignored, with a note on stderr.
 
-Exit status: 0; 65 when a message is over the stored maxPayloadBytes (prints "too-large";
+Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
+2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large";
 nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
 the mailbox stayed full for --retry-full seconds (prints "full").
 """
@@ -101,6 +102,8 @@ def main(argv):
     parser.add_argument("--group-shared", action="store_true")
     parser.add_argument("--relaxed", action="store_true")
     arguments = parser.parse_args(argv)
+    if not 1 <= arguments.payload_version <= 2**31 - 1:
+        parser.error("--payload-version needs an integer from 1 to 2147483647")
     try:
         spool = _spool(arguments)
     except SettingsUnreadable as error:

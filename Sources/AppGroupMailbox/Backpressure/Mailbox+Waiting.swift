@@ -29,11 +29,13 @@ extension AppGroupRawMailbox {
   @discardableResult
   public func enqueue(
     _ payload: Data, id: UUID? = nil, enqueuedAt: Date? = nil, messageType: String = "",
-    waitingUpTo timeout: TimeInterval, priority: Int = AppGroupMailboxPriority.default
+    payloadVersion: Int = 1, waitingUpTo timeout: TimeInterval,
+    priority: Int = AppGroupMailboxPriority.default
   ) throws -> Receipt {
     try waitingForRoom(upTo: timeout) {
       try enqueue(
-        payload, id: id, enqueuedAt: enqueuedAt, messageType: messageType, priority: priority)
+        payload, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
+        payloadVersion: payloadVersion, priority: priority)
     }
   }
 

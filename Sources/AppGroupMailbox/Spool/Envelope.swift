@@ -133,6 +133,29 @@ enum Envelope {
       var messageType: String?
       var key: String?
       var payloadVersion: Int?
+      /// Whether the header has `payloadVersion` as `null`: the wrong type, so malformed (an
+      /// `Int?` alone reads it as absent, which interop/python and FORMAT.md do not).
+      var payloadVersionIsNull = false
+
+      enum CodingKeys: String, CodingKey {
+        case format, id, enqueuedAt, messageType, key, payloadVersion
+      }
+
+      init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        format = try container.decode(Int.self, forKey: .format)
+        id = try container.decodeIfPresent(String.self, forKey: .id)
+        enqueuedAt = try container.decodeIfPresent(Int64.self, forKey: .enqueuedAt)
+        messageType = try container.decodeIfPresent(String.self, forKey: .messageType)
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        if container.contains(.payloadVersion),
+          try container.decodeNil(forKey: .payloadVersion)
+        {
+          payloadVersionIsNull = true
+        } else {
+          payloadVersion = try container.decodeIfPresent(Int.self, forKey: .payloadVersion)
+        }
+      }
     }
     struct Version: Decodable { var format: Int }
     let decoder = JSONDecoder()
@@ -148,7 +171,8 @@ enum Envelope {
     guard loose.format <= currentFormat else { throw .futureFormat }
     guard let id = loose.id, let enqueuedAt = loose.enqueuedAt,
       let messageType = loose.messageType, UUID(uuidString: id) != nil,
-      (loose.payloadVersion ?? 1) >= 1
+      !loose.payloadVersionIsNull,
+      (1...AppGroupMailboxPayloadVersions.maximum).contains(loose.payloadVersion ?? 1)
     else { throw .malformed }
     let header = EnvelopeHeader(
       format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
@@ -158,8 +182,9 @@ enum Envelope {
 
   /// Reads a header line in exactly the form
   /// ``fastEncode(id:enqueuedAt:messageType:payloadVersion:payload:)`` writes (format 1, nothing
-  /// escaped, no `key`, `payloadVersion` absent or 2 and above); nil for any other form, which
-  /// the `JSONDecoder` path then judges. Where it answers, it answers as that path would.
+  /// escaped, no `key`, `payloadVersion` absent or 2 to
+  /// ``AppGroupMailboxPayloadVersions/maximum``); nil for any other form, which the
+  /// `JSONDecoder` path then judges. Where it answers, it answers as that path would.
   static func fastDecode(_ line: ArraySlice<UInt8>) -> EnvelopeHeader? {
     line.withUnsafeBufferPointer { fastDecode(bytes: $0) }
   }
@@ -206,7 +231,9 @@ enum Envelope {
     guard literal("\"") else { return nil }
     var version: Int?
     if literal(#","payloadVersion":"#) {
-      guard let number = number(), number >= 2 else { return nil }
+      guard let number = number(), number >= 2,
+        number <= UInt64(AppGroupMailboxPayloadVersions.maximum)
+      else { return nil }
       version = Int(number)
     }
     guard literal("}"), at == bytes.count else { return nil }

@@ -40,7 +40,7 @@ def decode_header(data):
             or not ANY_UUID.fullmatch(header["id"])):
         raise ValueError("malformed")
     version = header.get("payloadVersion", 1)
-    if type(version) is not int or version < 1:
+    if type(version) is not int or not 1 <= version <= MAX_PAYLOAD_VERSION:
         raise ValueError("malformed")
     return header, data[newline + 1:]
 

@@ -33,7 +33,9 @@ let topLevelHelp: String = {
       "  " + name + String(repeating: " ", count: max(2, 13 - name.count)) + command.spec.summary)
   }
   lines += [
-    "", "Run 'mailboxctl <subcommand> --help' for its options; see mailboxctl(1).",
+    "",
+    "Run 'mailboxctl <subcommand> --help' or 'mailboxctl help <subcommand>' for its options;",
+    "see mailboxctl(1).",
     "Exit status: 0 ok, 64 usage, 65 bad data (cancel: the message is in quarantine; migrate:",
     "messages older than the lifetime left in place), 66 no such mailbox, message or claim (or",
     "unreadable input), 69 unavailable (or handler not found or not executable, or a directory",
@@ -55,7 +57,17 @@ func runMain(_ arguments: [String]) -> ExitStatus {
     return .success
   }
   if name == "--help" || name == "-h" || name == "help" {
-    try? Output.data(topLevelHelp)
+    // `help SUBCOMMAND` is `SUBCOMMAND --help`.
+    guard arguments.count > 1 else {
+      try? Output.data(topLevelHelp)
+      return .success
+    }
+    guard let command = subcommands.first(where: { $0.spec.name == arguments[1] }) else {
+      Output.error("help: unknown subcommand '\(arguments[1])'")
+      Output.raw("Run 'mailboxctl --help' for the list.\n")
+      return .usage
+    }
+    try? Output.data(ArgumentParser.help(for: command.spec))
     return .success
   }
   guard let command = subcommands.first(where: { $0.spec.name == name }) else {

@@ -38,6 +38,24 @@ import Testing
     #expect(try jsonLines(drained.stdout).map { $0["message"] as? Int } == [-1])
   }
 
+  @Test func `help SUBCOMMAND prints that subcommand's help; an unknown one is a usage error`()
+    throws
+  {
+    for name in ["enqueue", "drain", "show"] {
+      let help = try Mailboxctl.run(["help", name])
+      let own = try Mailboxctl.run([name, "--help"])
+      #expect(help.status == 0)
+      #expect(help.stdout.hasPrefix("usage: mailboxctl \(name) "), "\(help.stdout)")
+      #expect(help.stdout == own.stdout)
+    }
+    let unknown = try Mailboxctl.run(["help", "nosuch"])
+    #expect(unknown.status == 64)
+    #expect(unknown.stderr.contains("help: unknown subcommand 'nosuch'"), "\(unknown.stderr)")
+    let top = try Mailboxctl.run(["help"])
+    #expect(top.status == 0)
+    #expect(top.stdout.contains("mailboxctl help <subcommand>"))
+  }
+
   @Test func `events --json is accepted: its output is always JSON Lines`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()

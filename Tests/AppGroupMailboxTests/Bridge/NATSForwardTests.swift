@@ -76,7 +76,8 @@ import Testing
 
     let info = try NATSBridge.info(server, ["--name", "MAILBOX"])
     #expect(info["messages"] as? Int == Self.count)
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    let stored = try jsonLines(
+      try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"], deadline: 900))
     #expect(stored.count == Self.count)
     var seen = Set<String>()
     var equal = 0

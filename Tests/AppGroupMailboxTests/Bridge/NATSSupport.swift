@@ -68,13 +68,15 @@ enum NATSBridge {
   }
 
   /// Runs `jetstream.py arguments` against `server`; returns its stdout (fails on an error).
+  /// `deadline` (seconds) bounds a hang: `dump` of 10,000 messages makes one request each, which
+  /// took over 120 s on a machine loaded with sanitizer runs.
   @discardableResult
-  static func tool(_ server: NATSServer, _ arguments: [String], stdin: Data? = nil) throws
-    -> String
-  {
+  static func tool(
+    _ server: NATSServer, _ arguments: [String], stdin: Data? = nil, deadline: TimeInterval = 120
+  ) throws -> String {
     let result = try Processes.start(
       python, [script("jetstream.py"), "--server", server.url] + arguments, stdin: stdin
-    ).finish(deadline: 120)
+    ).finish(deadline: deadline)
     try #require(result.status == 0, "jetstream.py \(arguments.first ?? ""): \(result.stderr)")
     return result.stdout
   }

@@ -15,8 +15,17 @@ import Testing
     let container = try TemporaryContainer()
     let ids = try container.enqueueNumbered(count: 99)
     let drain = ([Mailboxctl.url.path, "drain"] + container.arguments()).joined(separator: " ")
+    // The reader takes its one line only after drain has exited (99 lines fit the pipe's
+    // buffer): it waits for the file drain's shell touches, not for a fixed time, which a
+    // loaded machine outran (drain was still writing when the reader left: EPIPE).
+    let done = container.url.appendingPathComponent("drained").path
     let piped = try Processes.start(
-      URL(fileURLWithPath: "/bin/sh"), ["-c", "\(drain) | (sleep 1; head -n 1)"]
+      URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c",
+        "{ \(drain); touch '\(done)'; } | "
+          + "(while [ ! -e '\(done)' ]; do sleep 0.05; done; head -n 1)",
+      ]
     ).finish()
     #expect(piped.status == 0)
     #expect(piped.lines.count == 1)

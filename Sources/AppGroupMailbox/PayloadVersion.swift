@@ -32,7 +32,7 @@ public protocol AppGroupMailboxVersionedMessage {
 public enum AppGroupMailboxPayloadVersions {
   /// The largest payload version a type may declare or a migration may name: 2,147,483,647
   /// (2^31 - 1, an integer every JSON reader holds exactly).
-  public static let maximum = Int(Int32.max)
+  public static let maximum = Envelope.maximumPayloadVersion
 
   /// The payload version of `type`: its ``AppGroupMailboxVersionedMessage/payloadVersion``,
   /// or 1 when it does not adopt the protocol.

@@ -81,12 +81,7 @@ enum ClaimLine {
     var object = JSONObject()
     object.add("token", token)
     object.add("leaseUntil", date: lease)
-    object.add("id", id)
-    object.add("enqueuedAt", date: claim.enqueuedAt)
-    object.add("deliveryCount", claim.deliveryCount)
-    object.add("messageType", claim.messageType)
-    object.add("payloadVersion", claim.payloadVersion)
-    object.add("message", rawJSON: claim.payload)
+    DrainContext.add(claim, to: &object)
     return object.text
   }
 }

@@ -146,17 +146,23 @@ final class DrainContext {
   }
 
   /// The message as one JSON line (without the line break): `{"id", "enqueuedAt",
-  /// "deliveryCount", "messageType", "payloadVersion", "message"}`, the message's bytes embedded as stored. The one
-  /// format of stdout, `--output` and the handler protocol.
+  /// "deliveryCount", "messageType", "payloadVersion", "message"}`, the message's bytes
+  /// embedded as stored. The one format of stdout, `--output`, the handler protocol and (after
+  /// its token and lease) `claim --json`.
   static func line(_ claim: AppGroupRawMailbox.Claim) -> String {
     var object = JSONObject()
+    add(claim, to: &object)
+    return object.text
+  }
+
+  /// Adds the members of ``line(_:)`` to `object` (`claim --json` puts its token first).
+  static func add(_ claim: AppGroupRawMailbox.Claim, to object: inout JSONObject) {
     object.add("id", name(claim))
     object.add("enqueuedAt", date: claim.enqueuedAt)
     object.add("deliveryCount", claim.deliveryCount)
     object.add("messageType", claim.messageType)
     object.add("payloadVersion", claim.payloadVersion)
     object.add("message", rawJSON: claim.payload)
-    return object.text
   }
 }
 

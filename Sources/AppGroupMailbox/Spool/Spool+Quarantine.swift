@@ -135,7 +135,7 @@ extension Spool {
     }
     if depth >= Self.removalDepth {
       while true {
-        let hoisted = "hoisted-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        let hoisted = "hoisted-" + String(KernelRandom.next(), radix: 16)
         do {
           try Syscall.renameNoReplace(parent, name, top, hoisted)
           return

@@ -248,15 +248,4 @@ enum Syscall {
       try retrying("flock", at: fd) { cmailbox_flock(fd, operation) }
     }
   }
-
-  /// Fills a buffer with random bytes from getrandom(2).
-  static func randomBytes(count: Int) -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: count)
-    bytes.withUnsafeMutableBytes { raw in
-      if cmailbox_random_bytes(raw.baseAddress, UInt(count)) != 0 {
-        for index in 0..<count { raw[index] = UInt8.random(in: .min ... .max) }
-      }
-    }
-    return bytes
-  }
 }

@@ -40,7 +40,7 @@ import Testing
     }
   }
 
-  @Test(.enabled(if: PythonSpool.available))
+  @Test(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
   func `interop/python judges every payloadVersion as the Swift reader does`() throws {
     let directory = PythonSpool.script.deletingLastPathComponent().path
     let program = """

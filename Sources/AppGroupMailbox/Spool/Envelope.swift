@@ -128,6 +128,19 @@ enum Envelope {
     guard newline > 0, bytes[0] == UInt8(ascii: "{") else { throw .malformed }
     let line = UnsafeBufferPointer(rebasing: bytes.assumingMemoryBound(to: UInt8.self)[..<newline])
     if let header = fastDecode(bytes: line) { return (header, (newline + 1)..<bytes.count) }
+    // The members' spelling first: what JSONDecoder would decide differently from another
+    // reader (interop/python) is malformed for both (docs/FORMAT.md, "Message files").
+    guard let members = members(of: UnsafeRawBufferPointer(line)) else { throw .malformed }
+    // Whether the member `name`, when there and a number, is an integer literal (absent or of
+    // another type: the decoder's call).
+    func isInteger(_ name: String) -> Bool {
+      guard let range = members[Array(name.utf8)] else { return true }
+      let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(line)[range])
+      let first = text.first ?? 0
+      guard first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10 else { return true }
+      return JSONSyntax.isIntegerLiteral(text)
+    }
+    guard isInteger("format") else { throw .malformed }
     let headerBytes = Data(buffer: line)
     // One decoding pass on the usual path; the format alone is decoded again only when the
     // full header does not decode (a future format may change the other fields).
@@ -141,6 +154,9 @@ enum Envelope {
       /// Whether the header has `payloadVersion` as `null`: the wrong type, so malformed (an
       /// `Int?` alone reads it as absent, which interop/python and FORMAT.md do not).
       var payloadVersionIsNull = false
+      /// Whether the header has `key` as `null`: the wrong type, so malformed, as for
+      /// `payloadVersion`.
+      var keyIsNull = false
 
       enum CodingKeys: String, CodingKey {
         case format, id, enqueuedAt, messageType, key, payloadVersion
@@ -152,7 +168,11 @@ enum Envelope {
         id = try container.decodeIfPresent(String.self, forKey: .id)
         enqueuedAt = try container.decodeIfPresent(Int64.self, forKey: .enqueuedAt)
         messageType = try container.decodeIfPresent(String.self, forKey: .messageType)
-        key = try container.decodeIfPresent(String.self, forKey: .key)
+        if container.contains(.key), try container.decodeNil(forKey: .key) {
+          keyIsNull = true
+        } else {
+          key = try container.decodeIfPresent(String.self, forKey: .key)
+        }
         if container.contains(.payloadVersion),
           try container.decodeNil(forKey: .payloadVersion)
         {
@@ -174,7 +194,8 @@ enum Envelope {
     }
     guard loose.format >= 1 else { throw .malformed }
     guard loose.format <= currentFormat else { throw .futureFormat }
-    guard let id = loose.id, let enqueuedAt = loose.enqueuedAt,
+    guard isInteger("enqueuedAt"), isInteger("payloadVersion"), !loose.keyIsNull,
+      let id = loose.id, let enqueuedAt = loose.enqueuedAt,
       let messageType = loose.messageType, UUID(uuidString: id) != nil,
       !loose.payloadVersionIsNull,
       (1...maximumPayloadVersion).contains(loose.payloadVersion ?? 1)
@@ -183,6 +204,36 @@ enum Envelope {
       format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
       key: loose.key, payloadVersion: loose.payloadVersion == 1 ? nil : loose.payloadVersion)
     return (header, (newline + 1)..<bytes.count)
+  }
+
+  /// The header line's members by name, each with where its value's text lies, when the line is
+  /// one JSON object by the grammar of RFC 8259 (``JSONSyntax/objectMembers(_:)``) whose member
+  /// names are all different and valid Unicode once their escapes are undone; nil otherwise.
+  /// Foundation's `JSONDecoder` accepts a trailing comma and takes the first of two members of
+  /// one name, Python's `json` the last: a reader that took either would disagree with another
+  /// about which message a file holds.
+  /// - Complexity: O(n) in the line's bytes.
+  /// Names are compared by their UTF-8 bytes (Unicode scalars, as Python compares them), not by
+  /// `String`'s canonical equivalence.
+  static func members(of line: UnsafeRawBufferPointer) -> [[UInt8]: Range<Int>]? {
+    guard let members = JSONSyntax.objectMembers(line) else { return nil }
+    var byName: [[UInt8]: Range<Int>] = [:]
+    for member in members {
+      let text = UnsafeRawBufferPointer(rebasing: line[member.name])
+      let name: [UInt8]
+      if text.contains(UInt8(ascii: "\\")) {
+        // Escapes undone by the toolchain's decoder; a lone surrogate does not decode.
+        var quoted = Data([UInt8(ascii: "\"")])
+        quoted.append(contentsOf: text)
+        quoted.append(UInt8(ascii: "\""))
+        guard let decoded = try? JSONDecoder().decode(String.self, from: quoted) else { return nil }
+        name = Array(decoded.utf8)
+      } else {
+        name = Array(text)  // valid UTF-8: the grammar checked
+      }
+      guard byName.updateValue(member.value, forKey: name) == nil else { return nil }
+    }
+    return byName
   }
 
   /// Reads a header line in exactly the form

@@ -45,50 +45,8 @@ enum JSONSyntax {
     return scanner.unsure ? .unsure : .valid
   }
 
-  /// One member of a JSON object: where its name lies between the quotes (escapes not undone)
-  /// and where its value's text lies, as byte offsets.
-  struct Member: Equatable, Sendable {
-    var name: Range<Int>
-    var value: Range<Int>
-  }
-
-  /// The members of `bytes`, in order, when the bytes are one JSON object by the grammar of
-  /// RFC 8259 (sections 2 to 8.1, as ``verdict(_:)``: no trailing comma, no `NaN`, UTF-8);
-  /// nil otherwise. Nested values are checked by the grammar but not split. The parts
-  /// ``verdict(_:)`` leaves to a full parser pass here; the caller's parser still judges them.
-  /// - Complexity: O(n) in the bytes.
-  static func objectMembers(_ bytes: UnsafeRawBufferPointer) -> [Member]? {
-    var scanner = Scanner(bytes: bytes)
-    guard scanner.take(UInt8(ascii: "{")) else { return nil }
-    var members: [Member] = []
-    if !scanner.take(UInt8(ascii: "}")) {
-      repeat {
-        scanner.skipSpace()
-        let nameStart = scanner.index
-        guard nameStart < bytes.count, bytes[nameStart] == UInt8(ascii: "\""), scanner.string()
-        else { return nil }
-        let nameEnd = scanner.index - 1  // the closing quote
-        guard scanner.take(UInt8(ascii: ":")) else { return nil }
-        scanner.skipSpace()
-        let valueStart = scanner.index
-        guard scanner.value() else { return nil }
-        members.append(Member(name: (nameStart + 1)..<nameEnd, value: valueStart..<scanner.index))
-      } while scanner.take(UInt8(ascii: ","))
-      guard scanner.take(UInt8(ascii: "}")) else { return nil }
-    }
-    guard scanner.atEnd else { return nil }
-    if scanner.sawNonASCII, String(validating: bytes, as: UTF8.self) == nil { return nil }
-    return members
-  }
-
-  /// Whether `text` is an integer by RFC 8259's number grammar: an optional minus and digits,
-  /// with neither a fraction nor an exponent (`1`, not `1.0` or `1e0`).
-  static func isIntegerLiteral(_ text: UnsafeRawBufferPointer) -> Bool {
-    let digits = text.first == UInt8(ascii: "-") ? text.dropFirst() : text[...]
-    return !digits.isEmpty && digits.allSatisfy { $0 &- UInt8(ascii: "0") < 10 }
-  }
-
-  private struct Scanner {
+  /// The grammar's cursor, shared with ``objectMembers(_:)`` (JSONObjectMembers.swift).
+  struct Scanner {
     let bytes: UnsafeRawBufferPointer
     var index = 0
     var sawNonASCII = false

@@ -134,8 +134,16 @@ enum SettingsText {
   }
 
   static func decode(_ bytes: [UInt8]) throws(Failure) -> AppGroupMailboxSettings {
-    guard
-      let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+    guard bytes.withUnsafeBytes(JSONSyntax.objectMembers) != nil else {
+      throw .unreadable("not one JSON object")
+    }
+    // JSONSerialization takes the last of two members of one name; a reader that took the first
+    // would read another hold or bound (docs/FORMAT.md, "The settings file").
+    guard bytes.withUnsafeBytes(JSONSyntax.distinctMembers) != nil else {
+      throw .unreadable("a member name is given twice or is not valid Unicode")
+    }
+    // It also refuses a lone surrogate escape in any string and a number past Double's range.
+    guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
     else { throw .unreadable("not one JSON object") }
     guard let format = integer(object["format"]) else {
       throw .unreadable("'format' is missing or not an integer")
@@ -148,8 +156,7 @@ enum SettingsText {
     }
     let maxMessages = try member("maxMessages", integer(object["maxMessages"]))
     let maxPayloadBytes = try member("maxPayloadBytes", integer(object["maxPayloadBytes"]))
-    let lifetime = try member(
-      "messageLifetime", (object["messageLifetime"] as? NSNumber)?.doubleValue)
+    let lifetime = try member("messageLifetime", number(object["messageLifetime"])?.doubleValue)
     let quarantined = try member("maxQuarantinedFiles", integer(object["maxQuarantinedFiles"]))
     let policyText = try member("overflowPolicy", object["overflowPolicy"] as? String)
     let sharingText = try member("sharing", object["sharing"] as? String)
@@ -195,8 +202,17 @@ enum SettingsText {
     return settings
   }
 
+  /// A JSON number: not `true` or `false`, which JSONSerialization also gives as an `NSNumber`
+  /// (objCType "c") and which interop/python does not read as a number.
+  private static func number(_ value: Any?) -> NSNumber? {
+    guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else {
+      return nil
+    }
+    return number
+  }
+
   private static func integer(_ value: Any?) -> Int? {
-    guard let number = value as? NSNumber else { return nil }
+    guard let number = number(value) else { return nil }
     let double = number.doubleValue
     guard double.rounded() == double, abs(double) < 9e15 else { return nil }
     return number.intValue

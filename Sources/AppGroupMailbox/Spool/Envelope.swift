@@ -130,7 +130,9 @@ enum Envelope {
     if let header = fastDecode(bytes: line) { return (header, (newline + 1)..<bytes.count) }
     // The members' spelling first: what JSONDecoder would decide differently from another
     // reader (interop/python) is malformed for both (docs/FORMAT.md, "Message files").
-    guard let members = members(of: UnsafeRawBufferPointer(line)) else { throw .malformed }
+    guard let members = JSONSyntax.distinctMembers(UnsafeRawBufferPointer(line)) else {
+      throw .malformed
+    }
     // Whether the member `name`, when there and a number, is an integer literal (absent or of
     // another type: the decoder's call).
     func isInteger(_ name: String) -> Bool {
@@ -204,36 +206,6 @@ enum Envelope {
       format: loose.format, id: id, enqueuedAt: enqueuedAt, messageType: messageType,
       key: loose.key, payloadVersion: loose.payloadVersion == 1 ? nil : loose.payloadVersion)
     return (header, (newline + 1)..<bytes.count)
-  }
-
-  /// The header line's members by name, each with where its value's text lies, when the line is
-  /// one JSON object by the grammar of RFC 8259 (``JSONSyntax/objectMembers(_:)``) whose member
-  /// names are all different and valid Unicode once their escapes are undone; nil otherwise.
-  /// Foundation's `JSONDecoder` accepts a trailing comma and takes the first of two members of
-  /// one name, Python's `json` the last: a reader that took either would disagree with another
-  /// about which message a file holds.
-  /// - Complexity: O(n) in the line's bytes.
-  /// Names are compared by their UTF-8 bytes (Unicode scalars, as Python compares them), not by
-  /// `String`'s canonical equivalence.
-  static func members(of line: UnsafeRawBufferPointer) -> [[UInt8]: Range<Int>]? {
-    guard let members = JSONSyntax.objectMembers(line) else { return nil }
-    var byName: [[UInt8]: Range<Int>] = [:]
-    for member in members {
-      let text = UnsafeRawBufferPointer(rebasing: line[member.name])
-      let name: [UInt8]
-      if text.contains(UInt8(ascii: "\\")) {
-        // Escapes undone by the toolchain's decoder; a lone surrogate does not decode.
-        var quoted = Data([UInt8(ascii: "\"")])
-        quoted.append(contentsOf: text)
-        quoted.append(UInt8(ascii: "\""))
-        guard let decoded = try? JSONDecoder().decode(String.self, from: quoted) else { return nil }
-        name = Array(decoded.utf8)
-      } else {
-        name = Array(text)  // valid UTF-8: the grammar checked
-      }
-      guard byName.updateValue(member.value, forKey: name) == nil else { return nil }
-    }
-    return byName
   }
 
   /// Reads a header line in exactly the form

@@ -2,14 +2,12 @@
 
 import json
 
+from .jsontext import is_text, loads_object
 from .names import ANY_UUID
 
 MAX_HEADER_BYTES = 4096
 MAX_PAYLOAD_VERSION = 2**31 - 1
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
-# The deepest nesting of a header the Swift reader decodes (its JSONDecoder's limit, the header
-# object counted); deeper is malformed on both sides.
-MAX_HEADER_DEPTH = 512
 
 
 def encode(id, micros, message_type, payload, payload_version=1):
@@ -29,16 +27,9 @@ def decode_header(data):
     if newline <= 0 or data[:1] != b"{":
         raise ValueError("malformed")
     try:
-        text = data[:newline].decode("utf-8")
-        if _depth(text) > MAX_HEADER_DEPTH:
-            raise ValueError("too deep")
-        header = json.loads(text, object_pairs_hook=_Members.of, parse_constant=_not_json)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise ValueError("malformed")
-    # One object, each member name once and valid Unicode: which of two same-named members
-    # counts is where JSON readers disagree (FORMAT.md, "Message files").
-    if (not isinstance(header, _Members) or header.duplicate
-            or not all(_is_text(name) for name in header)):
+        # One object, each member name once: where JSON readers disagree (jsontext).
+        header = loads_object(data[:newline].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
         raise ValueError("malformed")
     version = header.get("format")
     if type(version) is not int or not 1 <= version <= INT64_MAX:
@@ -47,64 +38,14 @@ def decode_header(data):
         raise ValueError("future")
     if (type(header.get("enqueuedAt")) is not int
             or not INT64_MIN <= header["enqueuedAt"] <= INT64_MAX
-            or not _is_text(header.get("id")) or not _is_text(header.get("messageType"))
+            or not is_text(header.get("id")) or not is_text(header.get("messageType"))
             or not ANY_UUID.fullmatch(header["id"])
-            or ("key" in header and not _is_text(header["key"]))):
+            or ("key" in header and not is_text(header["key"]))):
         raise ValueError("malformed")
     version = header.get("payloadVersion", 1)
     if type(version) is not int or not 1 <= version <= MAX_PAYLOAD_VERSION:
         raise ValueError("malformed")
     return header, data[newline + 1:]
-
-
-class _Members(dict):
-    """A JSON object's members; ``duplicate`` when a name came more than once."""
-    duplicate = False
-
-    @classmethod
-    def of(cls, pairs):
-        members = cls(pairs)
-        members.duplicate = len(members) != len(pairs)
-        return members
-
-
-def _not_json(constant):
-    """``NaN``, ``Infinity`` and ``-Infinity``, which Python's json reads and JSON has not."""
-    raise ValueError("not JSON: " + constant)
-
-
-def _is_text(value):
-    """A string that is valid Unicode (a lone surrogate escape, which Python's json reads,
-    is not, and the Swift reader refuses it)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _depth(text):
-    """The deepest nesting of objects and arrays in JSON text, strings skipped."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def is_json(payload):

@@ -10,6 +10,7 @@ import stat
 import time
 
 from .errors import SettingsFormatTooNew, SettingsUnreadable
+from .jsontext import RepeatedName, loads_object
 from .system import rename_noreplace
 
 FORMAT = 2  # the newest format read (and written: 2 only while held)
@@ -80,10 +81,10 @@ class Settings:
         """Settings from the file's bytes; raises SettingsFormatTooNew for a format newer than
         FORMAT, SettingsUnreadable (naming a member, never a value) for anything else wrong."""
         try:
-            settings = json.loads(raw.decode("utf-8"))
+            settings = loads_object(raw.decode("utf-8"), whole=True)
+        except RepeatedName as error:
+            raise SettingsUnreadable(str(error))
         except (UnicodeDecodeError, ValueError):
-            raise SettingsUnreadable("not one JSON object")
-        if not isinstance(settings, dict):
             raise SettingsUnreadable("not one JSON object")
         version = _integer(settings.get("format"))
         if version is None:

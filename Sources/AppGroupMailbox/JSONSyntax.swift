@@ -10,7 +10,7 @@ import Foundation
 /// (a `\u` escape of a surrogate or of NUL, a number with an exponent or more than 15 digits,
 /// nesting deeper than ``maximumDepth``) it leaves to JSONSerialization. Foundation's parsers
 /// accept some text that is not JSON (a trailing comma in an array or object), so a producer
-/// checks with the verdict first (``AppGroupRawMailbox/isStorable(_:)``), and what the verdict
+/// checks with the verdict first (``AppGroupRawMailbox/isJSON(_:)``), and what the verdict
 /// calls invalid is never stored. ``isCertainlyValid(_:)`` accepts a subset of what
 /// JSONSerialization accepts; tests compare the two on generated inputs.
 enum JSONSyntax {

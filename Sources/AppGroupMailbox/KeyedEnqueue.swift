@@ -71,7 +71,7 @@ extension AppGroupRawMailbox {
     payloadVersion: Int = 1, priority: Int = AppGroupMailboxPriority.default
   ) throws -> AppGroupMailboxKeyedOutcome {
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
-    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     return try spool.enqueueKeyed(
       payload, key: key, onConflict: onConflict, messageType: messageType,
       payloadVersion: version, priority: priority)

@@ -103,7 +103,7 @@ public final class AppGroupRawMailbox: Sendable {
     key: String? = nil
   ) throws {
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
-    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     let file: Data
     do {
       file = try Envelope.encode(
@@ -167,7 +167,7 @@ public final class AppGroupRawMailbox: Sendable {
     let notBeforeMicros = try due?.micros(now: spool.now)
     let level = try AppGroupMailboxPriority.validated(priority)
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
-    guard Self.isStorable(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     let messageID = id ?? KernelRandom.messageID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
@@ -214,27 +214,22 @@ public final class AppGroupRawMailbox: Sendable {
     }
   }
 
-  /// Whether `data` may be enqueued: one JSON value by the grammar of RFC 8259 in UTF-8 text
-  /// (no NUL byte, which UTF-8 JSON never holds but UTF-16 and UTF-32 do; no byte order mark;
-  /// no trailing comma, which Foundation's parsers accept), which JSONSerialization accepts.
-  /// Claims keep the plain ``isJSON(_:)`` check, so nothing stored earlier is quarantined by
-  /// it.
+  /// Whether `data` is a message of an untyped mailbox: one JSON value by the grammar of
+  /// RFC 8259 in UTF-8 text (no NUL byte, which UTF-8 JSON never holds but UTF-16 and UTF-32
+  /// do; no byte order mark; no trailing comma, which Foundation's parsers accept), which
+  /// JSONSerialization also accepts (it decides what the grammar leaves to a parser: a lone
+  /// surrogate escape, a number past a double's range, nesting past 512). Enqueue refuses, and
+  /// an untyped claim quarantines as malformed, anything else: the same judgement on both sides
+  /// and in interop/python (`is_json`), and `mailboxctl drain` can embed every message it
+  /// delivers in its UTF-8 output line as it is (docs/FORMAT.md, "Message files").
   /// - Complexity: O(n) in the bytes; one pass and no allocation for valid UTF-8 JSON
   ///   (``JSONSyntax``).
-  static func isStorable(_ data: Data) -> Bool {
+  static func isJSON(_ data: Data) -> Bool {
     switch data.withUnsafeBytes(JSONSyntax.verdict) {
     case .valid: return true
     case .invalid: return false
-    case .unsure: return isJSON(data)
+    case .unsure:
+      return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
     }
-  }
-
-  /// Whether `data` is one JSON value (any top-level value; JSONSerialization detects UTF-8, 16
-  /// or 32). ``JSONSyntax`` answers first, without building the value; JSONSerialization
-  /// decides whatever it is not sure of.
-  /// - Complexity: O(n) in the bytes.
-  static func isJSON(_ data: Data) -> Bool {
-    if data.withUnsafeBytes(JSONSyntax.isCertainlyValid) { return true }
-    return (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
   }
 }

@@ -155,7 +155,7 @@ extension AppGroupRawMailbox {
       try spool.readEntry(directory, name, limit: AppGroupMailboxLimits.payloadCeiling)
     }
     guard case .success(let (_, bytes)) = read, let message = LegacyMessage(decoding: bytes.array),
-      Self.isStorable(message.payload)
+      Self.isJSON(message.payload)
     else { return nil }
     return message
   }

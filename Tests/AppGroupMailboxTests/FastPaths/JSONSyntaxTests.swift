@@ -53,7 +53,7 @@ import Testing
   ])
   func `Text the grammar refuses is invalid, however deep, and is never stored`(_ text: String) {
     #expect(Self.verdict(text) == .invalid)
-    #expect(!AppGroupRawMailbox.isStorable(Data(text.utf8)))
+    #expect(!AppGroupRawMailbox.isJSON(Data(text.utf8)))
   }
 
   @Test(arguments: [
@@ -64,7 +64,7 @@ import Testing
     _ text: String
   ) {
     #expect(Self.verdict(text) == .unsure)
-    #expect(AppGroupRawMailbox.isStorable(Data(text.utf8)) == Self.serialization(Data(text.utf8)))
+    #expect(AppGroupRawMailbox.isJSON(Data(text.utf8)) == Self.serialization(Data(text.utf8)))
   }
 
   /// 20,000 generated valid values, some with exponents, long numbers, surrogate escapes and

@@ -2,7 +2,7 @@
 
 import json
 
-from .jsontext import is_text, loads_object
+from .jsontext import is_text, loads_object, loads_value
 from .names import ANY_UUID
 
 MAX_HEADER_BYTES = 4096
@@ -49,9 +49,10 @@ def decode_header(data):
 
 
 def is_json(payload):
-    """Whether payload is exactly one JSON value in UTF-8 (what an untyped consumer delivers)."""
+    """Whether payload is exactly one JSON value in UTF-8 as the Swift library judges it
+    (jsontext.loads_value): what an untyped consumer delivers; anything else is malformed."""
     try:
-        json.loads(payload.decode("utf-8"))
+        loads_value(payload.decode("utf-8"))
         return True
     except (UnicodeDecodeError, ValueError):
         return False

@@ -1,5 +1,6 @@
-"""One JSON object read one way: what the Swift library's readers accept of a header line or a
-settings file (FORMAT.md, "Message files" and "The settings file"), where JSON readers differ."""
+"""JSON read one way: what the Swift library's readers accept of a header line, a settings file
+and an untyped message (FORMAT.md, "Message files" and "The settings file"), where JSON readers
+differ."""
 
 import json
 
@@ -10,7 +11,9 @@ MAX_DEPTH = 512
 
 
 class NotOneObject(ValueError):
-    """Not one JSON object by RFC 8259 (a trailing comma, NaN, nesting past MAX_DEPTH...)."""
+    """Not one JSON object (or value) by RFC 8259 (a trailing comma, NaN, nesting past
+    MAX_DEPTH...), or one the Swift readers refuse (a lone surrogate, a number past a double's
+    range)."""
 
 
 class RepeatedName(ValueError):
@@ -27,12 +30,7 @@ def loads_object(text, whole=False):
     every string at any depth must be valid Unicode and every number within a double's range,
     or it is NotOneObject; without it (a header line, read with JSONDecoder, which looks only
     at the members it knows) only the member names are checked."""
-    if _depth(text) > MAX_DEPTH:
-        raise NotOneObject("too deep")
-    try:
-        value = json.loads(text, object_pairs_hook=_Members.of, parse_constant=_not_json)
-    except (ValueError, RecursionError):
-        raise NotOneObject("not one JSON object")
+    value = _parse(text)
     if not isinstance(value, _Members):
         raise NotOneObject("not one JSON object")
     if value.repeated or not all(is_text(name) for name in value):
@@ -43,16 +41,44 @@ def loads_object(text, whole=False):
 
 
 def _representable(value):
-    """Whether every string in ``value`` is valid Unicode and every number finite."""
-    if isinstance(value, dict):
-        return all(is_text(k) and _representable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_representable(item) for item in value)
-    if isinstance(value, str):
-        return is_text(value)
-    if isinstance(value, float):
-        return value not in (float("inf"), float("-inf"))
+    """Whether every string in ``value`` is valid Unicode and every number finite (iteratively:
+    a value may nest MAX_DEPTH deep, past Python's recursion limit)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if not all(is_text(name) for name in item):
+                return False
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            if not is_text(item):
+                return False
+        elif isinstance(item, float) and item in (float("inf"), float("-inf")):
+            return False
     return True
+
+
+def loads_value(text):
+    """One JSON value, as the Swift library's untyped readers accept a message
+    (AppGroupRawMailbox.isJSON: RFC 8259's grammar, then what JSONSerialization refuses: a lone
+    surrogate anywhere, a number past a double's range, nesting past MAX_DEPTH); raises
+    NotOneObject otherwise. Member names may repeat: a message is the producer's business."""
+    value = _parse(text)
+    if not _representable(value):
+        raise NotOneObject("not one JSON value")
+    return value
+
+
+def _parse(text):
+    """json.loads without NaN or Infinity and within MAX_DEPTH; objects as _Members."""
+    if _depth(text) > MAX_DEPTH:
+        raise NotOneObject("too deep")
+    try:
+        return json.loads(text, object_pairs_hook=_Members.of, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        raise NotOneObject("not one JSON value")
 
 
 def is_text(value):

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// What the untyped readers make of a message (docs/FORMAT.md, "Message files"): the Swift
+/// library's `AppGroupRawMailbox.isJSON` (which enqueue and an untyped claim both use) and
+/// interop/python's `is_json` deliver or quarantine the same messages. Before, an untyped Swift
+/// claim delivered what JSONSerialization accepts (a trailing comma, UTF-16), which enqueue
+/// refused and `mailboxctl drain` could not embed in its UTF-8 line, while Python delivered
+/// `NaN`, a lone surrogate and `1e400`, and crashed (RecursionError) on deep nesting.
+@Suite struct PayloadAgreementTests {
+  static let cases: [(bytes: [UInt8], delivered: Bool)] = [
+    (Array(#"{"a":[1,2.5,-0,1e5,"x"]}"#.utf8), true),
+    (Array(#""\u0000""#.utf8), true),
+    (Array(#""\ud83d\ude00""#.utf8), true),
+    (Array(#"{"a":1,"a":2}"#.utf8), true),
+    (Array("123456789012345678901234567890".utf8), true),
+    (Array("1e308".utf8), true),
+    (Array("1e-400".utf8), true),
+    (Array((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8), true),
+    (Array(" 1 ".utf8), true),
+    (Array("[1,]".utf8), false),
+    (Array(#"{"pw":"x",}"#.utf8), false),
+    (Array("NaN".utf8), false),
+    (Array("[-Infinity]".utf8), false),
+    (Array(#"["\ud800"]"#.utf8), false),
+    (Array("1e400".utf8), false),
+    (Array("-1e309".utf8), false),
+    (Array((String(repeating: "[", count: 513) + String(repeating: "]", count: 513)).utf8), false),
+    (
+      Array((String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000)).utf8), false
+    ),
+    ([0xFF, 0xFE, 0x31, 0x00], false),  // UTF-16LE with a byte order mark: "1"
+    ([0x31, 0x00], false),  // UTF-16LE without one
+    ([0xEF, 0xBB, 0xBF, 0x31], false),  // UTF-8 with a byte order mark
+    ([0x22, 0xC3, 0x28, 0x22], false),  // invalid UTF-8 in a string
+    (Array("".utf8), false),
+  ]
+
+  @Test func `The Swift library delivers exactly the JSON it stores`() {
+    for (bytes, delivered) in Self.cases {
+      #expect(AppGroupRawMailbox.isJSON(Data(bytes)) == delivered, "\(bytes.prefix(40))")
+    }
+  }
+
+  @Test(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+  func `interop/python delivers the same messages as the Swift library`() throws {
+    let directory = PythonSpool.script.deletingLastPathComponent().path
+    let program = """
+      import sys
+      sys.dont_write_bytecode = True
+      sys.path.insert(0, sys.argv[1])
+      from agm import envelope
+      for line in sys.stdin.read().split("\\n"):
+          if line:
+              print(envelope.is_json(bytes.fromhex(line[1:])))
+      """
+    // One hex line a case (a leading "x" keeps an empty payload's line).
+    let input = Self.cases.map { "x" + $0.bytes.map { String(format: "%02x", $0) }.joined() + "\n" }
+    let finished = try Processes.start(
+      PythonSpool.python, ["-c", program, directory], stdin: Data(input.joined().utf8)
+    ).finish()
+    try #require(finished.status == 0, "\(finished.stderr)")
+    #expect(finished.lines == Self.cases.map { $0.delivered ? "True" : "False" })
+  }
+}

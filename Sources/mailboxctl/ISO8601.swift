@@ -3,11 +3,20 @@ import Glibc
 
 /// ISO 8601 dates as `mailboxctl` prints and reads them (RFC 3339 profile).
 enum ISO8601 {
-  /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` in UTC, to the microsecond.
+  /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` in UTC, to the microsecond. A date past what a signed 64-bit
+  /// count of microseconds holds (a hand-made header's `enqueuedAt` of 2^63 - 1 reads as one,
+  /// once a double) is printed as the last (or first) such microsecond, not a trap; the
+  /// arithmetic cannot overflow at either end.
   static func format(_ date: Date) -> String {
-    let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
-    var seconds = time_t(micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000)
-    let fraction = micros - Int64(seconds) * 1_000_000
+    let value = (date.timeIntervalSince1970 * 1_000_000).rounded(.down)
+    let micros = Int64(exactly: value) ?? (value > 0 ? Int64.max : value < 0 ? Int64.min : 0)
+    // Floor division: a date before 1970 has a negative second and a positive fraction.
+    var seconds = time_t(micros / 1_000_000)
+    var fraction = micros % 1_000_000
+    if fraction < 0 {
+      seconds -= 1
+      fraction += 1_000_000
+    }
     var parts = tm()
     gmtime_r(&seconds, &parts)
     return String(

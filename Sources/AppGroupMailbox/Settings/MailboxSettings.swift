@@ -139,13 +139,28 @@ enum SettingsText {
     }
     // JSONSerialization takes the last of two members of one name; a reader that took the first
     // would read another hold or bound (docs/FORMAT.md, "The settings file").
-    guard bytes.withUnsafeBytes(JSONSyntax.distinctMembers) != nil else {
+    guard let members = bytes.withUnsafeBytes(JSONSyntax.distinctMembers) else {
       throw .unreadable("a member name is given twice or is not valid Unicode")
+    }
+    // Numbers are read from their text: the nearest double, as strtod(3) and Python's float()
+    // round it. JSONSerialization's NSNumber may hold a Decimal whose conversion rounds
+    // otherwise (`1.99999999999999999999` read as 1 for one reader, 2 for the other).
+    func number(_ name: String) -> Double? {
+      guard let range = members[Array(name.utf8)], let first = bytes[range].first,
+        first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10
+      else { return nil }
+      return Double(String(decoding: bytes[range], as: UTF8.self))
+    }
+    func integer(_ name: String) -> Int? {
+      guard let value = number(name), value.rounded() == value, abs(value) < 9e15 else {
+        return nil
+      }
+      return Int(value)
     }
     // It also refuses a lone surrogate escape in any string and a number past Double's range.
     guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
     else { throw .unreadable("not one JSON object") }
-    guard let format = integer(object["format"]) else {
+    guard let format = integer("format") else {
       throw .unreadable("'format' is missing or not an integer")
     }
     guard format <= Self.format else { throw .futureFormat(format) }
@@ -154,17 +169,17 @@ enum SettingsText {
       guard let value else { throw .unreadable("'\(name)' is missing or of the wrong type") }
       return value
     }
-    let maxMessages = try member("maxMessages", integer(object["maxMessages"]))
-    let maxPayloadBytes = try member("maxPayloadBytes", integer(object["maxPayloadBytes"]))
-    let lifetime = try member("messageLifetime", number(object["messageLifetime"])?.doubleValue)
-    let quarantined = try member("maxQuarantinedFiles", integer(object["maxQuarantinedFiles"]))
+    let maxMessages = try member("maxMessages", integer("maxMessages"))
+    let maxPayloadBytes = try member("maxPayloadBytes", integer("maxPayloadBytes"))
+    let lifetime = try member("messageLifetime", number("messageLifetime"))
+    let quarantined = try member("maxQuarantinedFiles", integer("maxQuarantinedFiles"))
     let policyText = try member("overflowPolicy", object["overflowPolicy"] as? String)
     let sharingText = try member("sharing", object["sharing"] as? String)
     let attempts: Int?
     switch object["maxDeliveryAttempts"] {
     case nil, is NSNull: attempts = nil
-    case let value:
-      attempts = try member("maxDeliveryAttempts", integer(value))
+    default:
+      attempts = try member("maxDeliveryAttempts", integer("maxDeliveryAttempts"))
     }
     let policy: AppGroupMailboxOverflowPolicy
     switch policyText {
@@ -191,7 +206,7 @@ enum SettingsText {
     }
     settings.largestPayloadBytes = max(
       maxPayloadBytes,
-      min(integer(object["largestPayloadBytes"]) ?? 0, AppGroupMailboxLimits.payloadCeiling))
+      min(integer("largestPayloadBytes") ?? 0, AppGroupMailboxLimits.payloadCeiling))
     do {
       try settings.validate()
     } catch AppGroupMailboxError.invalidLimit(let name) {
@@ -200,21 +215,5 @@ enum SettingsText {
       throw .unreadable("a limit is out of range")
     }
     return settings
-  }
-
-  /// A JSON number: not `true` or `false`, which JSONSerialization also gives as an `NSNumber`
-  /// (objCType "c") and which interop/python does not read as a number.
-  private static func number(_ value: Any?) -> NSNumber? {
-    guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else {
-      return nil
-    }
-    return number
-  }
-
-  private static func integer(_ value: Any?) -> Int? {
-    guard let number = number(value) else { return nil }
-    let double = number.doubleValue
-    guard double.rounded() == double, abs(double) < 9e15 else { return nil }
-    return number.intValue
   }
 }

@@ -10,6 +10,13 @@ import Testing
 /// refused and `mailboxctl drain` could not embed in its UTF-8 line, while Python delivered
 /// `NaN`, a lone surrogate and `1e400`, and crashed (RecursionError) on deep nesting.
 @Suite struct PayloadAgreementTests {
+  /// The first 306 digits of the halfway point between the largest double and 2^1024.
+  static let doubleMaxDigits =
+    "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017"
+    + "977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273"
+    + "854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704"
+    + "342711559699508093042880177904174497"
+
   static let cases: [(bytes: [UInt8], delivered: Bool)] = [
     (Array(#"{"a":[1,2.5,-0,1e5,"x"]}"#.utf8), true),
     (Array(#""\u0000""#.utf8), true),
@@ -20,6 +27,12 @@ import Testing
     (Array("1e-400".utf8), true),
     (Array((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8), true),
     (Array(" 1 ".utf8), true),
+    // Integers as wide as a double reaches: the largest that rounds to a finite one, then the
+    // first that rounds to infinity (found by an adversarial session: Python delivered it).
+    (Array(("1" + String(repeating: "0", count: 308)).utf8), true),
+    (Array(("-1" + String(repeating: "0", count: 309)).utf8), false),
+    (Array((Self.doubleMaxDigits + "791").utf8), true),
+    (Array((Self.doubleMaxDigits + "792").utf8), false),
     (Array("[1,]".utf8), false),
     (Array(#"{"pw":"x",}"#.utf8), false),
     (Array("NaN".utf8), false),

@@ -46,6 +46,22 @@ import Testing
       "unreadable: 'messageLifetime' is missing or of the wrong type"
     ),
     (line(format: 3), "future 3"),
+    // Numbers as the nearest double to their text (found by an adversarial session: Swift read
+    // `1.99999999999999999999` as 1, Python as 2, so only Python saw the hold).
+    (
+      line(format: 2).replacingOccurrences(
+        of: #""format":2"#, with: #""format":1.99999999999999999999"#
+      )
+      .replacingOccurrences(of: "}", with: #","held":true}"#), "ok held=true max=100"
+    ),
+    (line(maxMessages: "99.99999999999999999"), "ok held=false max=100"),
+    (line(#","maxMessages":"# + "1" + String(repeating: "0", count: 400)), twice),
+    (
+      line().replacingOccurrences(of: "86400", with: "1" + String(repeating: "0", count: 400)),
+      notObject
+    ),
+    (line().replacingOccurrences(of: "86400", with: "1e308"), "ok held=false max=100"),
+    (line(#","x":1"# + String(repeating: "0", count: 400)), notObject),
   ]
 
   /// The Swift reader's verdict on a settings line.
@@ -82,6 +98,7 @@ import Testing
               continue
           try:
               settings = Settings.decode(line + b"\\n")
+              settings.lifetime_micros  # what every claim computes (1e308 s raised OverflowError)
               print("ok held=%s max=%d" % ("true" if settings.held else "false",
                                            settings.max_messages))
           except SettingsFormatTooNew as error:

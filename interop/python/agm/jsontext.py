@@ -41,8 +41,9 @@ def loads_object(text, whole=False):
 
 
 def _representable(value):
-    """Whether every string in ``value`` is valid Unicode and every number finite (iteratively:
-    a value may nest MAX_DEPTH deep, past Python's recursion limit)."""
+    """Whether every string in ``value`` is valid Unicode and every number, integers too, within
+    a double's range (iteratively: a value may nest MAX_DEPTH deep, past Python's recursion
+    limit)."""
     pending = [value]
     while pending:
         item = pending.pop()
@@ -57,6 +58,11 @@ def _representable(value):
                 return False
         elif isinstance(item, float) and item in (float("inf"), float("-inf")):
             return False
+        elif isinstance(item, int) and not isinstance(item, bool):
+            try:
+                float(item)  # rounds to nearest, as JSONSerialization does; past the range:
+            except OverflowError:  # OverflowError, where JSONSerialization refuses the text
+                return False
     return True
 
 

@@ -38,7 +38,10 @@ class Settings:
 
     @property
     def lifetime_micros(self):
-        return int(self.lifetime * 1_000_000)
+        """Microseconds, at most 2**63 - 1 (a lifetime of 1e308 s is valid), as the library's
+        TimeInterval.microseconds clamps."""
+        micros = self.lifetime * 1_000_000
+        return 2**63 - 1 if micros >= 2.0**63 else int(micros)
 
     def differences(self, other):
         """The stored names of the members in which other differs (the hold aside)."""

@@ -235,11 +235,7 @@ struct ClaimedName: Hashable, Sendable {
     guard bytes[leaseStart - 1] == UInt8(ascii: "."), bytes[tokenStart - 1] == UInt8(ascii: ".")
     else { return nil }
     guard let lease = PendingName.digits(bytes[leaseStart...]),
-      let token = UInt64(
-        String(decoding: bytes[tokenStart..<(leaseStart - 1)], as: UTF8.self), radix: 16),
-      bytes[tokenStart..<(leaseStart - 1)].allSatisfy({
-        !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0)
-      })
+      let token = NameBytes.parseHex(bytes[tokenStart..<(leaseStart - 1)], width: 16)
     else { return nil }
     guard
       let message = bytes.withUnsafeBufferPointer({
@@ -314,11 +310,15 @@ struct QuarantineName: Hashable, Sendable {
       return nil
     }
     let idText = rest.dropLast(9)
-    guard let nonce = UInt32(rest.suffix(8), radix: 16) else { return nil }
+    // Either case, as before and as interop/python; never a sign.
+    guard let nonce = NameBytes.parseHex(rest.utf8.suffix(8).map(NameBytes.lowercased), width: 8)
+    else {
+      return nil
+    }
     self.micros = Int64(micros)
     self.reason = reason
     self.id = idText == "unknown" ? nil : UUID(uuidString: String(idText))
-    self.nonce = nonce
+    self.nonce = UInt32(nonce)
   }
 }
 
@@ -341,7 +341,7 @@ struct DelayedName: Hashable, Sendable {
     let bytes = name.utf8
     guard bytes.count > 17, let due = PendingName.digits(ArraySlice(bytes.prefix(16))),
       bytes.dropFirst(16).first == UInt8(ascii: "-"),
-      let message = PendingName(parsing: String(name.dropFirst(17)))
+      let message = PendingName(parsing: String(decoding: bytes.dropFirst(17), as: UTF8.self))
     else { return nil }
     self.init(dueMicros: Int64(due), message: message)
   }

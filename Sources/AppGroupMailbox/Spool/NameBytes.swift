@@ -37,6 +37,26 @@ enum NameBytes {
     }
   }
 
+  /// Parses exactly `width` (at most 16) lower-case hexadecimal digits, as ``hex(_:width:into:)``
+  /// writes them; nil for anything else (a sign, which `UInt64(_:radix:)` takes, upper case,
+  /// another length).
+  static func parseHex(_ bytes: some Collection<UInt8>, width: Int) -> UInt64? {
+    guard bytes.count == width, width <= 16 else { return nil }
+    var value: UInt64 = 0
+    for byte in bytes {
+      let digit = byte &- UInt8(ascii: "0")
+      let letter = byte &- UInt8(ascii: "a")
+      guard digit < 10 || letter < 6 else { return nil }
+      value = value << 4 | UInt64(digit < 10 ? digit : letter + 10)
+    }
+    return value
+  }
+
+  /// `byte` with an ASCII capital letter made small; every other byte as it is.
+  static func lowercased(_ byte: UInt8) -> UInt8 {
+    byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+  }
+
   /// Appends `id` as 36 lower-case characters (8-4-4-4-12), as `uuidString.lowercased()`.
   static func uuid(_ id: UUID, into bytes: inout [UInt8]) {
     var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)

@@ -73,17 +73,26 @@ extension Spool {
     }
   }
 
-  /// Whether `name` has the shape of a quarantine name (16 digits, `-`, ..., `.q`): a cheap
-  /// test for ordering; the full parse is ``QuarantineName/init(parsing:)``.
+  /// Whether `name` has the shape of a quarantine name, `<16 digits>-<letters>-<uuid or
+  /// unknown>-<8 hex digits>.q` (letters and hex digits of either case, any reason, as
+  /// interop/python's pattern): trim removes entries of any other name first, so both trim the
+  /// same entries (docs/FORMAT.md, "Quarantine").
   static func looksQuarantined(_ name: String) -> Bool {
-    let bytes = name.utf8
-    guard bytes.count > 19, name.hasSuffix(".q") else { return false }
-    var index = bytes.startIndex
-    for _ in 0..<16 {
-      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { return false }
-      index = bytes.index(after: index)
-    }
-    return bytes[index] == UInt8(ascii: "-")
+    let bytes = Array(name.utf8)
+    guard bytes.count >= 16 + 1 + 1 + 1 + 7 + 1 + 8 + 2, name.hasSuffix(".q"),
+      bytes[..<16].allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }), bytes[16] == UInt8(ascii: "-")
+    else { return false }
+    let body = bytes[17..<(bytes.count - 2)]  // <letters>-<uuid|unknown>-<nonce>
+    guard let reasonEnd = body.firstIndex(of: UInt8(ascii: "-")), reasonEnd > body.startIndex,
+      body[..<reasonEnd].allSatisfy({ ($0 | 0x20) &- UInt8(ascii: "a") < 26 })
+    else { return false }
+    let rest = body.endIndex - reasonEnd  // "-<unknown or uuid>-<nonce>"
+    guard rest == 1 + 7 + 1 + 8 || rest == 1 + 36 + 1 + 8 else { return false }
+    let id = body[(reasonEnd + 1)..<(body.endIndex - 9)]
+    let nonce = body[(body.endIndex - 8)...]
+    return body[body.endIndex - 9] == UInt8(ascii: "-")
+      && NameBytes.parseHex(nonce.map(NameBytes.lowercased), width: 8) != nil
+      && (NameBytes.parseUUID(id) != nil || id.map(NameBytes.lowercased) == Array("unknown".utf8))
   }
 
   /// Removes an entry of any type without following links. A directory is emptied through

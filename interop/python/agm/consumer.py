@@ -11,6 +11,7 @@ import stat
 
 from .envelope import decode_header, is_json
 from .errors import ClaimGone
+from .moves import same_entry
 from .names import (
     MAX_ATTEMPTS, MAX_MICROS, QUARANTINED, ClaimedName, Name, delayed_file, parse_delayed,
     quarantined_file)
@@ -112,7 +113,7 @@ class Consumer:
             return None
         if failure in ("linked", "othertype"):
             # Linked after the look, or another consumer's type: back to its place, untouched.
-            self.locked(lambda _: rename_noreplace(self.area("claimed", claimed.file), path))
+            self.move("claimed", claimed.file, "pending", name.file, name.id)
             return None
         if failure == "expired":
             try:
@@ -185,12 +186,11 @@ class Consumer:
         name = claim.claimed.name
         target = ("pending", name.file) if delay <= 0 else (
             "delayed", delayed_file(min(now_micros() + int(delay * 1_000_000), MAX_MICROS), name))
-        try:
-            self.locked(lambda _: rename_noreplace(self.area("claimed", claim.claimed.file),
-                                                   self.area(*target)))
-        except FileNotFoundError:
+        outcome = self.move("claimed", claim.claimed.file, *target, name.id)
+        if outcome == "vanished":
             raise ClaimGone()
-        self.fsync_area(target[0])
+        if outcome == "moved":  # a copy already there: the message stays once (FORMAT.md)
+            self.fsync_area(target[0])
 
     def renew(self, claim):
         renewed = ClaimedName(
@@ -204,7 +204,7 @@ class Consumer:
 
     def recover(self):
         """Restores claims whose lease ran out (or deletes them when expired); returns how many."""
-        now, recovered, contained = now_micros(), 0, 0
+        now, recovered = now_micros(), 0
         for entry in os.listdir(self.area("claimed")):
             claimed = ClaimedName.parse(entry)
             if not claimed or now <= claimed.lease <= now + LEASE_CEILING_MICROS:
@@ -213,16 +213,8 @@ class Consumer:
             if now - claimed.name.micros >= self.settings.lifetime_micros:
                 self.remove(path)
                 continue
-            try:
-                target = self.area("pending", claimed.name.file)
-                self.locked(lambda _: rename_noreplace(path, target))
+            if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id) == "moved":
                 recovered += 1
-            except FileNotFoundError:
-                continue
-            except FileExistsError:
-                contained += self.quarantine("claimed", entry, claimed.name.id, "unsafe")
-        if contained:
-            self.recount_locked()
         if recovered:
             self.fsync_area("pending")
         return recovered
@@ -238,15 +230,37 @@ class Consumer:
             if now - delayed[1].micros >= self.settings.lifetime_micros:
                 self.remove(path)
                 continue
-            try:
-                target = self.area("pending", delayed[1].file)
-                self.locked(lambda _: rename_noreplace(path, target))
+            if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id) == "moved":
                 promoted += 1
-            except (FileNotFoundError, FileExistsError):
-                continue
         if promoted:
             self.fsync_area("pending")
         return promoted
+
+    def move(self, area, entry, to_area, target, id):
+        """One move by FORMAT.md "Moves", under the lock: "moved"; "vanished" (the source was
+        gone); or, when the target name is taken, "duplicate" (the same file or the same bytes:
+        the source is deleted) or "conflict" (the source goes to quarantine), the counters then
+        rebuilt. The message stays once, so it is never delivered twice from one move."""
+        source, destination = self.area(area, entry), self.area(to_area, target)
+
+        def body(counters):
+            try:
+                rename_noreplace(source, destination)
+                return "moved"
+            except FileNotFoundError:
+                return "vanished"
+            except FileExistsError:
+                pass
+            if same_entry(source, destination, self.settings.max_payload_bytes):
+                outcome = "duplicate" if self.remove(source) else "vanished"
+            elif self.quarantine(area, entry, id, "conflict"):
+                outcome = "conflict"
+            else:
+                outcome = "vanished"
+            if outcome != "vanished":
+                counters[:] = self.recount(counters)
+            return outcome
+        return self.locked(body)
 
     def quarantine(self, area, entry, id, reason):
         """Moves an entry into quarantine/ (or deletes it); True when it left its area."""
@@ -287,3 +301,4 @@ class Consumer:
             os.rmdir(path)
         else:
             os.unlink(path)
+

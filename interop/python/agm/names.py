@@ -35,8 +35,9 @@ class Name:
 
     @property
     def key(self):
-        """Claim order: the highest level first, then FIFO."""
-        return (-self.level, self.micros, self.sequence)
+        """Claim order: the highest level first, then FIFO, then (for equal keys, which only
+        hand-made names have) the id, as FORMAT.md "Priority levels" orders them."""
+        return (-self.level, self.micros, self.sequence, self.id)
 
     @property
     def eviction_key(self):

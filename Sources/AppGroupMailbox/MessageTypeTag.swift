@@ -24,9 +24,12 @@ struct MessageTypeTag: Sendable, Equatable {
   /// The default tag of `type`: `String(describing: type)`.
   static func defaultTag(of type: Any.Type) -> String { String(describing: type) }
 
-  /// Whether a consumer with this tag takes a message stored with `stored`.
+  /// Whether a consumer with this tag takes a message stored with `stored`. Tags are compared
+  /// by their UTF-8 bytes (Unicode scalars, as interop/python compares them), not by `String`'s
+  /// canonical equivalence, which would take `e` and a combining accent for `é`.
   func accepts(_ stored: String) -> Bool {
-    stored.isEmpty || stored == tag || (isDefault && Self.unqualified(stored) == tag)
+    stored.isEmpty || stored.utf8.elementsEqual(tag.utf8)
+      || (isDefault && Self.unqualified(stored).utf8.elementsEqual(tag.utf8))
   }
 
   /// `qualified` with every qualified name cut to its last component and every parenthesised

@@ -143,4 +143,14 @@ import Testing
     #expect(
       try PythonSpool.delivered(try PythonSpool.run("drain", pythonSide)).map(\.id) == expected)
   }
+
+  /// Python compares tags as code points (`str` equality); the Swift side compares them alike,
+  /// not by canonical equivalence (adversarial session, round 2).
+  @Test func `A type tag takes only the same Unicode scalars`() {
+    let composed = MessageTypeTag(tag: "Caf\u{E9}", isDefault: false)
+    #expect(composed.accepts("Caf\u{E9}"))
+    #expect(!composed.accepts("Cafe\u{301}"))
+    #expect(!MessageTypeTag(tag: "Cafe\u{301}", isDefault: true).accepts("App.Caf\u{E9}"))
+    #expect(MessageTypeTag(tag: "Caf\u{E9}", isDefault: true).accepts("App.Caf\u{E9}"))
+  }
 }

@@ -42,11 +42,7 @@ import Testing
 
   @Test(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
   func `interop/python judges every payloadVersion as the Swift reader does`() throws {
-    let directory = PythonSpool.script.deletingLastPathComponent().path
     let program = """
-      import sys
-      sys.dont_write_bytecode = True
-      sys.path.insert(0, sys.argv[1])
       from agm import envelope
       for line in sys.stdin.read().split("\\n"):
           if not line:
@@ -58,12 +54,9 @@ import Testing
               print(error)
       """
     let lines = Self.cases.map { Self.header($0.token, key: false) }
-    let finished = try Processes.start(
-      PythonSpool.python, ["-c", program, directory],
-      stdin: Data(lines.map { $0 + "\n" }.joined().utf8)
-    ).finish()
-    try #require(finished.status == 0, "\(finished.stderr)")
-    let python = finished.lines.map { Int($0) }
+    let printed = try PythonSpool.lines(
+      of: program, stdin: Data(lines.map { $0 + "\n" }.joined().utf8))
+    let python = printed.map { Int($0) }
     let swift = lines.map(Self.swiftVerdict)
     #expect(python == swift)
     #expect(swift == Self.cases.map(\.version))

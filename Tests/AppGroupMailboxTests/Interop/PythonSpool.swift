@@ -27,6 +27,19 @@ enum PythonSpool {
       python, [script.path, command, container.url.path, "jobs"] + arguments, stdin: stdin)
   }
 
+  /// Runs the Python `body` with interop/python's `agm` package importable (and no bytecode
+  /// written into the checkout), `stdin` as its input; requires exit status 0 and returns the
+  /// lines it printed. For tests that hold the Python reader's verdicts beside the Swift one's.
+  static func lines(of body: String, stdin: Data) throws -> [String] {
+    let program =
+      "import sys\nsys.dont_write_bytecode = True\nsys.path.insert(0, sys.argv[1])\n" + body
+    let finished = try Processes.start(
+      python, ["-c", program, script.deletingLastPathComponent().path], stdin: stdin
+    ).finish()
+    try #require(finished.status == 0, "python3 failed: \(finished.stderr)")
+    return finished.lines
+  }
+
   /// Runs it to completion and requires exit status 0.
   static func run(
     _ command: String, _ container: TemporaryContainer, _ arguments: [String] = [],

@@ -11,7 +11,7 @@ import stat
 
 from .envelope import decode_header, is_json
 from .errors import ClaimGone
-from .moves import same_entry
+from .moves import read_at_most, same_entry
 from .names import (
     MAX_ATTEMPTS, MAX_MICROS, QUARANTINED, ClaimedName, Name, delayed_file, parse_delayed,
     quarantined_file)
@@ -144,12 +144,7 @@ class Consumer:
             if not self._accepts(info.st_size):
                 return "oversized"
             limit = self.settings.largest_payload_bytes
-            data = b""
-            while len(data) <= limit:
-                chunk = os.read(fd, limit + 1 - len(data))
-                if not chunk:
-                    break
-                data += chunk
+            data = read_at_most(fd, limit + 1)
         finally:
             os.close(fd)
         if len(data) > limit:

@@ -31,14 +31,21 @@ def read_capped(path, limit):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = b""
-        while len(data) <= limit:
-            chunk = os.read(fd, limit + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
+        data = read_at_most(fd, limit + 1)
         return data if len(data) <= limit else None
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def read_at_most(fd, count):
+    """Up to count bytes from fd, fewer only at its end: a file that grows while it is read
+    is never read past count."""
+    data = b""
+    while len(data) < count:
+        chunk = os.read(fd, count - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -48,7 +48,15 @@ extension JSONSyntax {
   /// comma that Python's refuses: the file formats refuse both (docs/FORMAT.md).
   /// - Complexity: O(n) in the bytes.
   static func distinctMembers(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]: Range<Int>]? {
-    guard let members = objectMembers(bytes) else { return nil }
+    objectMembers(bytes).flatMap { byDistinctName($0, in: bytes) }
+  }
+
+  /// `members` of `bytes` (``objectMembers(_:)``) by name, as ``distinctMembers(_:)`` says;
+  /// nil when a name repeats or does not decode. For a caller that also needs to know the bytes
+  /// were one object, without scanning them twice.
+  static func byDistinctName(
+    _ members: [Member], in bytes: UnsafeRawBufferPointer
+  ) -> [[UInt8]: Range<Int>]? {
     var byName: [[UInt8]: Range<Int>] = [:]
     for member in members {
       let text = UnsafeRawBufferPointer(rebasing: bytes[member.name])
@@ -70,6 +78,13 @@ extension JSONSyntax {
 
   /// Whether `text` is an integer by RFC 8259's number grammar: an optional minus and digits,
   /// with neither a fraction nor an exponent (`1`, not `1.0` or `1e0`).
+  /// Whether the value `text` is a number (it starts as RFC 8259's number grammar does: a
+  /// minus or a digit), not a string, literal, object or array. Valid JSON text assumed.
+  static func isNumber(_ text: some Collection<UInt8>) -> Bool {
+    guard let first = text.first else { return false }
+    return first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10
+  }
+
   static func isIntegerLiteral(_ text: UnsafeRawBufferPointer) -> Bool {
     let digits = text.first == UInt8(ascii: "-") ? text.dropFirst() : text[...]
     return !digits.isEmpty && digits.allSatisfy { $0 &- UInt8(ascii: "0") < 10 }

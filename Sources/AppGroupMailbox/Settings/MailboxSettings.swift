@@ -134,21 +134,22 @@ enum SettingsText {
   }
 
   static func decode(_ bytes: [UInt8]) throws(Failure) -> AppGroupMailboxSettings {
-    guard bytes.withUnsafeBytes(JSONSyntax.objectMembers) != nil else {
+    guard let listed = bytes.withUnsafeBytes(JSONSyntax.objectMembers) else {
       throw .unreadable("not one JSON object")
     }
     // JSONSerialization takes the last of two members of one name; a reader that took the first
     // would read another hold or bound (docs/FORMAT.md, "The settings file").
-    guard let members = bytes.withUnsafeBytes(JSONSyntax.distinctMembers) else {
+    guard let members = bytes.withUnsafeBytes({ JSONSyntax.byDistinctName(listed, in: $0) })
+    else {
       throw .unreadable("a member name is given twice or is not valid Unicode")
     }
     // Numbers are read from their text: the nearest double, as strtod(3) and Python's float()
     // round it. JSONSerialization's NSNumber may hold a Decimal whose conversion rounds
     // otherwise (`1.99999999999999999999` read as 1 for one reader, 2 for the other).
     func number(_ name: String) -> Double? {
-      guard let range = members[Array(name.utf8)], let first = bytes[range].first,
-        first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10
-      else { return nil }
+      guard let range = members[Array(name.utf8)], JSONSyntax.isNumber(bytes[range]) else {
+        return nil
+      }
       return Double(String(decoding: bytes[range], as: UTF8.self))
     }
     func integer(_ name: String) -> Int? {

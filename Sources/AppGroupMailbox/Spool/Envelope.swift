@@ -138,9 +138,7 @@ enum Envelope {
     func isInteger(_ name: String) -> Bool {
       guard let range = members[Array(name.utf8)] else { return true }
       let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(line)[range])
-      let first = text.first ?? 0
-      guard first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10 else { return true }
-      return JSONSyntax.isIntegerLiteral(text)
+      return !JSONSyntax.isNumber(text) || JSONSyntax.isIntegerLiteral(text)
     }
     guard isInteger("format") else { throw .malformed }
     let headerBytes = Data(buffer: line)

@@ -23,8 +23,8 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
             an existing mailbox whose settings differ they are ignored, with a note on stderr.
 
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
-2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large";
-nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
+2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
+or is not one JSON value as every consumer reads it (prints "not-json"; nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
 the mailbox stayed full for --retry-full seconds (prints "full").
 """
 
@@ -36,7 +36,7 @@ import time
 
 sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
-from agm import MailboxFull, PayloadTooLarge, SettingsUnreadable, Spool, now_micros  # noqa: E402
+from agm import MailboxFull, NotJSON, PayloadTooLarge, SettingsUnreadable, Spool, now_micros  # noqa: E402
 
 # The settings options: (destination, option, stored member, default).
 SETTINGS_OPTIONS = (
@@ -134,6 +134,9 @@ def main(argv):
                     time.sleep(0.001)
                 except PayloadTooLarge:
                     print("too-large", flush=True)
+                    return 65
+                except NotJSON:
+                    print("not-json", flush=True)
                     return 65
             print(id, outcome, flush=True)
     elif arguments.command in ("drain", "hold"):

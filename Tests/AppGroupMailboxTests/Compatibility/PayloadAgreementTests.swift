@@ -51,6 +51,11 @@ import Testing
     (Array("".utf8), false),
   ]
 
+  /// One hex line a case (a leading "x" keeps an empty payload's line), for the Python side.
+  static let hexLines = cases.map {
+    "x" + $0.bytes.map { String(format: "%02x", $0) }.joined() + "\n"
+  }.joined()
+
   @Test func `The Swift library delivers exactly the JSON it stores`() {
     for (bytes, delivered) in Self.cases {
       #expect(AppGroupRawMailbox.isJSON(Data(bytes)) == delivered, "\(bytes.prefix(40))")
@@ -65,9 +70,37 @@ import Testing
           if line:
               print(envelope.is_json(bytes.fromhex(line[1:])))
       """
-    // One hex line a case (a leading "x" keeps an empty payload's line).
-    let input = Self.cases.map { "x" + $0.bytes.map { String(format: "%02x", $0) }.joined() + "\n" }
-    let printed = try PythonSpool.lines(of: program, stdin: Data(input.joined().utf8))
+    let printed = try PythonSpool.lines(of: program, stdin: Data(Self.hexLines.utf8))
     #expect(printed == Self.cases.map { $0.delivered ? "True" : "False" })
+  }
+
+  /// Producers write what consumers deliver: interop/python's producer wrote any bytes it was
+  /// given, so a Python producer could publish a message every consumer then quarantined.
+  @Test(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+  func `interop/python enqueues exactly what the Swift enqueue stores`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100))
+    let program = """
+      from agm import NotJSON, Spool
+      lines = sys.stdin.read().split("\\n")
+      spool = Spool(lines[0], "jobs", max_messages=100, durable=False)
+      for line in lines[1:]:
+          if line:
+              try:
+                  print(spool.enqueue(bytes.fromhex(line[1:]))[1])
+              except NotJSON:
+                  print("not-json")
+      """
+    let input = Data((container.url.path + "\n" + Self.hexLines).utf8)
+    let printed = try PythonSpool.lines(of: program, stdin: input)
+    #expect(printed == Self.cases.map { $0.delivered ? "published" : "not-json" })
+    for (bytes, delivered) in Self.cases {
+      #expect(
+        ((try? mailbox.enqueue(Data(bytes))) != nil) == delivered, "Swift: \(bytes.prefix(40))")
+    }
+    // What the Python producer published, an untyped Swift consumer delivers, byte for byte.
+    let delivered = try mailbox.claimPending()
+    let stored = Self.cases.filter(\.delivered).map(\.bytes)
+    #expect(delivered.map { Array($0.payload) } == stored + stored)
   }
 }

@@ -10,6 +10,11 @@ class PayloadTooLarge(Exception):
     """The message file would exceed maxPayloadBytes; nothing was written."""
 
 
+class NotJSON(ValueError):
+    """The message is not one JSON value as every consumer reads it (envelope.is_json, the test
+    of the Swift library's AppGroupRawMailbox.isJSON); nothing was written."""
+
+
 class ClaimGone(Exception):
     """The claim was recovered or finished elsewhere (ENOENT); nothing was changed."""
 

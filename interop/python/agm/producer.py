@@ -6,7 +6,7 @@ import secrets
 import uuid
 
 from . import envelope
-from .errors import MailboxFull, PayloadTooLarge
+from .errors import MailboxFull, NotJSON, PayloadTooLarge
 from .names import DEFAULT_LEVEL, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
 from .system import now_micros, rename_noreplace
 
@@ -19,10 +19,13 @@ class Producer:
         """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired.
         The bounds are the stored settings, re-read first when `settings` changed (and again
         under the lock). payload_version (1 to 2**31 - 1) is recorded in the header. Raises
-        ValueError for another payload version, PayloadTooLarge over maxPayloadBytes,
-        MailboxFull."""
+        ValueError for another payload version, NotJSON for a payload that is not one JSON value
+        as every consumer reads it (envelope.is_json: a consumer would quarantine it),
+        PayloadTooLarge over maxPayloadBytes, MailboxFull; nothing is written then."""
         if type(payload_version) is not int or not 1 <= payload_version <= envelope.MAX_PAYLOAD_VERSION:
             raise ValueError("payload_version must be 1 to 2**31 - 1")
+        if not envelope.is_json(payload):
+            raise NotJSON()
         self.refresh_settings()
         unique = id is not None
         id = str(uuid.UUID(id)) if unique else str(uuid.uuid4())

@@ -51,26 +51,50 @@ extension Spool {
     return true
   }
 
-  /// Deletes the oldest quarantined entries beyond `keeping` (default: the bound). Names sort by
-  /// quarantine time; entries under foreign names go first. An entry that cannot be deleted is
-  /// skipped (and met again next time).
+  /// Deletes the oldest quarantined entries beyond `keeping` (default: the bound), in
+  /// ``TrimKey`` order: entries under foreign names first, then quarantine names by quarantine
+  /// time. An entry that cannot be deleted is skipped (and met again next time).
   /// - Complexity: O(n log n) in the quarantined entries.
   func trimQuarantine(keeping: Int? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let entries = try Syscall.list(directories.quarantine)
     let excess = entries.count - (keeping ?? limits.maxQuarantinedFiles)
     guard excess > 0 else { return }
-    // Oldest first: foreign names, then quarantine names by time (their text order).
-    let keyed = entries.map { (Self.looksQuarantined($0.name), $0) }
-    let before = { (lhs: (Bool, DirectoryEntry), rhs: (Bool, DirectoryEntry)) -> Bool in
-      lhs.0 == rhs.0 ? lhs.1.name < rhs.1.name : !lhs.0
+    let keyed = entries.map { (Self.trimKey($0), $0) }
+    let before = { (lhs: (TrimKey, DirectoryEntry), rhs: (TrimKey, DirectoryEntry)) in
+      lhs.0 < rhs.0
     }
     let victims =
-      excess == 1 ? [keyed.min(by: before)!] : Array(keyed.sorted(by: before).prefix(excess))
+      excess == 1
+      ? keyed.min(by: before).map { [$0] } ?? []
+      : Array(keyed.sorted(by: before).prefix(excess))
     for (_, entry) in victims {
       if (try? removeEntry(directories.quarantine, entry.exactName)) != nil {
         diagnostics.append(.quarantinedFileDiscarded)
       }
     }
+  }
+
+  /// Where an entry stands in the order trim deletes quarantined entries (oldest first): entries
+  /// under foreign names first, then quarantine names, each by the bytes of the name (so
+  /// quarantine names by their time; a name that is not UTF-8 by its bytes too), as
+  /// interop/python orders them (`agm.names.trim_key`). Swift's `String` order would compare
+  /// canonically equivalent names as equal and repaired bytes as U+FFFD, so the two would trim
+  /// different entries of a quarantine holding such names.
+  struct TrimKey: Comparable {
+    /// Whether the name has the shape of a quarantine name (``looksQuarantined(_:)``).
+    var quarantined: Bool
+    /// The name's bytes.
+    var bytes: [UInt8]
+
+    static func < (lhs: TrimKey, rhs: TrimKey) -> Bool {
+      lhs.quarantined == rhs.quarantined
+        ? lhs.bytes.lexicographicallyPrecedes(rhs.bytes) : !lhs.quarantined
+    }
+  }
+
+  /// The ``TrimKey`` of `entry`.
+  static func trimKey(_ entry: DirectoryEntry) -> TrimKey {
+    TrimKey(quarantined: looksQuarantined(entry.name), bytes: entry.exactName.bytes)
   }
 
   /// Whether `name` has the shape of a quarantine name, `<16 digits>-<letters>-<uuid or

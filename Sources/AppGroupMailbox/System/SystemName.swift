@@ -20,6 +20,14 @@ enum EntryName: SystemName, Sendable, Hashable {
   /// Bytes that are not valid UTF-8, NUL-terminated.
   case bytes([CChar])
 
+  /// The name's bytes, without a terminating NUL.
+  var bytes: [UInt8] {
+    switch self {
+    case .text(let text): Array(text.utf8)
+    case .bytes(let bytes): bytes.dropLast().map { UInt8(bitPattern: $0) }
+    }
+  }
+
   func withSystemName<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
     switch self {
     case .text(let text): try text.withCString(body)

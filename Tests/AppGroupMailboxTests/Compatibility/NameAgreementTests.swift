@@ -61,6 +61,44 @@ import Testing
     #expect(printed == Self.names.map(\.takes))
   }
 
+  /// Quarantine entries in the order trim deletes them (docs/FORMAT.md, "Quarantine"): foreign
+  /// names first, then quarantine names, each by bytes. Swift compared `String`s, which holds
+  /// `e` with a combining accent equal to `é` and reads bytes that are not UTF-8 as U+FFFD, and
+  /// Python compared code points (surrogate escapes for such bytes): the two trimmed different
+  /// entries of one quarantine.
+  static let trimOrder: [[UInt8]] = [
+    Array("Z".utf8),
+    Array("e\u{301}x".utf8),
+    Array("\u{E9}a".utf8),
+    Array("\u{E000}".utf8),
+    [0xFF, 0x61],
+    Array("1767225500000000-unsafe-unknown-0badf00d.q".utf8),
+    Array("1767225600000000-malformed-unknown-0badf00d.q".utf8),
+  ]
+
+  @Test func `The Swift trim orders quarantine entries by their bytes`() {
+    let entries = Self.trimOrder.reversed().map { name in
+      name.withUnsafeBufferPointer { DirectoryEntry(bytes: $0, type: UInt8(DT_REG)) }
+    }
+    let sorted = entries.sorted { Spool.trimKey($0) < Spool.trimKey($1) }
+    #expect(sorted.map(\.exactName.bytes) == Self.trimOrder)
+  }
+
+  @Test(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+  func `interop/python trims quarantine entries in the same order`() throws {
+    let program = """
+      import os
+      from agm.names import trim_key
+      names = [os.fsdecode(bytes.fromhex(line)) for line in sys.stdin.read().split()]
+      for name in sorted(names, key=trim_key):
+          print(os.fsencode(name).hex())
+      """
+    let hex = Self.trimOrder.map { $0.map { String(format: "%02x", $0) }.joined() }
+    let printed = try PythonSpool.lines(
+      of: program, stdin: Data(hex.reversed().joined(separator: "\n").utf8))
+    #expect(printed == hex)
+  }
+
   /// A message under a pending name, and a second entry a move meets: an expired claim of the
   /// same stem (recovery) or a due delayed entry of it (promotion), with the same bytes or others.
   static func plantPair(

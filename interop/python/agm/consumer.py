@@ -13,8 +13,8 @@ from .envelope import decode_header, is_json
 from .errors import ClaimGone
 from .moves import read_at_most, same_entry
 from .names import (
-    MAX_ATTEMPTS, MAX_MICROS, QUARANTINED, ClaimedName, Name, delayed_file, parse_delayed,
-    quarantined_file)
+    MAX_ATTEMPTS, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_file,
+    trim_key)
 from .system import now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
@@ -282,7 +282,7 @@ class Consumer:
 
     def _trim(self, keeping):
         entries = os.listdir(self.area("quarantine"))
-        entries.sort(key=lambda e: (QUARANTINED.fullmatch(e) is not None, e))
+        entries.sort(key=trim_key)
         for entry in entries[:max(0, len(entries) - keeping)]:
             try:
                 self._remove(self.area("quarantine", entry))

@@ -4,6 +4,7 @@ A name is the only place that holds a message's order, id, delivery count, lease
 every other module formats and parses names here and nowhere else.
 """
 
+import os
 import re
 
 MAX_MICROS = 9_999_999_999_999_999
@@ -107,3 +108,10 @@ def quarantined_id(text):
     """The id a quarantined name carries, or None (a foreign name, or "unknown")."""
     match = QUARANTINED.fullmatch(text)
     return match.group(1).lower() if match and match.group(1) != "unknown" else None
+
+
+def trim_key(entry):
+    """The order quarantine trim deletes entries in (FORMAT.md, "Quarantine"): entries under
+    foreign names first, then quarantine names, each by the bytes of the name (os.fsencode: so a
+    name that is not UTF-8 sorts by its bytes too), as the Swift library orders them."""
+    return (QUARANTINED.fullmatch(entry) is not None, os.fsencode(entry))

@@ -1,9 +1,12 @@
 import AppGroupMailbox
+import Foundation
 
 /// Worker roles for profiling one side alone under strace or valgrind (see
 /// docs/PERFORMANCE.md): `mailbox-bench _profile <lib|c|raw> <enqueue|consume|cycle> <dir>
 /// <full|relaxed> <count> <size>`. Consume prefills `count` messages (relaxed) first; `raw`
-/// consumes them with the untyped mailbox (``RawSide``), the path `mailboxctl` uses.
+/// consumes them with the untyped mailbox (``RawSide``), the path `mailboxctl` uses. With
+/// `MAILBOX_BENCH_STOP=1` in the environment, consume stops itself (SIGSTOP) after the prefill,
+/// so a profiler can attach to the measured phase alone (`perf record -p`, then SIGCONT).
 enum ProfileRole {
   static func run(_ args: RoleArguments) throws {
     let usage =
@@ -24,6 +27,7 @@ enum ProfileRole {
       case "enqueue": nanoseconds = try spool.timeEnqueue(count: count, size: size)
       case "consume":
         try spool.prefill(count: count, size: size, durable: durable)
+        stopIfAsked()
         nanoseconds = try spool.timeConsume(count: count)
       default: nanoseconds = try spool.timeCycle(count: count, size: size)
       }
@@ -34,6 +38,7 @@ enum ProfileRole {
       case "consume":
         _ = try LibrarySide(container: path, durability: .relaxed).timeEnqueue(
           count: count, size: size)
+        stopIfAsked()
         if side == "raw" {
           nanoseconds = try RawSide(container: path, durability: durable ? .full : .relaxed)
             .timeConsume(count: count)
@@ -44,5 +49,10 @@ enum ProfileRole {
       }
     }
     print("\(side) \(measure): \(Rounds.cost(count, nanoseconds)) us/op")
+  }
+
+  /// Stops this process (SIGSTOP) when `MAILBOX_BENCH_STOP` is `1`, until a SIGCONT.
+  private static func stopIfAsked() {
+    if ProcessInfo.processInfo.environment["MAILBOX_BENCH_STOP"] == "1" { raise(SIGSTOP) }
   }
 }

@@ -4,7 +4,9 @@ import Glibc
 
 /// `--exec CMD [ARG...]`: one program per message (see ``HandlerRun``), up to `--jobs` at once.
 /// Exit status 0 acknowledges the message as soon as the program exits; anything else, or
-/// `--handler-timeout`, releases it with the retry policy's delay.
+/// `--handler-timeout`, releases it with the retry policy's delay. A program drain stopped
+/// (a stop signal, then `--shutdown-timeout`) is never acknowledged, whatever its exit status:
+/// its message goes straight back.
 final class ExecDelivery: DeliveryMode {
   let context: DrainContext
   let executable: URL
@@ -41,11 +43,13 @@ final class ExecDelivery: DeliveryMode {
   func poll() {
     running.removeAll { run in
       guard run.hasExited else { return false }
-      if run.succeeded && !run.timedOut {
-        context.acknowledge(run.claim)
-      } else if run.stopRequested && !run.timedOut {
-        // Stopped by a stop signal: it did not fail, its message goes straight back.
+      if run.stopRequested && !run.timedOut {
+        // Stopped by a stop signal: whatever its exit status (many programs exit 0 on
+        // SIGTERM), it was interrupted, not finished; it did not fail either: its message goes
+        // straight back.
         context.release(run.claim)
+      } else if run.succeeded && !run.timedOut {
+        context.acknowledge(run.claim)
       } else {
         context.release(run.claim, failure: run.outcome)
       }

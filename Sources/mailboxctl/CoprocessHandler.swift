@@ -4,15 +4,29 @@ import Glibc
 import MailboxLocks
 
 /// One run of a `--coprocess` handler: the process (its own process group), the pipe to its
-/// stdin (non-blocking) and a thread that reads its stdout into lines.
+/// stdin (non-blocking, with an outbox of what the pipe has no room for yet) and a thread that
+/// reads its stdout into lines.
 ///
-/// The coordinating thread calls every method; the reader thread only fills ``Inbox`` and posts
-/// the wake-up.
+/// The coordinating thread calls every method and never waits for the pipe: what does not fit
+/// waits in the outbox until ``flush()`` finds room, so leases are renewed, answers applied and
+/// stop signals heard while a handler is slow to read. The reader thread only fills ``Inbox``
+/// and posts the wake-up.
 final class CoprocessHandler {
   let process: ChildProcess
   let startedAt = Date()
   private let input: Int32
   private var inputOpen = true
+  /// Bytes queued for its stdin; those before ``outboxStart`` are written.
+  private var outbox: [UInt8] = []
+  private var outboxStart = 0
+  /// Bytes of its stdin written so far: a message whose line ends at or before this offset
+  /// reached the pipe whole.
+  private(set) var written = 0
+  /// Since when queued bytes have waited without the handler taking any; nil while the outbox
+  /// is empty or moving.
+  private(set) var blockedSince: Date?
+  /// The errno that ended writing to its stdin (EPIPE: it closed it), once one did.
+  private(set) var writeError: Int32?
   private let inbox: Inbox
   /// Whether the greeting was answered and checked.
   var greeted = false
@@ -60,7 +74,7 @@ final class CoprocessHandler {
     self.inbox = inbox
     let output = fromChild.read
     Thread.detachNewThread { Self.read(output, into: inbox, wakeup: wakeup) }
-    _ = send(greeting + "\n", within: 5)
+    send(greeting + "\n")
   }
 
   /// The reader thread: splits stdout into lines (a line longer than
@@ -104,37 +118,58 @@ final class CoprocessHandler {
     }
   }
 
-  /// Writes `text` to the handler's stdin, waiting up to `seconds` for room in the pipe.
-  /// - Returns: 0, or the errno (EPIPE when it closed its stdin, ETIMEDOUT when it does not
-  ///   read), and how many bytes of `text` were written (all of them with 0).
-  func send(_ text: String, within seconds: TimeInterval) -> (error: Int32, written: Int) {
-    guard inputOpen else { return (EPIPE, 0) }
-    let bytes = Array(text.utf8)
-    let deadline = Date().addingTimeInterval(seconds)
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(input, raw.baseAddress! + offset, raw.count - offset)
+  /// The stream offset just past everything queued: where the next line sent will end minus
+  /// its length.
+  var queuedEnd: Int { written + outbox.count - outboxStart }
+
+  /// Whether queued bytes still wait for room (its stdin open, no write error).
+  var hasPendingOutput: Bool { inputOpen && writeError == nil && outboxStart < outbox.count }
+
+  /// Queues `text` for its stdin and writes what the pipe takes now, without waiting.
+  func send(_ text: String) {
+    guard inputOpen, writeError == nil else { return }
+    outbox.append(contentsOf: text.utf8)
+    flush()
+  }
+
+  /// Writes what the pipe takes now (non-blocking write(2)), without waiting: the rest stays
+  /// queued for the next call. Records the errno of a failed write (``writeError``) and when
+  /// the handler stopped taking bytes (``blockedSince``).
+  func flush() {
+    guard inputOpen, writeError == nil else { return }
+    while outboxStart < outbox.count {
+      let count = outbox.withUnsafeBytes { raw in
+        Glibc.write(input, raw.baseAddress! + outboxStart, raw.count - outboxStart)
       }
-      if written >= 0 {
-        offset += written
+      if count > 0 {
+        outboxStart += count
+        written += count
+        blockedSince = nil
         continue
       }
       let code = Errno.current
-      if code == .interrupted { continue }
-      guard code == .wouldBlock else { return (code.rawValue, offset) }
-      let left = deadline.timeIntervalSinceNow
-      if left <= 0 { return (Errno.timedOut.rawValue, offset) }
-      var waiter = pollfd(fd: input, events: Int16(POLLOUT), revents: 0)
-      _ = poll(&waiter, 1, Int32(min(left, 0.1) * 1000) + 1)
+      if count < 0 && code == .interrupted { continue }
+      if count < 0 && code == .wouldBlock {
+        if blockedSince == nil { blockedSince = Date() }
+        return
+      }
+      writeError = count < 0 ? code.rawValue : EIO
+      return
     }
-    return (0, offset)
+    outbox = []
+    outboxStart = 0
+    blockedSince = nil
   }
 
   /// Closes its stdin: a handler that reads end of file exits.
+  /// What is still queued is dropped: the caller puts back the messages whose line had not been
+  /// written whole (their end past ``written``).
   func closeInput() {
     guard inputOpen else { return }
     inputOpen = false
+    outbox = []
+    outboxStart = 0
+    blockedSince = nil
     close(input)
   }
 

@@ -173,6 +173,9 @@ protocol DeliveryMode: AnyObject {
   var capacity: Int { get }
   /// Messages handed over but not finished yet.
   var inFlight: Int { get }
+  /// Whether output waits for room in a handler's pipe: ``poll()`` writes more of it, so the
+  /// loop polls again within ``Drainer/writingPoll`` instead of waiting for a wake-up.
+  var hasPendingOutput: Bool { get }
   /// Takes claimed messages (at most ``capacity``), oldest first.
   func deliver(_ claims: [AppGroupRawMailbox.Claim])
   /// Applies what finished, renews leases, enforces timeouts, restarts handlers.
@@ -182,4 +185,8 @@ protocol DeliveryMode: AnyObject {
   func abandon()
   /// Ends the mode once nothing is in flight (a long-running handler gets end of file).
   func close()
+}
+
+extension DeliveryMode {
+  var hasPendingOutput: Bool { false }
 }

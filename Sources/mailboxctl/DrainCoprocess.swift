@@ -39,7 +39,13 @@ final class CoprocessDelivery: DeliveryMode {
     var claim: AppGroupRawMailbox.Claim
     let sentAt = Date()
     var lastRenewal = Date()
-    init(_ claim: AppGroupRawMailbox.Claim) { self.claim = claim }
+    /// The offset in the handler's input where the message's line ends: it reached the handler
+    /// whole once ``CoprocessHandler/written`` is there.
+    let end: Int
+    init(_ claim: AppGroupRawMailbox.Claim, end: Int) {
+      self.claim = claim
+      self.end = end
+    }
   }
 
   /// Which unanswered messages count a handler failure (with the retry policy's delay) when
@@ -59,25 +65,31 @@ final class CoprocessDelivery: DeliveryMode {
   /// Free places for messages in flight; 0 until a quarter of `--jobs` is free, so claims come
   /// in batches (a claim of several messages costs little more than a claim of one).
   var capacity: Int {
-    guard let handler, handler.greeted, handler.failure == nil else { return 0 }
+    guard let handler, handler.greeted, handler.failure == nil, !handler.hasPendingOutput else {
+      return 0
+    }
     let free = context.jobs - flights.count
     return free >= max(1, context.jobs / 4) ? free : 0
   }
 
   var inFlight: Int { flights.count }
 
-  /// Sends the messages in one write; when the handler does not take them, they are put back
-  /// (without counting the delivery) and it is stopped. When the write fails part way (it
-  /// closed its stdin, or stopped reading), a message whose line was not written whole never
-  /// reached it: it is put back at once without counting the delivery, not held as in flight.
+  /// Whether lines wait for room in the handler's input: the loop polls again soon.
+  var hasPendingOutput: Bool { handler?.hasPendingOutput ?? false }
+
+  /// Queues the messages' lines for the handler's input and writes what the pipe takes now,
+  /// never waiting for it (``CoprocessHandler/send(_:)``); ``poll()`` writes the rest as the
+  /// handler reads, renewing every lease meanwhile. When the handler closes its input or stops
+  /// reading for `--handler-timeout` (60 s without it), it is stopped, and a message whose line
+  /// was not written whole never reached it: it is put back at once without counting the
+  /// delivery, not held as in flight.
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     guard let handler, handler.failure == nil else {
       for claim in claims { context.putBack(claim) }
       return
     }
     var text = ""
-    /// Each message sent in this write, with the byte offset its line ends at.
-    var sent: [(id: String, claim: AppGroupRawMailbox.Claim, end: Int)] = []
+    let start = handler.queuedEnd
     for claim in claims {
       let id = DrainContext.name(claim)
       if let held = flights[id] {
@@ -86,37 +98,28 @@ final class CoprocessDelivery: DeliveryMode {
         held.claim = claim
         continue
       }
-      flights[id] = Flight(claim)
       text += DrainContext.line(claim) + "\n"
-      sent.append((id, claim, text.utf8.count))
+      flights[id] = Flight(claim, end: start + text.utf8.count)
     }
     guard !text.isEmpty else { return }
-    let timeout = context.handlerTimeout ?? 60
-    let (error, written) = handler.send(text, within: timeout)
-    if error != 0 {
-      for message in sent where message.end > written {
-        flights[message.id] = nil
-        context.putBack(message.claim)
-      }
-      fail(
-        handler,
-        Errno(rawValue: error) == .timedOut
-          ? "did not read its input for \(Drainer.format(seconds: timeout)) s"
-          : "closed its input (\(Errno(rawValue: error)))")
-    }
+    handler.send(text)
+    checkInput(handler, now: Date())
   }
 
   func poll() {
     if handler == nil, !context.stopping, Date() >= restartAt { start() }
     guard let handler else { return }
+    handler.flush()
     // `ended` comes with the last lines: once it is true, every line the handler wrote is here.
     let (lines, ended, overlong) = handler.take()
     for line in lines { apply(line, from: handler) }
     let now = Date()
+    checkInput(handler, now: now)
     check(handler, ended: ended, overlong: overlong, now: now)
     if context.signals.stopSignal != nil {
       // Shutdown: nothing more comes; it answers what it holds and exits at end of file.
       handler.closeInput()
+      putBackUnsent(handler)
     }
     if handler.failure != nil {
       handler.stop(grace: context.killGrace, now: now)
@@ -163,6 +166,32 @@ final class CoprocessDelivery: DeliveryMode {
       context.signals.wakeup.wait(seconds: 0.1)
     }
     self.handler = nil
+  }
+
+  /// Gives up on a handler whose input failed: it closed it (EPIPE), or took nothing of what
+  /// waits for `--handler-timeout` (60 s without it). Messages whose line it did not get whole
+  /// go back uncounted.
+  private func checkInput(_ handler: CoprocessHandler, now: Date) {
+    guard handler.failure == nil else { return }
+    let timeout = context.handlerTimeout ?? 60
+    if let error = handler.writeError {
+      fail(handler, "closed its input (\(Errno(rawValue: error)))")
+    } else if let since = handler.blockedSince, now.timeIntervalSince(since) >= timeout {
+      fail(handler, "did not read its input for \(Drainer.format(seconds: timeout)) s")
+    } else {
+      return
+    }
+    handler.closeInput()
+    putBackUnsent(handler)
+  }
+
+  /// Puts back, uncounted, every message in flight whose line the handler's input did not take
+  /// whole (its input is closed: it never gets them).
+  private func putBackUnsent(_ handler: CoprocessHandler) {
+    for (id, flight) in flights where flight.end > handler.written {
+      flights[id] = nil
+      context.putBack(flight.claim)
+    }
   }
 
   /// Gives up on a handler that failed: it ended (exited, closed its output), wrote a line too

@@ -16,6 +16,9 @@ final class Drainer {
   /// The longest idle wait of `--follow` between looks at the mailbox when nothing wakes it
   /// (a bound against wall-clock steps, not a poll: wake-ups, due times and leases end it).
   private let idleRecheck: TimeInterval = 60
+  /// How soon the loop polls again while a handler's pipe holds no room for what waits for it
+  /// (nothing wakes the loop when a pipe drains).
+  static let writingPoll: TimeInterval = 0.01
   private var started = 0
 
   init(
@@ -68,7 +71,9 @@ final class Drainer {
         continue
       }
       // Something is in flight, or the mode cannot take messages yet (a handler starting).
-      signals.wakeup.waitCoalescing(seconds: blocked && mode.inFlight == 0 ? 0.05 : 0.25)
+      let wait =
+        mode.hasPendingOutput ? Self.writingPoll : blocked && mode.inFlight == 0 ? 0.05 : 0.25
+      signals.wakeup.waitCoalescing(seconds: wait)
     }
     finishInFlight()
     mode.close()
@@ -138,7 +143,7 @@ final class Drainer {
         }
       }
       if mode.inFlight == 0 { break }
-      context.signals.wakeup.waitCoalescing(seconds: 0.1)
+      context.signals.wakeup.waitCoalescing(seconds: mode.hasPendingOutput ? Self.writingPoll : 0.1)
       report.showProgress(running: mode.inFlight)
     }
   }

@@ -1,0 +1,99 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// A `drain --coprocess` handler slow to read its input. Found by an adversarial session: drain
+/// waited up to 60 s for room in the handler's stdin, renewing no lease and hearing no signal
+/// meanwhile, so a second consumer recovered a message the handler still held (two handlers at
+/// once) and SIGTERM went unheard for up to a minute.
+@Suite struct CoprocessInputTests {
+  /// Enqueues six messages of 30 KB: their lines (180 KB) do not fit a pipe (64 KiB).
+  func fill(_ container: TemporaryContainer) throws -> AppGroupRawMailbox {
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100))
+    let pad = String(repeating: "p", count: 30_000)
+    for number in 0..<6 {
+      try mailbox.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
+    }
+    return mailbox
+  }
+
+  /// A handler that reads one line, then nothing until `go` exists, then five more lines, and
+  /// acknowledges all six; `reading` marks that it waits.
+  func slowReader(go: URL, reading: URL) -> String {
+    """
+    sys.stdin.readline()
+    sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+    sys.stdout.flush()
+    held = [json.loads(sys.stdin.readline())["id"]]
+    open(\(JSONText.string(reading.path)), "w").close()
+    while not os.path.exists(\(JSONText.string(go.path))):
+        time.sleep(0.01)
+    held += [json.loads(sys.stdin.readline())["id"] for _ in range(5)]
+    for i in held:
+        sys.stdout.write(json.dumps({"id": i, "action": "ack"}) + "\\n")
+    sys.stdout.flush()
+
+    """
+  }
+
+  func handler(_ body: String, in container: TemporaryContainer) throws -> [String] {
+    let script = container.url.appendingPathComponent("handler.py")
+    try Data(("import json, os, sys, time\n" + body).utf8).write(to: script)
+    return ["--coprocess", "/usr/bin/python3", script.path]
+  }
+
+  @Test func `While the handler's input is full, drain renews every lease`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try fill(container)
+    let go = container.url.appendingPathComponent("go")
+    let reading = container.url.appendingPathComponent("reading")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--jobs", "6", "--claim-timeout", "2"]
+        + (try handler(slowReader(go: go, reading: reading), in: container)))
+    #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: reading.path) })
+    let claimed = { try mailbox.inspector.entries(in: [.claimed]) }
+    #expect(waitUntil(deadline: 30) { (try? claimed().count) == 6 })
+    let first = Dictionary(
+      uniqueKeysWithValues: try claimed().map { ($0.id, $0.leaseExpiresAt ?? .distantPast) })
+    // Every lease, also of the messages still waiting for room, is renewed while the handler
+    // does not read (the lease is 2 s; drain renews every third of it).
+    #expect(
+      waitUntil(deadline: 30) {
+        guard let now = try? claimed(), now.count == 6 else { return false }
+        return now.allSatisfy {
+          ($0.leaseExpiresAt ?? .distantPast) > first[$0.id] ?? .distantFuture
+        }
+      })
+    #expect(try mailbox.claimPending().isEmpty)
+    #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
+    let result = try drain.finish()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 6, released 0, quarantined 0")
+    #expect(try container.remaining().isEmpty)
+  }
+
+  @Test func `A stop signal is heard while the handler's input is full`() throws {
+    let container = try TemporaryContainer()
+    _ = try fill(container)
+    let go = container.url.appendingPathComponent("go")
+    let reading = container.url.appendingPathComponent("reading")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--jobs", "6", "--shutdown-timeout", "0.2"]
+        + (try handler(slowReader(go: go, reading: reading), in: container)))
+    #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: reading.path) })
+    drain.signal(SIGTERM)
+    // Before, drain went on waiting for the pipe (60 s) before it looked at the signal.
+    let result = try drain.finish(deadline: 30)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(drainSummary(result.stderr)?.hasPrefix("mailboxctl: drain: delivered 0, ") == true)
+    // Nothing acknowledged, nothing counted as a failure: every message is back, and those
+    // whose line never reached the handler whole keep their delivery count.
+    let left = try container.remaining()
+    #expect(left.count == 6 && left.allSatisfy { $0.state == .pending })
+    #expect(left.contains { $0.deliveryCount == 0 })
+  }
+}

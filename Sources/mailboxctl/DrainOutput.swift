@@ -19,12 +19,13 @@ final class StdoutDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     for (index, claim) in claims.enumerated() {
       let bytes = Array((DrainContext.line(claim) + "\n").utf8)
-      let error = FileDescriptorWriter.writeAll(1, bytes)
+      let error = FileDescriptorWriter.writeAll(1, bytes, stoppable: true)
       guard error == 0 else {
-        // Not written, or cut short: back to the mailbox at once, uncounted (the reader, not
-        // the message, failed; a part of a line is no message).
+        // Not written, or cut short (also by a stop signal while the pipe was full): back to
+        // the mailbox at once, uncounted (the reader, not the message, failed; a part of a line
+        // is no message).
         for unwritten in claims[index...] { context.putBack(unwritten) }
-        context.fatal = Self.failure(error, what: "stdout")
+        if error != EINTR { context.fatal = Self.failure(error, what: "stdout") }
         return
       }
       context.acknowledge(claim)
@@ -72,8 +73,17 @@ final class FileDelivery: DeliveryMode {
   init(context: DrainContext, path: String) throws(CommandFailure) {
     self.context = context
     self.path = path
-    let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
+    var descriptor: Int32
+    repeat {
+      // A FIFO without a reader blocks here; a stop signal interrupts it (no SA_RESTART).
+      descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
+    } while descriptor < 0 && Errno.current == .interrupted && !Signals.stopReceived
     guard descriptor >= 0 else {
+      if Errno.current == .interrupted, let name = context.signals.stopSignalName {
+        throw CommandFailure(
+          context.signals.stoppedStatus,
+          "--output: stopped by \(name) while opening \(path); nothing was claimed")
+      }
       throw CommandFailure(
         .ioError, "--output: cannot open \(path): \(Errno.current.explanation)")
     }
@@ -110,11 +120,11 @@ final class FileDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     var bytes: [UInt8] = []
     for claim in claims { bytes += Array((DrainContext.line(claim) + "\n").utf8) }
-    var error = FileDescriptorWriter.writeAll(fd, bytes)
+    var error = FileDescriptorWriter.writeAll(fd, bytes, stoppable: true)
     if error == 0, fsync(fd) != 0 { error = Errno.current.rawValue }
     guard error == 0 else {
       for claim in claims { context.putBack(claim) }
-      context.fatal = StdoutDelivery.failure(error, what: path)
+      if error != EINTR { context.fatal = StdoutDelivery.failure(error, what: path) }
       return
     }
     for claim in claims { context.acknowledge(claim) }

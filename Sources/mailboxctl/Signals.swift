@@ -2,20 +2,30 @@ import AppGroupMailbox
 import Foundation
 import Glibc
 import MailboxLocks
+import Synchronization
 
 /// The write end of the self-pipe the signal handler writes the signal number to.
 nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
+/// The stop signals received so far, and the first of them (0: none): set by the signal
+/// handler itself (lock-free atomics are async-signal-safe), so the thread a stop signal
+/// interrupted in a blocked write(2) sees it as soon as the call returns.
+private let stopsReceived = Atomic<Int>(0)
+private let firstStop = Atomic<Int32>(0)
 
 /// SIGINT, SIGTERM and SIGHUP as a stop request, and a wake-up that every wait in the command
 /// uses. SIGHUP (a closed terminal or SSH session) is handled like SIGTERM.
 ///
 /// The handler is a real sigaction(2) handler (not SIG_IGN), so programs started by `--exec`
-/// get the default dispositions back on execve(2). It only write(2)s the signal number to a
-/// pipe (async-signal-safe); a thread reads it, records the stop and wakes waiters.
+/// get the default dispositions back on execve(2). It records the stop in atomics and
+/// write(2)s the signal number to a pipe (both async-signal-safe); a thread reads the pipe and
+/// wakes waiters. It is installed without `SA_RESTART`: a write(2) the signal interrupts (to a
+/// stdout pipe whose reader stalls, a FIFO nobody reads) returns instead of blocking on, and the
+/// writers that can stop (``FileDescriptorWriter/writeAll(_:_:stoppable:)``) give up.
 final class Signals: Sendable {
-  /// The first stop signal received (SIGINT, SIGTERM or SIGHUP), or 0; and how many were received.
-  private let state = Locked<(first: Int32, count: Int)>((0, 0))
   let wakeup = Wakeup()
+
+  /// Whether a stop signal has been received (readable from any thread, at once).
+  static var stopReceived: Bool { stopsReceived.load(ordering: .acquiring) > 0 }
 
   /// The signals that ask a command to stop.
   static let stopSignals = [SIGINT, SIGTERM, SIGHUP]
@@ -28,13 +38,17 @@ final class Signals: Sendable {
     for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
     _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
     signalPipeWrite = fds[1]
+    // Initialised here, not first in the handler (a global's first use runs its initialiser).
+    _ = stopsReceived.load(ordering: .relaxed) + Int(firstStop.load(ordering: .relaxed))
     var action = sigaction()
     action.__sigaction_handler.sa_handler = { number in
+      _ = firstStop.compareExchange(expected: 0, desired: number, ordering: .relaxed)
+      stopsReceived.add(1, ordering: .releasing)
       var byte = UInt8(truncatingIfNeeded: number)
       _ = Glibc.write(signalPipeWrite, &byte, 1)
     }
     sigemptyset(&action.sa_mask)
-    action.sa_flags = SA_RESTART
+    action.sa_flags = 0
     for number in stopSignals { sigaction(number, &action, nil) }
     // A parent may have started us with these blocked (the mask is inherited): unblock them.
     var unblock = sigset_t()
@@ -48,10 +62,6 @@ final class Signals: Sendable {
         let got = Glibc.read(reader, &byte, 1)
         if got < 0 && Errno.current == .interrupted { continue }
         guard got == 1 else { return }
-        signals.state.withLock { state in
-          if state.first == 0 { state.first = Int32(byte) }
-          state.count += 1
-        }
         signals.wakeup.signal()
       }
     }
@@ -71,12 +81,12 @@ final class Signals: Sendable {
 
   /// The first stop signal received, or nil.
   var stopSignal: Int32? {
-    let first = state.withLock { $0.first }
+    let first = firstStop.load(ordering: .acquiring)
     return first == 0 ? nil : first
   }
 
   /// How many stop signals arrived (a second one asks to stop at once).
-  var stopCount: Int { state.withLock { $0.count } }
+  var stopCount: Int { stopsReceived.load(ordering: .acquiring) }
 
   /// The first stop signal's name (`SIGINT`, `SIGTERM`, `SIGHUP`), or nil.
   var stopSignalName: String? {

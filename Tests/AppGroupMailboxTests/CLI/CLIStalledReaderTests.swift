@@ -1,0 +1,123 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// `drain` to a stdout or `--output` reader that stalls. Found by an adversarial session: a
+/// write(2) blocked on a full pipe, and the open(2) of a FIFO nobody reads, ignored every stop
+/// signal (they were restarted after the handler ran); a non-blocking stdout pipe from the
+/// parent ended drain with EAGAIN (exit 74) when its reader was slower than drain.
+@Suite struct CLIStalledReaderTests {
+  /// Enqueues `count` messages of about 1 KB; returns their ids.
+  func fill(_ container: TemporaryContainer, count: Int) throws -> [UUID] {
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 1_000))
+    let pad = String(repeating: "p", count: 1_000)
+    return try (0..<count).map {
+      try mailbox.enqueue(Data(#"{"n":\#($0),"pad":"\#(pad)"}"#.utf8)).id
+    }
+  }
+
+  /// The kernel function the main thread of process `pid` sleeps in (/proc/PID/wchan), or "":
+  /// `pipe_write` (`anon_pipe_write` since Linux 6.x) for a write to a full pipe,
+  /// `wait_for_partner` for the open of a FIFO without a reader (fs/pipe.c), a function of
+  /// poll(2) (`do_sys_poll`, `poll_schedule_timeout`) for a wait in poll.
+  func sleepingIn(_ pid: pid_t) -> String {
+    (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
+  }
+
+  /// Starts `mailboxctl arguments` with `stdout` as its standard output; stderr to a file.
+  func start(_ arguments: [String], stdout: FileHandle, in container: TemporaryContainer) throws
+    -> (Process, URL)
+  {
+    let process = Process()
+    process.executableURL = Mailboxctl.url
+    process.arguments = arguments
+    process.standardOutput = stdout
+    let errors = container.url.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+    process.standardError = try FileHandle(forWritingTo: errors)
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return (process, errors)
+  }
+
+  /// Waits for `process` to exit within `deadline` seconds (a hang fails); returns its status.
+  func finish(_ process: Process, deadline: TimeInterval) throws -> Int32 {
+    guard waitUntil(deadline: deadline, { !process.isRunning }) else {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      throw ProcessTimeout(arguments: process.arguments ?? [])
+    }
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+
+  @Test func `SIGTERM stops a drain whose stdout reader stopped reading`() throws {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 200)
+    let out = Pipe()
+    let (process, errors) = try start(
+      ["drain"] + container.arguments(), stdout: out.fileHandleForWriting, in: container)
+    try out.fileHandleForWriting.close()
+    // The pipe is full: drain is blocked in write(2).
+    #expect(
+      waitUntil(deadline: 60) { sleepingIn(process.processIdentifier).hasSuffix("pipe_write") })
+    process.interrupt()  // SIGINT
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 130, "\(stderr)")
+    #expect(stderr.hasSuffix("; stopped by SIGINT\n"), "\(stderr)")
+    // Every whole line in the pipe is a message acknowledged; the one cut short went back with
+    // its delivery count unchanged, as did everything after it.
+    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
+      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    let whole = lines.count - 1
+    let left = try container.remaining()
+    #expect(whole > 0 && whole + left.count == ids.count)
+    #expect(left.map(\.id) == Array(ids[whole...]))
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+  }
+
+  @Test func `SIGTERM stops a drain waiting to open an --output FIFO nobody reads`() throws {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 3)
+    let fifo = container.url.appendingPathComponent("fifo")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    let (process, errors) = try start(
+      ["drain"] + container.arguments() + ["--output", fifo.path], stdout: .nullDevice,
+      in: container)
+    // Blocked in open(2) until a reader opens the FIFO (fs/pipe.c).
+    #expect(
+      waitUntil(deadline: 60) { sleepingIn(process.processIdentifier) == "wait_for_partner" })
+    process.terminate()  // SIGTERM
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(stderr.contains("stopped by SIGTERM while opening \(fifo.path); nothing was claimed"))
+    #expect(try container.remaining().map(\.id) == ids)
+  }
+
+  @Test func `A non-blocking stdout pipe is waited for, not failed with EAGAIN`() throws {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 200)
+    let out = Pipe()
+    let writer = out.fileHandleForWriting.fileDescriptor
+    #expect(fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) | O_NONBLOCK) == 0)
+    let (process, errors) = try start(
+      ["drain"] + container.arguments(), stdout: out.fileHandleForWriting, in: container)
+    try out.fileHandleForWriting.close()
+    // The pipe is full: drain waits for room (poll) instead of failing.
+    #expect(
+      waitUntil(deadline: 60) {
+        sleepingIn(process.processIdentifier).contains("poll") || !process.isRunning
+      })
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    let status = try finish(process, deadline: 60)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(output.split(separator: UInt8(ascii: "\n")).count == ids.count)
+    #expect(try container.remaining().isEmpty)
+  }
+}

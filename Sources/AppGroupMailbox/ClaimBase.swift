@@ -71,6 +71,16 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
     try core.release(retryAfter: retryAfter)
   }
 
+  /// Returns the message to the mailbox as ``release(retryAfter:)`` does, with its delivery
+  /// count what it was before this claim, as ``releaseUndelivered()`` keeps it: for a message
+  /// its handler could not take yet for a reason that is not the message's (a broker or a
+  /// service it forwards to is unreachable), so ``AppGroupMailboxLimits/maxDeliveryAttempts``
+  /// never makes a dead letter of it for that. A Linux addition.
+  /// - Throws: as ``release(retryAfter:)``.
+  public func releaseUndelivered(retryAfter: TimeInterval) throws {
+    try core.release(retryAfter: retryAfter, countingDelivery: false)
+  }
+
   /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.
   /// - Throws: as ``acknowledge()``.
   public func renew() throws {

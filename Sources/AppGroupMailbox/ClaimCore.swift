@@ -54,9 +54,12 @@ final class ClaimCore: Sendable {
     try finish { spool, name in try spool.release(name, countingDelivery: false) }
   }
 
-  /// Puts the message back, claimable after `delay` seconds (``Spool/release(_:delay:)``).
-  func release(retryAfter delay: TimeInterval) throws {
-    try finish { spool, name in try spool.release(name, delay: delay) }
+  /// Puts the message back, claimable after `delay` seconds, with this delivery counted or not
+  /// (``Spool/release(_:delay:countingDelivery:)``).
+  func release(retryAfter delay: TimeInterval, countingDelivery: Bool = true) throws {
+    try finish { spool, name in
+      try spool.release(name, delay: delay, countingDelivery: countingDelivery)
+    }
   }
 
   /// Moves the message to quarantine as a dead letter (``Spool/deadLetter(_:)``).

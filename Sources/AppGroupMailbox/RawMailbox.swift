@@ -208,7 +208,14 @@ public final class AppGroupRawMailbox: Sendable {
   ///   and sort of the pending area, O(n log n), on the first claim and whenever the index
   ///   cannot be trusted.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
-    return try spool.claimPending(limit: limit) { raw in
+    try claimPending(limit: limit, passingOver: [])
+  }
+
+  /// ``claimPending(limit:)``, leaving the pending messages whose id is in `passingOver` where
+  /// they are, unread (for `mailboxctl drain`, which tries every other message before it takes
+  /// again one its handler asked to retry).
+  package func claimPending(limit: Int?, passingOver: Set<UUID>) throws -> [Claim] {
+    try spool.claimPending(limit: limit, passingOver: passingOver) { raw in
       guard Self.isJSON(raw.payload) else { return nil }
       return Claim(raw: raw, mailbox: self)
     }

@@ -20,6 +20,10 @@ final class DrainContext {
   var delivered = 0
   var released = 0
   var failedHandlers = 0
+  /// Messages the handler asked to retry in this round: claims pass over them until nothing
+  /// else is claimable, so a message retried at once neither spins alone nor keeps the messages
+  /// behind it waiting (see ``Drainer``).
+  var retried: Set<UUID> = []
   /// The failure that ends the drain (claiming stops, what is in flight is finished).
   var fatal: CommandFailure?
 
@@ -101,6 +105,23 @@ final class DrainContext {
           "drain: message \(Self.name(claim)): handler \(failure); its claim was already "
             + "recovered")
       }
+    } catch {
+      fatal = CommandFailure(error, while: "release")
+    }
+  }
+
+  /// Returns `claim` as its handler's `retry` answer asks: claimable after `after` seconds, not a
+  /// handler failure and not a delivery attempt (its delivery count stays what it was before
+  /// this claim, so `maxDeliveryAttempts` never makes a dead letter of a message its handler
+  /// only could not take yet, such as a forward to a broker that is down; its lifetime still
+  /// bounds it). This drain passes over it until it has tried the rest (``retried``).
+  func retry(_ claim: AppGroupRawMailbox.Claim, after: TimeInterval) {
+    retried.insert(claim.id)
+    do {
+      try claim.releaseUndelivered(retryAfter: after)
+      released += 1
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      // Recovered by another consumer already: nothing of ours to release.
     } catch {
       fatal = CommandFailure(error, while: "release")
     }

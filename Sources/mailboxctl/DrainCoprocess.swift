@@ -263,7 +263,7 @@ final class CoprocessDelivery: DeliveryMode {
       switch answer {
       case .ack: context.acknowledge(flight.claim)
       case .release: context.release(flight.claim, failure: "released it")
-      case .retry(let after): context.release(flight.claim, delay: after)
+      case .retry(let after): context.retry(flight.claim, after: after)
       case .deadLetter(let reason): context.deadLetter(flight.claim, reason: reason)
       }
     }

@@ -94,11 +94,19 @@ final class Drainer {
   /// How many more messages `--limit` allows.
   private var remaining: Int { limit.map { max(0, $0 - started) } ?? Int.max }
 
-  /// Claims up to `count` pending messages (due delayed messages are made pending first);
-  /// empty when there is none (or on a fatal error, recorded in the context).
+  /// Claims up to `count` pending messages (due delayed messages are made pending first),
+  /// passing over those the handler asked to retry in this round (``DrainContext/retried``);
+  /// empty when there is none (or on a fatal error, recorded in the context). When only those
+  /// are left, `--follow` starts a new round (claims them again); without it the run ends and
+  /// leaves them for a later one: a message its handler keeps retrying at once neither spins
+  /// nor keeps the messages behind it from their turn.
   private func claim(_ count: Int) -> [AppGroupRawMailbox.Claim] {
     do {
-      return try context.mailbox.claimPending(limit: count)
+      let mailbox = context.mailbox
+      let claims = try mailbox.claimPending(limit: count, passingOver: context.retried)
+      guard claims.isEmpty, follow, !context.retried.isEmpty else { return claims }
+      context.retried = []
+      return try mailbox.claimPending(limit: count, passingOver: [])
     } catch {
       context.fatal = CommandFailure(error, while: "")
       return []

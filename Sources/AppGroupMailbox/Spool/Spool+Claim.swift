@@ -38,10 +38,14 @@ extension Spool {
   /// Candidates come from the spool's ``PendingIndex`` (FIFO across processes; see there), which
   /// lists `pending/` only when it cannot trust its inotify watch; a foreign name it reports is
   /// quarantined before any message is claimed.
+  ///
+  /// Messages whose id is in `passingOver` are left where they are, unread and not counted as
+  /// skipped (the caller's choice: `mailboxctl drain` passes over what its handler asked to
+  /// retry until it has tried the rest).
   /// - Complexity: O(log n) per entry looked at and per name that entered `pending/` since the
   ///   last call, plus one fstatat(2) per entry looked at; O(n log n) when the index lists.
   func claim<T>(
-    limit: Int?, diagnostics: inout [AppGroupMailboxDiagnostic],
+    limit: Int?, passingOver: Set<UUID> = [], diagnostics: inout [AppGroupMailboxDiagnostic],
     decode: (RawClaim) -> T?
   ) throws -> [T] {
     try sweepIfDue(diagnostics: &diagnostics)
@@ -83,15 +87,16 @@ extension Spool {
     // Names popped but left in pending/ (young hard links, failed quarantines) go
     // back into the index after the loop, so the next call looks at them again.
     var kept: [PendingName] = []
+    var passed: [PendingName] = []
     nextRecheck.withLock { if $0 <= now { $0 = .max } }  // this claim looks again
     defer {
-      pendingIndex.push(kept)
+      pendingIndex.push(kept + passed)
       noteSkipped(kept, complete: results.count < wanted)
     }
     do {
       try claimFromIndex(
-        wanted: wanted, kept: &kept, removed: &removed, results: &results,
-        diagnostics: &diagnostics, decode: decode)
+        wanted: wanted, passingOver: passingOver, kept: &kept, passed: &passed,
+        removed: &removed, results: &results, diagnostics: &diagnostics, decode: decode)
     } catch {
       // Names taken from the index may not have been handled: list before the next claim.
       pendingIndex.invalidate()
@@ -105,10 +110,15 @@ extension Spool {
 
   /// The loop of ``claim(limit:diagnostics:decode:)`` over the index's names.
   private func claimFromIndex<T>(
-    wanted: Int, kept: inout [PendingName], removed: inout Int,
+    wanted: Int, passingOver: Set<UUID>, kept: inout [PendingName], passed: inout [PendingName],
+    removed: inout Int,
     results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
   ) throws {
     while results.count < wanted, let (name, mark) = pendingIndex.nextWithMark() {
+      if !passingOver.isEmpty, passingOver.contains(name.id) {
+        passed.append(name)
+        continue
+      }
       if let mark, passesOver(name, mark) {
         kept.append(name)
         continue

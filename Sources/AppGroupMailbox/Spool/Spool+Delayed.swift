@@ -88,18 +88,21 @@ extension Spool {
   }
 
   /// Puts a claimed message into `delayed/`, due `delay` seconds from now, keeping its original
-  /// key (so when due it returns to its original place) and its delivery count.
+  /// key (so when due it returns to its original place) and its delivery count, or, without
+  /// `countingDelivery`, the count it had before the claim (see ``release(_:countingDelivery:)``).
   /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone.
-  func release(_ claimed: ClaimedName, delay: TimeInterval) throws {
+  func release(_ claimed: ClaimedName, delay: TimeInterval, countingDelivery: Bool = true) throws {
     guard !delay.isNaN else {
       throw TimeValue.invalid("retryAfter", "a number of seconds, not NaN")
     }
-    guard delay > 0 else { return try release(claimed) }
+    guard delay > 0 else { return try release(claimed, countingDelivery: countingDelivery) }
     var events: [AppGroupMailboxDiagnostic] = []
     defer { emit(events) }
+    var message = claimed.message
+    if !countingDelivery { message.attempts = max(0, message.attempts - 1) }
     let target = DelayedName(
       dueMicros: try TimeValue.due(after: delay, from: now, parameter: "retryAfter"),
-      message: claimed.message)
+      message: message)
     let outcome: MoveOutcome
     do {
       outcome = try lockedMove(

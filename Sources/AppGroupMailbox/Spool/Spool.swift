@@ -231,7 +231,9 @@ final class Spool: Sendable {
   /// `claimPending(limit:)` of both mailbox types: a `limit` of 0 claims nothing and one below 0
   /// throws ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`); otherwise claims with
   /// ``claim(limit:diagnostics:decode:)`` and delivers its diagnostics once every lock is let go.
-  func claimPending<T>(limit: Int?, decode: (RawClaim) -> T?) throws -> [T] {
+  func claimPending<T>(
+    limit: Int?, passingOver: Set<UUID> = [], decode: (RawClaim) -> T?
+  ) throws -> [T] {
     if let limit, limit <= 0 {
       guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
       return []
@@ -239,7 +241,7 @@ final class Spool: Sendable {
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { emit(diagnostics) }
     return try removalReported {
-      try claim(limit: limit, diagnostics: &diagnostics, decode: decode)
+      try claim(limit: limit, passingOver: passingOver, diagnostics: &diagnostics, decode: decode)
     }
   }
 

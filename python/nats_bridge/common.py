@@ -13,7 +13,9 @@ headers:
   "Payload versions"), absent for version 1.
 """
 
+import datetime
 import os
+import re
 import sys
 import time
 
@@ -33,6 +35,30 @@ def payload_version(text):
         return None
     version = int(text)
     return version if 1 <= version <= MAX_PAYLOAD_VERSION else None
+
+
+ISO_DATE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:?\d{2})")
+
+
+def enqueued_at(text):
+    """The date a ``Mailbox-Enqueued-At`` header holds, as ``mailboxctl enqueue --enqueued-at``
+    takes it (ISO 8601, UTC, microseconds), or None when it is not such a date (then the message
+    is bad data: terminated, not retried)."""
+    match = ISO_DATE.fullmatch(text.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        offset = datetime.timezone.utc if zone in ("Z", "z") else datetime.timezone(
+            (1 if zone[0] == "+" else -1) * datetime.timedelta(
+                hours=int(zone[1:3]), minutes=int(zone[-2:])))
+        date = datetime.datetime(int(year), int(month), int(day), int(hour), int(minute),
+                                 int(second), int((fraction or "0")[:6].ljust(6, "0")), offset)
+        date = date.astimezone(datetime.timezone.utc)
+    except (ValueError, OverflowError):
+        return None
+    return date.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def add_connection_arguments(parser):

@@ -15,7 +15,7 @@ enqueues the same id again, which writes nothing while that message is still in 
 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
 mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
-to 2**31 - 1, is terminated in
+to 2**31 - 1 or ``Mailbox-Enqueued-At`` not an ISO 8601 date, is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).
@@ -85,17 +85,20 @@ class Consumer:
             headers = message.headers or {}
             command = [self.arguments.mailboxctl, "enqueue", *self.arguments.enqueue,
                        "--id", message_id(message)]
+            # Header values go after "=": one that starts with "-" is a value, not an option.
             if headers.get(common.ENQUEUED_AT):
-                command += ["--enqueued-at", headers[common.ENQUEUED_AT]]
+                date = common.enqueued_at(headers[common.ENQUEUED_AT])
+                if date is None:
+                    return await self.terminate(
+                        message, f"its {common.ENQUEUED_AT} header is not an ISO 8601 date")
+                command.append("--enqueued-at=" + date)
             if headers.get(common.TYPE):
-                command += ["--type", headers[common.TYPE]]
+                command.append("--type=" + headers[common.TYPE])
             version = common.payload_version(headers.get(common.PAYLOAD_VERSION))
             if version is None:
-                log.say(f"message {message_id(message)} terminated: its "
-                        f"{common.PAYLOAD_VERSION} header is not an integer from 1 to "
-                        f"{common.MAX_PAYLOAD_VERSION}", kind="data")
-                await message.term()
-                return
+                return await self.terminate(
+                    message, f"its {common.PAYLOAD_VERSION} header is not an integer from 1 to "
+                    f"{common.MAX_PAYLOAD_VERSION}")
             if version != 1:
                 command += ["--payload-version", str(version)]
             process = await asyncio.create_subprocess_exec(
@@ -105,9 +108,7 @@ class Consumer:
             if process.returncode == 0:
                 await message.ack()
             elif process.returncode == DATA_ERROR:
-                log.say(f"message {message_id(message)} terminated: "
-                        f"{stderr.decode(errors='replace').strip()}", kind="data")
-                await message.term()
+                await self.terminate(message, stderr.decode(errors="replace").strip())
             else:
                 log.say(f"enqueue failed (exit {process.returncode}), retrying in "
                         f"{self.arguments.retry_after:g} s: "
@@ -117,6 +118,12 @@ class Consumer:
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
         finally:
             self.window.release()
+
+    async def terminate(self, message, why):
+        """Terminates `message` in JetStream (bad data: never redelivered) and logs its id and
+        why, never its contents."""
+        log.say(f"message {message_id(message)} terminated: {why}", kind="data")
+        await message.term()
 
     async def run(self):
         import nats.errors

@@ -26,6 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import mailbox_handler  # noqa: E402
+import nats.errors  # noqa: E402
 from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
@@ -130,28 +131,31 @@ class Forwarder:
             headers[common.TYPE] = fields["messageType"]
         if fields.get("payloadVersion", 1) != 1:
             headers[common.PAYLOAD_VERSION] = str(fields["payloadVersion"])
+        task = asyncio.create_task(self.publish(message_id, data, headers))
+        self.outstanding.add(task)
+        task.add_done_callback(self.outstanding.discard)
+
+    async def publish(self, message_id, data, headers):
+        """Publishes and waits for JetStream's acknowledgement (one request with its own
+        timeout: nothing of the client's is held when the publish fails, as its publish_async
+        semaphore was, which hung the forwarder for good after 4,000 failed publishes), then
+        answers: ack, retry after a failure that may pass, or dead letter for a message the
+        server can never take (larger than its max_payload)."""
         timeout = self.arguments.publish_timeout
         try:
-            # No wait_stall: drain's --jobs bounds what is in flight, and a wait_for around
-            # the client's semaphore would yield (and send) once per message.
-            future = await self.js.publish_async(
-                self.arguments.subject, data, stream=self.arguments.stream, headers=headers)
-        except Exception as error:  # noqa: BLE001 - every failure means "not stored yet"
-            return self.failed(message_id, error)
-        timer = asyncio.get_running_loop().call_later(timeout, future.cancel)
-        self.outstanding.add(future)
-
-        def done(future):
-            timer.cancel()
-            self.outstanding.discard(future)
-            if future.cancelled():
-                self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
-            elif future.exception() is not None:
-                self.failed(message_id, future.exception())
-            else:
-                self.session.ack(message_id)
-
-        future.add_done_callback(done)
+            await self.js.publish(
+                self.arguments.subject, data, timeout=timeout, stream=self.arguments.stream,
+                headers=headers)
+        except nats.errors.MaxPayloadError as error:
+            log.say(f"message {message_id} is larger than the server takes ({error}): "
+                    "dead letter", kind="too-large")
+            self.session.dead_letter(message_id, "larger than the NATS server's max_payload")
+        except nats.errors.TimeoutError:
+            self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
+        except Exception as error:  # noqa: BLE001 - every other failure means "not stored yet"
+            self.failed(message_id, error)
+        else:
+            self.session.ack(message_id)
 
     async def connect(self):
         delay = 0.1
@@ -183,7 +187,10 @@ class Forwarder:
         self.session.flush()
         connecting.cancel()
         if self.nc is not None:
-            await self.nc.close()
+            try:
+                await self.nc.close()
+            except Exception as error:  # noqa: BLE001 - every answer is written already
+                log.say(f"closing the connection: {type(error).__name__}: {error}")
 
 
 def main():

@@ -25,6 +25,7 @@ threads=N)`` handles up to N messages at once (start drain with ``--jobs N``). F
 """
 
 import json
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -145,11 +146,21 @@ def _answer(session, handle, message):
         session.dead_letter(message.id, dead.reason)
     except Exception as error:  # noqa: BLE001 - any failure releases the message
         # One write with its newline: print() writes the end separately, and mailboxctl writes
-        # to the same stderr, so its lines could land between the two.
-        line = f"mailbox_handler: message {message.id}: {type(error).__name__}: {error}\n"
+        # to the same stderr, so its lines could land between the two. The exception's type
+        # only: its text often holds message data, which never goes to a log from here.
+        line = f"mailbox_handler: message {message.id}: {type(error).__name__}\n"
         sys.stderr.write(line)
         sys.stderr.flush()
         session.release(message.id)
+    except BaseException as error:
+        if threading.current_thread() is threading.main_thread():
+            raise
+        # sys.exit() (or another BaseException) in a worker ends the handler as it would with
+        # one thread: the answers sent stand, drain releases what was not answered. A pool
+        # would swallow it, leaving the message unanswered while drain waits for an answer.
+        code = error.code if isinstance(error, SystemExit) else 1
+        sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else 1)
     else:
         session.ack(message.id)
 

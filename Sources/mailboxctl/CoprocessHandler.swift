@@ -82,21 +82,37 @@ final class CoprocessHandler {
   private static func read(_ fd: Int32, into inbox: Inbox, wakeup: Wakeup) {
     var buffer = [UInt8](repeating: 0, count: 65536)
     var partial = Data()
+    // The rest of a line already found too long is dropped up to its line break, never read
+    // as a line of its own.
+    var discarding = false
     while true {
       let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
       if count < 0 && Errno.current == .interrupted { continue }
       guard count > 0 else { break }
       var lines: [Data] = []
+      var overlong = false
       var start = 0
       for index in 0..<count where buffer[index] == 0x0A {
-        partial.append(contentsOf: buffer[start..<index])
-        lines.append(partial)
+        if !discarding {
+          partial.append(contentsOf: buffer[start..<index])
+          if partial.count > HandlerProtocol.maximumLine {
+            overlong = true
+          } else {
+            lines.append(partial)
+          }
+        }
+        discarding = false
         partial = Data()
         start = index + 1
       }
-      partial.append(contentsOf: buffer[start..<count])
-      let overlong = partial.count > HandlerProtocol.maximumLine
-      if overlong { partial = Data() }
+      if !discarding {
+        partial.append(contentsOf: buffer[start..<count])
+        if partial.count > HandlerProtocol.maximumLine {
+          overlong = true
+          discarding = true
+          partial = Data()
+        }
+      }
       inbox.state.withLock { state in
         state.lines += lines
         state.overlong = state.overlong || overlong

@@ -172,7 +172,9 @@ final class CoprocessDelivery: DeliveryMode {
   /// waits for `--handler-timeout` (60 s without it). Messages whose line it did not get whole
   /// go back uncounted.
   private func checkInput(_ handler: CoprocessHandler, now: Date) {
-    guard handler.failure == nil else { return }
+    // Before its greeting's answer no message was sent: how it ended (its exit, the greeting
+    // timeout) says more than a greeting it did not read.
+    guard handler.failure == nil, handler.greeted else { return }
     let timeout = context.handlerTimeout ?? 60
     if let error = handler.writeError {
       fail(handler, "closed its input (\(Errno(rawValue: error)))")
@@ -255,7 +257,8 @@ final class CoprocessDelivery: DeliveryMode {
       guard let flight = flights.removeValue(forKey: id) else {
         // Answered twice, or a message never sent: nothing to do, and no fault of the others.
         Output.note(
-          "drain: --coprocess handler (pid \(handler.process.pid)) answered message \(id), "
+          "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
+            + "\(DrainContext.shown(id, limit: 64)), "
             + "which it does not hold; ignored")
         return
       }

@@ -42,7 +42,7 @@ enum HandlerProtocol {
     else {
       return .failure(Fault("its first line is not a \(name) greeting"))
     }
-    guard let version = object["version"] as? Int else {
+    guard let version = integer(object["version"]) else {
       return .failure(Fault("its greeting has no integer \"version\""))
     }
     guard versions.contains(version) else {
@@ -67,7 +67,7 @@ enum HandlerProtocol {
     case "ack": return .success((id, .ack))
     case "release": return .success((id, .release))
     case "retry":
-      guard let after = (object["after"] as? NSNumber)?.doubleValue, after.isFinite, after >= 0,
+      guard let after = number(object["after"])?.doubleValue, after.isFinite, after >= 0,
         after <= 1e9
       else {
         return .failure(Fault("a retry without \"after\" seconds from 0 to 1e9"))
@@ -78,6 +78,23 @@ enum HandlerProtocol {
     default:
       return .failure(Fault("an answer whose \"action\" is none of \(capabilities)"))
     }
+  }
+
+  /// `value` as JSONSerialization gives a JSON number, or nil: `true` and `false` come as
+  /// NSNumber too (objCType `c`), and are not numbers.
+  static func number(_ value: Any?) -> NSNumber? {
+    guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else {
+      return nil
+    }
+    return number
+  }
+
+  /// `value` as a JSON integer written as one (no fraction or exponent: `1`, not `1.0` or
+  /// `1e0`, which JSONSerialization gives as doubles), or nil.
+  static func integer(_ value: Any?) -> Int? {
+    guard let number = number(value), !["d", "f"].contains(String(cString: number.objCType))
+    else { return nil }
+    return number.intValue
   }
 
   /// Why a handler's line was refused.

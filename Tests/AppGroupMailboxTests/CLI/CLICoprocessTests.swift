@@ -92,6 +92,26 @@ import Testing
     #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [ids[3]])
   }
 
+  /// Found by an adversarial session: the thread pool swallowed the SystemExit, the message
+  /// stayed unanswered, and drain and the handler waited for each other for ever.
+  @Test func `A Python function that calls sys.exit on a worker thread ends the handler`() throws {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 1)
+    let handler = try PythonHandler.write(
+      """
+      def handle(m):
+          sys.exit(3)
+      mailbox_handler.run(handle, threads=4)
+
+      """, in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "4", "--retry-delay", "3600"] + handler,
+      deadline: 60)
+    #expect(result.status == 75, "\(result.stderr)")
+    #expect(result.stderr.contains("exit status 3"), "\(result.stderr)")
+    #expect(try container.remaining().map(\.id) == ids)
+  }
+
   @Test func `A Python function raising Retry, DeadLetter or another error is answered so`()
     throws
   {
@@ -117,7 +137,9 @@ import Testing
     #expect(result.status == 75)
     #expect(
       drainSummary(result.stderr) == "mailboxctl: drain: delivered 1, released 2, quarantined 1")
-    #expect(result.stderr.contains("mailbox_handler: message \(ids[2]): ValueError: boom\n"))
+    // The exception's type, never its text (it often holds message data).
+    #expect(result.stderr.contains("mailbox_handler: message \(ids[2]): ValueError\n"))
+    #expect(!result.stderr.contains("boom"))
     #expect(
       result.stderr.contains(
         "mailboxctl: drain: message \(ids[1]): dead-lettered by the handler: cannot parse\n"))

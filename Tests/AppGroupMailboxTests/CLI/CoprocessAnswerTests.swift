@@ -1,0 +1,85 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+@testable import mailboxctl
+
+/// What drain accepts of a `--coprocess` handler's lines (docs/HANDLER-PROTOCOL.md). Found by
+/// an adversarial session: an answer line over 1 MiB that ended inside one read was applied
+/// (only the unfinished part was measured), `true`, `1.0` and `1e0` passed for the integer
+/// `version` and `true` for `after`, and text from the handler (an id it answered) reached
+/// drain's standard error as it was, escape sequences and line breaks included.
+@Suite struct CoprocessAnswerTests {
+  @Test func `A version is a JSON integer and a retry's after a JSON number`() {
+    func greeting(_ version: String) -> Bool {
+      let line = #"{"protocol":"mailboxctl-handler","version":\#(version)}"#
+      return (try? HandlerProtocol.parseGreeting(Data(line.utf8)).get()) != nil
+    }
+    #expect(greeting("1"))
+    #expect(!greeting("true") && !greeting("1.0") && !greeting("1e0") && !greeting("\"1\""))
+    func retry(_ after: String) -> Double? {
+      let line = #"{"id":"x","action":"retry","after":\#(after)}"#
+      guard case .success((_, .retry(let seconds))) = HandlerProtocol.parseAnswer(Data(line.utf8))
+      else { return nil }
+      return seconds
+    }
+    #expect(retry("1") == 1 && retry("0.5") == 0.5)
+    #expect(retry("true") == nil && retry("false") == nil && retry("\"1\"") == nil)
+  }
+
+  @Test func `Handler text is shown on one line, escaped and capped`() {
+    #expect(
+      DrainContext.shown("x\nmailboxctl: FORGED\u{1B}[2J") == #"x\u{A}mailboxctl: FORGED\u{1B}[2J"#)
+    #expect(DrainContext.shown("a\u{2028}b\u{200B}") == #"a\u{2028}b\u{200B}"#)
+    #expect(
+      DrainContext.shown(String(repeating: "é", count: 300)) == String(repeating: "é", count: 200)
+        + "…")
+  }
+
+  /// A handler that answers its first message with `line` (Python text), then reads to the end.
+  func handler(answering line: String, in container: TemporaryContainer) throws -> [String] {
+    let script = container.url.appendingPathComponent("handler.py")
+    let body = """
+      import json, sys
+      sys.stdin.readline()
+      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+      sys.stdout.flush()
+      i = json.loads(sys.stdin.readline())["id"]
+      sys.stdout.write(\(line))
+      sys.stdout.flush()
+      sys.stdin.read()
+
+      """
+    try Data(body.utf8).write(to: script)
+    return ["--coprocess", "/usr/bin/python3", script.path]
+  }
+
+  @Test func `An answer line over 1 MiB is refused, however it was read`() throws {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 1)
+    let arguments = try handler(
+      answering: #"json.dumps({"id": i, "action": "ack", "pad": "x" * (1 << 20)}) + "\n""#,
+      in: container)
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--retry-delay", "3600"] + arguments, deadline: 60)
+    #expect(result.status == 75, "\(result.stderr)")
+    #expect(result.stderr.contains("wrote a line longer than 1048576 bytes"))
+    #expect(drainSummary(result.stderr)?.hasPrefix("mailboxctl: drain: delivered 0,") == true)
+    #expect(try container.remaining().map(\.id) == ids)
+  }
+
+  @Test func `An id the handler does not hold is shown escaped`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.enqueueNumbered(count: 1)
+    let arguments = try handler(
+      answering:
+        #"json.dumps({"id": "x\nmailboxctl: FORGED\u001b[2J", "action": "ack"}) + "\n" + json.dumps({"id": i, "action": "ack"}) + "\n""#,
+      in: container)
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + arguments, deadline: 60)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stderr.contains(#"answered message x\u{A}mailboxctl: forged\u{1B}[2j, which"#))
+    #expect(!result.stderr.contains("\u{1B}") && !result.stderr.contains("\nmailboxctl: FORGED"))
+    #expect(try container.remaining().isEmpty)
+  }
+}

@@ -101,6 +101,27 @@ func runMain(_ arguments: [String]) -> ExitStatus {
   }
 }
 
+/// The position (1 for the first after the program's name) of the first command-line argument
+/// whose bytes are not UTF-8, or nil. `CommandLine.arguments` repairs such bytes (U+FFFD), so a
+/// message given with `--data`, a path or a type tag would silently become other bytes than
+/// were given: such a command line is refused instead.
+func firstArgumentNotUTF8() -> Int? {
+  for index in 1..<Int(CommandLine.argc) {
+    guard let argument = CommandLine.unsafeArgv[index] else { continue }
+    let bytes = UnsafeBufferPointer(
+      start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self),
+      count: strlen(argument))
+    if String(validating: bytes, as: UTF8.self) == nil { return index }
+  }
+  return nil
+}
+
 StandardStreams.reserveClosed()
 Signals.ignoreBrokenPipe()
+if let index = firstArgumentNotUTF8() {
+  Output.error(
+    "argument \(index) is not UTF-8 text: mailboxctl would read other bytes than were given; "
+      + "nothing was done")
+  exit(ExitStatus.usage.rawValue)
+}
 exit(runMain(Array(CommandLine.arguments.dropFirst())).rawValue)

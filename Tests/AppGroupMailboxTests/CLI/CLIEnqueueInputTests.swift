@@ -218,4 +218,27 @@ import Testing
         + "messages stored (input lines 1 to 3); the first line not stored is line 4: resume "
         + "from it\n")
   }
+
+  /// Found by an adversarial session: `CommandLine.arguments` repairs bytes that are not UTF-8,
+  /// so `--data` stored U+FFFD where the byte 0xFF was given (exit 0), and a container path or a
+  /// type tag named another directory or tag than the one given.
+  @Test(arguments: [
+    #"enqueue --container "$1" --namespace jobs --data "$(printf '"\377"')""#,
+    #"enqueue --container "$1/x$(printf '\377')" --namespace jobs --data 1"#,
+    #"enqueue --container "$1" --namespace jobs --type "$(printf 'T\376')" --data 1"#,
+  ])
+  func `An argument that is not UTF-8 is refused with exit 64, nothing written`(command: String)
+    throws
+  {
+    let container = try TemporaryContainer()
+    let result = try Processes.start(
+      URL(fileURLWithPath: "/bin/sh"),
+      ["-c", #""$0" "# + command, Mailboxctl.url.path, container.url.path]
+    ).finish()
+    #expect(result.status == 64, "\(result.stderr)")
+    #expect(result.stderr.hasPrefix("mailboxctl: error: argument "), "\(result.stderr)")
+    #expect(result.stderr.contains("is not UTF-8 text"))
+    #expect(
+      (try? FileManager.default.contentsOfDirectory(atPath: container.url.path)) ?? [] == [])
+  }
 }

@@ -87,11 +87,13 @@ func runMain(_ arguments: [String]) -> ExitStatus {
     Output.raw("Run 'mailboxctl \(name) --help' for usage.\n")
     return .usage
   } catch let failure as CommandFailure {
+    // A cause that names the operation already ("enqueue: renameat2 failed: ...") is not
+    // prefixed with the command's name again.
+    let text =
+      failure.message.hasPrefix("\(name): ") ? failure.message : "\(name): \(failure.message)"
+    Output.error(text)
     if failure.status == .usage {
-      Output.error("\(name): \(failure.message)")
       Output.raw("Run 'mailboxctl \(name) --help' for usage.\n")
-    } else {
-      Output.error("\(name): \(failure.message)")
     }
     return failure.status
   } catch {

@@ -61,7 +61,8 @@ async def dump(js, arguments):
             message = await js.get_msg(arguments.name, seq)
         except Exception:  # noqa: BLE001 - a deleted sequence
             continue
-        headers = dict(message.headers or {})
+        # nats-py gives a header value that is not ASCII as an email.header.Header: as text.
+        headers = {key: str(value) for key, value in (message.headers or {}).items()}
         out.write(json.dumps({
             "seq": seq, "id": headers.get(common.MSG_ID), "headers": headers,
             "data": base64.b64encode(message.data or b"").decode()}) + "\n")

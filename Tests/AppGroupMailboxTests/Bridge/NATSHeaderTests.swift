@@ -30,24 +30,11 @@ import Testing
       server, ["publish", "--subject", Self.subject],
       stdin: Data(lines.map { $0 + "\n" }.joined().utf8))
     let incoming = try container.rawMailbox(namespace: "in")
-    let consumer = try Processes.start(
-      NATSBridge.python,
-      [
-        NATSBridge.script("consume.py"), "--server", server.url, "--stream", "MAILBOX",
-        "--durable", "local", "--ack-wait", "2", "--mailboxctl", Mailboxctl.url.path, "--",
-      ] + container.arguments(namespace: "in"))
-    defer { if consumer.process.isRunning { consumer.signal(SIGKILL) } }
-    var state: [String: Any] = [:]
-    let settled = try NATSBridge.waitUntil(deadline: 120) {
-      guard try incoming.inspector.status().depth == 2 else { return false }
-      state = try NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])
-      return state["numPending"] as? Int == 0 && state["numAckPending"] as? Int == 0
-    }
-    consumer.signal(SIGTERM)
-    let finished = try consumer.finish(deadline: 60)
-    #expect(settled, "\(state) \(finished.stderr)")
+    let (settled, stderr) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: 2)
+    #expect(settled, "\(stderr)")
     #expect(
-      finished.stderr.contains(
+      stderr.contains(
         "message \(ids[0]) terminated: its Mailbox-Enqueued-At header is not an ISO 8601 date"))
     let pending = try incoming.inspector.entries(in: [.pending])
     #expect(pending.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])

@@ -40,23 +40,10 @@ import Testing
     try NATSBridge.tool(server, ["publish", "--subject", Self.subject], stdin: Data(bad.utf8))
 
     let incoming = try container.rawMailbox(namespace: "in")
-    let consumer = try Processes.start(
-      NATSBridge.python,
-      [
-        NATSBridge.script("consume.py"), "--server", server.url, "--stream", "MAILBOX",
-        "--durable", "local", "--ack-wait", "2", "--mailboxctl", Mailboxctl.url.path, "--",
-      ] + container.arguments(namespace: "in"))
-    defer { if consumer.process.isRunning { consumer.signal(SIGKILL) } }
-    var state: [String: Any] = [:]
-    let settled = try NATSBridge.waitUntil(deadline: 120) {
-      guard try incoming.inspector.status().depth == 2 else { return false }
-      state = try NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])
-      return state["numPending"] as? Int == 0 && state["numAckPending"] as? Int == 0
-    }
-    consumer.signal(SIGTERM)
-    let finished = try consumer.finish(deadline: 60)
-    #expect(settled, "\(state) \(finished.stderr)")
-    #expect(finished.stderr.contains("Mailbox-Payload-Version header is not an integer"))
+    let (settled, stderr) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: 2)
+    #expect(settled, "\(stderr)")
+    #expect(stderr.contains("Mailbox-Payload-Version header is not an integer"))
 
     let jobs = try container.mailbox(JobTwo.self, namespace: "in", messageType: "Job")
     try jobs.registerMigration(from: 1) { data in

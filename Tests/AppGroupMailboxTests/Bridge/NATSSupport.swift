@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import AppGroupMailbox
+
 /// What the NATS JetStream bridge tests need: `nats-server` (Debian) and `nats-py` in the
 /// virtual environment `.build/nats-venv` (both installed by scripts/test), and the bridge's
 /// Python programs in python/nats_bridge.
@@ -118,6 +120,33 @@ enum NATSBridge {
       }
       usleep(100_000)
     }
+  }
+
+  /// Runs consume.py (durable consumer `local`, ack wait 2 s) from `server`'s stream `MAILBOX`
+  /// into `namespace` of `container` until the mailbox holds `depth` messages and the consumer
+  /// has nothing pending or unacknowledged (at most 120 s), then stops it with SIGTERM. Returns
+  /// whether it settled, and its stderr (with the consumer's state when it did not).
+  static func consume(
+    from server: NATSServer, into container: TemporaryContainer, namespace: String,
+    depth: Int
+  ) throws -> (settled: Bool, stderr: String) {
+    let mailbox = try container.rawMailbox(namespace: namespace)
+    let consumer = try Processes.start(
+      python,
+      [
+        script("consume.py"), "--server", server.url, "--stream", "MAILBOX", "--durable",
+        "local", "--ack-wait", "2", "--mailboxctl", Mailboxctl.url.path, "--",
+      ] + container.arguments(namespace: namespace))
+    defer { if consumer.process.isRunning { consumer.signal(SIGKILL) } }
+    var state: [String: Any] = [:]
+    let settled = try waitUntil(deadline: 120) {
+      guard try mailbox.inspector.status().depth == depth else { return false }
+      state = try info(server, ["--name", "MAILBOX", "--durable", "local"])
+      return state["numPending"] as? Int == 0 && state["numAckPending"] as? Int == 0
+    }
+    consumer.signal(SIGTERM)
+    let finished = try consumer.finish(deadline: 60)
+    return (settled, settled ? finished.stderr : "\(state) \(finished.stderr)")
   }
 
   /// The real-data corpus: every entry of /var/lib/dpkg/status (Debian's package database).

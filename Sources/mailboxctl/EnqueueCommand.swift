@@ -48,9 +48,10 @@ let enqueueCommand = Subcommand(
       --lines it then says how many were stored and the first line not stored: every line
       before it is stored, none from it on, so `tail -n +LINE file | mailboxctl enqueue
       --lines` resumes without loss or repeats. With --wait, a message that finds the mailbox
-      full waits for room (woken when a message is acknowledged, expires, is discarded,
-      quarantined or cancelled) up to SECONDS, so with --lines the whole input goes in as consumers make
-      room. With the discard-oldest overflow policy, each message deleted to make room is noted
+      full waits for room (woken when a message is acknowledged, deleted as expired, discarded,
+      quarantined or cancelled) up to SECONDS, so with --lines the whole input goes in as
+      consumers make room. A message past its lifetime keeps its place until a consumer's claim
+      or `maintain` deletes it. With the discard-oldest overflow policy, each message deleted to make room is noted
       on stderr.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward the depth bound; when due it joins the line at its due time. With

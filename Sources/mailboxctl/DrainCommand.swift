@@ -55,13 +55,15 @@ let drainDetails = """
   With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
   MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_NAMESPACE and
   MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
-  soon as CMD exits (whatever it left running); any other status, a signal or a handler
+  soon as CMD exits (whatever it left running), unless drain stopped CMD on its way out (then
+  the message goes back whatever CMD exits with); any other status, a signal or a handler
   timeout releases it with a retry delay: it waits in delayed/ (not pending, so it neither
   spins nor blocks the messages behind it) and returns to its original position after
   min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
   With --coprocess CMD runs once; messages go to its stdin as JSON lines and it answers on
   stdout, one line per message in any order: ack, release (retry policy), retry after N
-  seconds, or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
+  seconds (not counted as a delivery; drain hands out every other pending message before it
+  sends that one again), or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
   it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
   released (a message whose line it was not sent whole goes back with its delivery count
   unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
@@ -69,8 +71,8 @@ let drainDetails = """
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
-  Without --follow, drain exits once nothing is pending; delayed messages keep waiting for
-  a later run (the summary says how many, and when the next is due). With --follow it waits
+  Without --follow, drain exits once nothing is pending but messages its handler asked to
+  retry in this run; those and delayed messages keep waiting for a later run (the summary says how many, and when the next is due). With --follow it waits
   for wake-ups (inotify) and sleeps until the next due time. SIGHUP is handled like SIGTERM.
   A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
   is a terminal.

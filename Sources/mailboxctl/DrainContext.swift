@@ -133,21 +133,20 @@ final class DrainContext {
   /// bounds it). This drain passes over it until it has tried the rest (``retried``).
   func retry(_ claim: AppGroupRawMailbox.Claim, after: TimeInterval) {
     retried.insert(claim.id)
-    do {
-      try claim.releaseUndelivered(retryAfter: after)
-      released += 1
-    } catch AppGroupMailboxError.claimNoLongerExists {
-      // Recovered by another consumer already: nothing of ours to release.
-    } catch {
-      fatal = CommandFailure(error, while: "release")
-    }
+    releaseUncounted(claim, after: after)
   }
 
   /// Puts back `claim`, which no handler had (a handler that could not be started or took
   /// nothing), without counting the delivery, so it never becomes a dead letter for that.
   func putBack(_ claim: AppGroupRawMailbox.Claim) {
+    releaseUncounted(claim, after: 0)
+  }
+
+  /// Releases `claim` with its delivery count as before the claim, claimable after `after`
+  /// seconds (0: at once); a claim another consumer recovered already is left alone.
+  private func releaseUncounted(_ claim: AppGroupRawMailbox.Claim, after: TimeInterval) {
     do {
-      try claim.releaseUndelivered()
+      try claim.releaseUndelivered(retryAfter: after)
       released += 1
     } catch AppGroupMailboxError.claimNoLongerExists {
       // Recovered by another consumer already: nothing of ours to put back.

@@ -1,7 +1,6 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import MailboxLocks
 import Synchronization
 
 /// The write end of the self-pipe the signal handler writes the signal number to.

@@ -45,15 +45,24 @@ import Testing
     return ["--coprocess", "/usr/bin/python3", script.path]
   }
 
-  @Test func `While the handler's input is full, drain renews every lease`() throws {
-    let container = try TemporaryContainer()
-    let mailbox = try fill(container)
+  /// Starts `drain --jobs 6 options` with ``slowReader(go:reading:)`` and waits until the
+  /// handler reads no more; returns the drain and the file that lets the handler go on.
+  func startStalled(_ container: TemporaryContainer, _ options: [String]) throws -> (
+    drain: StreamingProcess, go: URL
+  ) {
     let go = container.url.appendingPathComponent("go")
     let reading = container.url.appendingPathComponent("reading")
     let drain = try Mailboxctl.start(
-      ["drain"] + container.arguments() + ["--jobs", "6", "--claim-timeout", "2"]
+      ["drain"] + container.arguments() + ["--jobs", "6"] + options
         + (try handler(slowReader(go: go, reading: reading), in: container)))
     #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: reading.path) })
+    return (drain, go)
+  }
+
+  @Test func `While the handler's input is full, drain renews every lease`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try fill(container)
+    let (drain, go) = try startStalled(container, ["--claim-timeout", "2"])
     let claimed = { try mailbox.inspector.entries(in: [.claimed]) }
     #expect(waitUntil(deadline: 30) { (try? claimed().count) == 6 })
     let first = Dictionary(
@@ -79,12 +88,7 @@ import Testing
   @Test func `A stop signal is heard while the handler's input is full`() throws {
     let container = try TemporaryContainer()
     _ = try fill(container)
-    let go = container.url.appendingPathComponent("go")
-    let reading = container.url.appendingPathComponent("reading")
-    let drain = try Mailboxctl.start(
-      ["drain"] + container.arguments() + ["--jobs", "6", "--shutdown-timeout", "0.2"]
-        + (try handler(slowReader(go: go, reading: reading), in: container)))
-    #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: reading.path) })
+    let (drain, _) = try startStalled(container, ["--shutdown-timeout", "0.2"])
     drain.signal(SIGTERM)
     // Before, drain went on waiting for the pipe (60 s) before it looked at the signal.
     let result = try drain.finish(deadline: 30)

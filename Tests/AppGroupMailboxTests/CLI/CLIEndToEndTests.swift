@@ -337,7 +337,7 @@ import Testing
   @Test func `Maintain reports the delayed messages it made pending`() throws {
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox()
-    try mailbox.enqueue(Data("1".utf8), notBefore: Date().addingTimeInterval(0.2))
+    try mailbox.enqueue(Data("1".utf8), notBefore: Date().addingTimeInterval(1))
     #expect(
       waitUntil(deadline: 30) {
         Date() > (try? mailbox.nextDueDate()).flatMap { $0 } ?? .distantFuture

@@ -8,7 +8,12 @@ headers:
   with the same id within the stream's duplicate window (ADR-0031 / JetStream docs, "Message
   Deduplication"), which turns the mailbox's at-least-once hand-over into one stored message.
 - ``Mailbox-Enqueued-At``: when it was first enqueued (ISO 8601, UTC, microseconds).
-- ``Mailbox-Type``: the producer's type tag, absent when untyped.
+- ``Mailbox-Type``: the producer's type tag, absent when untyped, when the tag is printable
+  ASCII that neither starts nor ends with a space: NATS clients trim a header value's ends and
+  turn line breaks into spaces (nats-py 2.16 ``Client.publish`` and ``_parse_header_lines``),
+  which would hand the message to another type's consumers.
+- ``Mailbox-Type-Encoded``: instead of ``Mailbox-Type`` for any other tag: its UTF-8 bytes
+  percent-encoded (RFC 3986, section 2.1; every byte but ``A-Z a-z 0-9 - . _ ~``).
 - ``Mailbox-Payload-Version``: the version of the message's encoded form (docs/FORMAT.md,
   "Payload versions"), absent for version 1.
 """
@@ -18,10 +23,12 @@ import os
 import re
 import sys
 import time
+import urllib.parse
 
 MSG_ID = "Nats-Msg-Id"
 ENQUEUED_AT = "Mailbox-Enqueued-At"
 TYPE = "Mailbox-Type"
+TYPE_ENCODED = "Mailbox-Type-Encoded"
 PAYLOAD_VERSION = "Mailbox-Payload-Version"
 MAX_PAYLOAD_VERSION = 2**31 - 1
 
@@ -35,6 +42,39 @@ def payload_version(text):
         return None
     version = int(text)
     return version if 1 <= version <= MAX_PAYLOAD_VERSION else None
+
+
+def type_headers(tag):
+    """The header that carries the type tag ``tag``: none when untyped, ``Mailbox-Type`` when
+    the tag crosses NATS unchanged, else ``Mailbox-Type-Encoded``."""
+    if not tag:
+        return {}
+    if all(" " <= c <= "~" for c in tag) and tag[0] != " " and tag[-1] != " ":
+        return {TYPE: tag}
+    return {TYPE_ENCODED: urllib.parse.quote(tag, safe="", errors="strict")}
+
+
+PERCENT_ENCODED = re.compile(r"(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+")
+
+
+def message_type(headers):
+    """The type tag the headers carry ("" when untyped) and None, or None and why the headers
+    cannot name one (then the message is bad data: terminated, not retried)."""
+    encoded = headers.get(TYPE_ENCODED)
+    if encoded is None:
+        tag = headers.get(TYPE) or ""
+    elif headers.get(TYPE):
+        return None, f"it has both a {TYPE} and a {TYPE_ENCODED} header"
+    elif not PERCENT_ENCODED.fullmatch(encoded):
+        return None, f"its {TYPE_ENCODED} header is not percent-encoded"
+    else:
+        try:
+            tag = urllib.parse.unquote_to_bytes(encoded).decode("utf-8")
+        except UnicodeDecodeError:
+            return None, f"its {TYPE_ENCODED} header is not UTF-8 once decoded"
+    if "\0" in tag:
+        return None, "its type tag holds a NUL character, which no command line can carry"
+    return tag, None
 
 
 ISO_DATE = re.compile(
@@ -88,8 +128,10 @@ async def connect(arguments, name):
 
 
 class Log:
-    """Lines on standard error, at most one a second per kind (a dead server must not flood
-    the journal); the number left out is added to the next line of that kind."""
+    """Lines on standard error. ``say`` writes at most one a second per kind (a dead server
+    must not flood the journal) and adds the number left out to the next line of that kind;
+    ``record`` writes every line, for what happens to one message for good (terminated, dead
+    lettered): an operator must be able to find each id."""
 
     def __init__(self, program):
         self.program = program
@@ -105,7 +147,10 @@ class Log:
         self.last[kind] = now
         more = self.skipped.pop(kind, 0)
         suffix = f" (and {more} more like it)" if more else ""
-        print(f"{self.program}: {text}{suffix}", file=sys.stderr, flush=True)
+        self.record(text + suffix)
+
+    def record(self, text):
+        print(f"{self.program}: {text}", file=sys.stderr, flush=True)
 
 
 log = Log(os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "nats_bridge")

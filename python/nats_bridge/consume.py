@@ -10,12 +10,13 @@ Arguments after ``--`` go to ``mailboxctl enqueue``. The message id is the ``Nat
 header (a UUID; anything else is turned into a UUID derived from it), else a UUID derived from
 the stream name and sequence, so a redelivery (after a crash, before the acknowledgement)
 enqueues the same id again, which writes nothing while that message is still in the mailbox.
-``Mailbox-Enqueued-At``, ``Mailbox-Type`` and ``Mailbox-Payload-Version`` become
-``--enqueued-at``, ``--type`` and ``--payload-version``.
+``Mailbox-Enqueued-At``, ``Mailbox-Type`` (or ``Mailbox-Type-Encoded``, decoded) and
+``Mailbox-Payload-Version`` become ``--enqueued-at``, ``--type`` and ``--payload-version``.
 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
 mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
-to 2**31 - 1 or ``Mailbox-Enqueued-At`` not an ISO 8601 date, is terminated in
+to 2**31 - 1, ``Mailbox-Enqueued-At`` not an ISO 8601 date, or whose type headers name no
+tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).
@@ -92,8 +93,11 @@ class Consumer:
                     return await self.terminate(
                         message, f"its {common.ENQUEUED_AT} header is not an ISO 8601 date")
                 command.append("--enqueued-at=" + date)
-            if headers.get(common.TYPE):
-                command.append("--type=" + headers[common.TYPE])
+            tag, why = common.message_type(headers)
+            if why is not None:
+                return await self.terminate(message, why)
+            if tag:
+                command.append("--type=" + tag)
             version = common.payload_version(headers.get(common.PAYLOAD_VERSION))
             if version is None:
                 return await self.terminate(
@@ -122,7 +126,7 @@ class Consumer:
     async def terminate(self, message, why):
         """Terminates `message` in JetStream (bad data: never redelivered) and logs its id and
         why, never its contents."""
-        log.say(f"message {message_id(message)} terminated: {why}", kind="data")
+        log.record(f"message {message_id(message)} terminated: {why}")
         await message.term()
 
     async def run(self):

@@ -127,8 +127,7 @@ class Forwarder:
         headers = {common.MSG_ID: message_id}
         if fields.get("enqueuedAt"):
             headers[common.ENQUEUED_AT] = fields["enqueuedAt"]
-        if fields.get("messageType"):
-            headers[common.TYPE] = fields["messageType"]
+        headers.update(common.type_headers(fields.get("messageType")))
         if fields.get("payloadVersion", 1) != 1:
             headers[common.PAYLOAD_VERSION] = str(fields["payloadVersion"])
         task = asyncio.create_task(self.publish(message_id, data, headers))
@@ -147,8 +146,8 @@ class Forwarder:
                 self.arguments.subject, data, timeout=timeout, stream=self.arguments.stream,
                 headers=headers)
         except nats.errors.MaxPayloadError as error:
-            log.say(f"message {message_id} is larger than the server takes ({error}): "
-                    "dead letter", kind="too-large")
+            log.record(f"message {message_id} is larger than the server takes ({error}): "
+                       "dead letter")
             self.session.dead_letter(message_id, "larger than the NATS server's max_payload")
         except nats.errors.TimeoutError:
             self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))

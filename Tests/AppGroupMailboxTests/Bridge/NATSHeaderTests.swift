@@ -42,4 +42,57 @@ import Testing
     #expect(weird?.messageType == "-weird")
     #expect(weird?.enqueuedAt == ISO8601DateFormatter().date(from: "2026-12-02T10:00:00Z"))
   }
+
+  /// A type tag NATS would change (nats-py trims a header value's ends and turns line breaks
+  /// into spaces: " Job" and "Job\n" arrived as "Job", for another type's consumers) crosses in
+  /// `Mailbox-Type-Encoded`; one that crosses unchanged stays readable in `Mailbox-Type`.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `Every type tag crosses the bridge exactly, and a bad encoded one is terminated`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
+    defer { server.stop() }
+    let tags = [" Job", "Job\n", "Job\r\nX-Evil: 1", "\tJob", "Été", "Array<Job>", "a b", "%41"]
+    let outgoing = try container.rawMailbox(namespace: "out")
+    let ids = try tags.map {
+      try outgoing.enqueue(Data("1".utf8), messageType: $0).id.uuidString.lowercased()
+    }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
+        server.url, "--subject", Self.subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    let headers = stored.map { $0["headers"] as? [String: String] ?? [:] }
+    #expect(
+      headers.map { $0["Mailbox-Type"] } == [nil, nil, nil, nil, nil, "Array<Job>", "a b", "%41"])
+    #expect(
+      headers.map { $0["Mailbox-Type-Encoded"] } == [
+        "%20Job", "Job%0A", "Job%0D%0AX-Evil%3A%201", "%09Job", "%C3%89t%C3%A9", nil, nil, nil,
+      ])
+
+    // Type headers from a third party that name no tag: terminated, never enqueued.
+    let bad = [
+      #"{"Mailbox-Type-Encoded":"%FF"}"#, #"{"Mailbox-Type-Encoded":"a b"}"#,
+      #"{"Mailbox-Type-Encoded":"x%00y"}"#, #"{"Mailbox-Type":"A","Mailbox-Type-Encoded":"B"}"#,
+    ].map { #"{"id":"\#(UUID().uuidString.lowercased())","message":2,"headers":\#($0)}"# + "\n" }
+    try NATSBridge.tool(
+      server, ["publish", "--subject", Self.subject], stdin: Data(bad.joined().utf8))
+
+    let incoming = try container.rawMailbox(namespace: "in")
+    let (settled, stderr) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: tags.count)
+    #expect(settled, "\(stderr)")
+    #expect(try ids.map { try incoming.inspector.envelope($0)?.messageType } == tags)
+    for why in [
+      "its Mailbox-Type-Encoded header is not UTF-8 once decoded",
+      "its Mailbox-Type-Encoded header is not percent-encoded",
+      "its type tag holds a NUL character, which no command line can carry",
+      "it has both a Mailbox-Type and a Mailbox-Type-Encoded header",
+    ] {
+      #expect(stderr.contains(" terminated: \(why)"), "\(stderr)")
+    }
+  }
 }

@@ -19,7 +19,10 @@ to 2**31 - 1, ``Mailbox-Enqueued-At`` not an ISO 8601 date, or whose type header
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
-enqueues in progress, acknowledges them and exits 0. Needs the ``nats-py`` package (PyPI).
+enqueues in progress, acknowledges them and exits 0; until the first connection succeeds it
+keeps trying, and a stop signal ends it at once (exit 0). When JetStream refuses the stream or
+the durable consumer (a stream that does not exist, a consumer configured otherwise) it says why
+and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
 """
 
 import argparse
@@ -34,6 +37,8 @@ from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
 DATA_ERROR = 65
+UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
+CONFIGURATION_ERROR = 78  # sysexits.h EX_CONFIG: JetStream refused the stream or consumer
 ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
 
 
@@ -131,6 +136,7 @@ class Consumer:
 
     async def run(self):
         import nats.errors
+        import nats.js.errors
         from nats.js.api import AckPolicy, ConsumerConfig
 
         loop = asyncio.get_running_loop()
@@ -139,16 +145,34 @@ class Consumer:
             loop.add_signal_handler(number, self.stopping.set)
         # A parent may have started us with them blocked (the mask is inherited across exec).
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
-        nc = await common.connect(self.arguments, "mailbox-consume")
+        # The first connection is tried until it succeeds (the client retries for ever) or a
+        # stop signal comes, which ends the program at once: nothing was taken yet.
+        connecting = asyncio.create_task(common.connect(self.arguments, "mailbox-consume"))
+        stopped = asyncio.create_task(self.stopping.wait())
+        await asyncio.wait({connecting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not connecting.done():
+            connecting.cancel()
+            return 0
+        nc = connecting.result()
         js = nc.jetstream()
         config = ConsumerConfig(
             durable_name=self.arguments.durable, ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.arguments.ack_wait,
             max_ack_pending=max(self.arguments.batch * 4, 256),
             filter_subject=self.arguments.subject or None)
-        subscription = await js.pull_subscribe(
-            self.arguments.subject or None, durable=self.arguments.durable,
-            stream=self.arguments.stream, config=config)
+        try:
+            subscription = await js.pull_subscribe(
+                self.arguments.subject or None, durable=self.arguments.durable,
+                stream=self.arguments.stream, config=config)
+        except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
+            await nc.close()
+            where = f"stream {self.arguments.stream}, durable consumer {self.arguments.durable}"
+            if isinstance(error, nats.js.errors.APIError):
+                log.record(f"cannot consume from {where}: {error.description}")
+                return CONFIGURATION_ERROR
+            log.record(f"cannot consume from {where}: {type(error).__name__}: {error}")
+            return UNAVAILABLE
         tasks = set()
         while not self.stopping.is_set():
             try:

@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// consume.py before it consumes (found by an adversarial session): while the first connection
+/// failed it ignored SIGTERM (systemd waited out its stop timeout and killed it), and a stream
+/// that does not exist ended it with a Python traceback.
+@Suite struct NATSConsumeStartTests {
+  /// Starts consume.py from `url`'s stream `stream` into namespace `in`, its stderr going to a
+  /// file of `container` (read while it runs).
+  func startConsume(
+    _ url: String, stream: String, in container: TemporaryContainer
+  ) throws -> (process: Process, stderr: URL) {
+    let stderr = container.url.appendingPathComponent("consume.stderr")
+    #expect(FileManager.default.createFile(atPath: stderr.path, contents: nil))
+    let (process, _, _) = Processes.prepare(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", url, "--stream", stream, "--durable",
+        "local", "--mailboxctl", Mailboxctl.url.path, "--",
+      ] + container.arguments(namespace: "in"), environment: [:])
+    process.standardError = try FileHandle(forWritingTo: stderr)
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    return (process, stderr)
+  }
+
+  func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `SIGTERM ends consume.py while its first connection is still failing`() throws {
+    let container = try TemporaryContainer()
+    try NATSBridge.requireSetUp()
+    // A port a server just left: connections to it are refused.
+    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    server.stop()
+    let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
+    #expect(waitUntil(deadline: 60) { text(stderr).contains("ConnectionRefusedError") })
+    kill(process.processIdentifier, SIGTERM)
+    // 30 s: a correctness bound (it ignored the signal for good), not a latency figure.
+    let ended = waitUntil(deadline: 30) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationReason == .exit)
+    #expect(process.terminationStatus == 0)
+    #expect(!text(stderr).contains("Traceback"))
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A stream that does not exist is named and ends consume.py with exit 78`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let (process, stderr) = try startConsume(server.url, stream: "NOPE", in: container)
+    let ended = waitUntil(deadline: 60) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationStatus == 78)
+    #expect(
+      text(stderr)
+        == "consume.py: cannot consume from stream NOPE, durable consumer local: stream not found\n"
+    )
+  }
+}

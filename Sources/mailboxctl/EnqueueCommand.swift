@@ -261,6 +261,11 @@ private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: B
   let depth = (try? mailbox.inspector.status().depth).map(String.init) ?? "unknown"
   var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
   if waited > 0 { text += " after waiting \(Drainer.format(seconds: waited)) s" }
+  if mailbox.settings.overflowPolicy == .discardOldest {
+    text +=
+      " (discard-oldest deletes only a pending message of this message's priority level or "
+      + "lower, and none was pending)"
+  }
   if !lines { text += "; nothing was enqueued" }
   return CommandFailure(.temporaryFailure, text)
 }

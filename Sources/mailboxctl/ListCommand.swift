@@ -7,7 +7,7 @@ let listCommand = Subcommand(
     name: "list",
     summary:
       "List messages: id, state, enqueue time, size, priority, deliveries, due time (no contents).",
-    options: MailboxOptions.around([
+    options: MailboxOptions.reading([
       OptionSpec(
         name: "--state", kind: .value("STATE"),
         help: "pending, claimed, delayed or quarantined (repeatable).",

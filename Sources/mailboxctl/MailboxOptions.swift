@@ -21,18 +21,36 @@ enum MailboxOptions {
   /// options, then ``limits``.
   static func around(_ own: [OptionSpec]) -> [OptionSpec] { location + own + limits }
 
-  /// The settings a mailbox stores (`create`, and `config` without `--group-shared`).
-  static let settings: [OptionSpec] = [
-    .value("--max-messages", "N", "Depth bound: pending + delayed + claimed (default 100)."),
-    .value("--max-payload-bytes", "N", "Largest message file in bytes (default 65536)."),
-    .value("--message-lifetime", "SECONDS", "Lifetime from enqueue (default 86400)."),
-    .value("--max-quarantined-files", "N", "Quarantine bound (default 20)."),
-    .value(
-      "--max-delivery-attempts", "N",
-      "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."),
-    .value("--overflow", "POLICY", "reject-newest (default) or discard-oldest."),
-    .flag("--group-shared", "Group-shared modes (02770/0660) instead of private (0700/0600)."),
-  ]
+  /// The settings a mailbox stores, as `create` lists them: with their defaults.
+  static let settings = settingOptions(create: true)
+
+  /// The settings as `config` lists them: without defaults (it changes only what is given),
+  /// `--group-shared` hidden (accepted, then refused: the sharing mode is fixed at creation).
+  static let settingChanges = settingOptions(create: false)
+
+  private static func settingOptions(create: Bool) -> [OptionSpec] {
+    func help(_ text: String, _ defaultValue: String) -> String {
+      create ? "\(text) (default \(defaultValue))." : "\(text)."
+    }
+    var sharing = OptionSpec.flag(
+      "--group-shared", "Group-shared modes (02770/0660) instead of private (0700/0600).")
+    sharing.hidden = !create
+    return [
+      .value("--max-messages", "N", help("Depth bound: pending + delayed + claimed", "100")),
+      .value("--max-payload-bytes", "N", help("Largest message file in bytes", "65536")),
+      .value("--message-lifetime", "SECONDS", help("Lifetime from enqueue", "86400")),
+      .value("--max-quarantined-files", "N", help("Quarantine bound", "20")),
+      .value(
+        "--max-delivery-attempts", "N",
+        create
+          ? "Deliveries before a dead letter is quarantined, or 'unlimited' (the default)."
+          : "Deliveries before a dead letter is quarantined, or 'unlimited'."),
+      .value(
+        "--overflow", "POLICY",
+        create ? "reject-newest (default) or discard-oldest." : "reject-newest or discard-oldest."),
+      sharing,
+    ]
+  }
 
   /// Per-process choices: this process's claim lease and flushes.
   static let process: [OptionSpec] = [
@@ -45,13 +63,23 @@ enum MailboxOptions {
   /// What subcommands other than `create` and `config` accept: the process options, and the
   /// settings options for one more release (hidden; they apply only when the command creates
   /// the mailbox, with a note).
-  static let limits: [OptionSpec] =
-    process
-    + settings.map { option in
+  static let limits: [OptionSpec] = process + hidden(settings)
+
+  /// The options of a command that only reads one mailbox: ``location``, the command's own
+  /// options, then, hidden, the write-side ``process`` and settings options (accepted and
+  /// ignored, so one set of flags in a script still works for every command).
+  static func reading(_ own: [OptionSpec]) -> [OptionSpec] {
+    location + own + hidden(process + settings)
+  }
+
+  /// `options`, accepted but left out of the help.
+  static func hidden(_ options: [OptionSpec]) -> [OptionSpec] {
+    options.map { option in
       var hidden = option
       hidden.hidden = true
       return hidden
     }
+  }
 
   static let json = OptionSpec.flag("--json", "Print JSON (JSON Lines for lists).")
 

@@ -30,9 +30,8 @@ let migrateCommand = Subcommand(
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages move to
       quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue; when the
-      directory holds no mailbox of this format yet, migrate creates it with the limit options
-      given (--message-lifetime SECONDS...), else the defaults; or run mailboxctl create with
-      them first. A message larger than maxPayloadBytes with this format's header, or more
+      directory holds no mailbox of this format yet, migrate creates it with the default
+      settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
       messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
       and run again. Messages keep their enqueue dates: one already as old as the mailbox's
       messageLifetime (default one day) is not imported and its old file stays (exit 65, with

@@ -56,7 +56,7 @@ let createCommand = Subcommand(
 let configCommand = Subcommand(
   name: "config",
   summary: "Show a mailbox's stored settings, or change them for every process.",
-  options: MailboxOptions.location + MailboxOptions.settings + [MailboxOptions.json],
+  options: MailboxOptions.location + MailboxOptions.settingChanges + [MailboxOptions.json],
   details: """
     Without options, prints the settings (read only: works on a read-only file system and
     for a user who may only read). With options, changes those settings atomically under

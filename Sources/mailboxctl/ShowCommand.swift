@@ -7,7 +7,7 @@ let showCommand = Subcommand(
     name: "show",
     summary: "Show one message's envelope (by id or file name); --message adds its contents.",
     positionalUsage: "ID", minPositionals: 1, maxPositionals: 1,
-    options: MailboxOptions.around([
+    options: MailboxOptions.reading([
       .flag("--message", "Also print the encoded message."),
       MailboxOptions.json,
     ]),

@@ -6,7 +6,7 @@ let statusCommand = Subcommand(
   spec: CommandSpec(
     name: "status",
     summary: "Show counts: pending, delayed, claimed, quarantined, temporary files, ages, bytes.",
-    options: MailboxOptions.around([
+    options: MailboxOptions.reading([
       MailboxOptions.json,
       .flag("--prometheus", "Print the Prometheus text format (node exporter textfile collector)."),
       .flag("--ages", "Print counts of messages by age bucket in minutes, as qshape(1) does."),
@@ -15,7 +15,9 @@ let statusCommand = Subcommand(
       Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
       since it was taken or last renewed. Delayed messages (a not-before time, or released
       with a retry delay) are not pending yet; "next due" is when the first becomes
-      claimable. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
+      claimable. A due message stays in delayed/ (and is counted and listed as delayed) until
+      a claim, an enqueue or 'mailboxctl maintain' moves it to pending/; it is claimable all
+      the same. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
       file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
       "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
       "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values are null.
@@ -90,8 +92,11 @@ let statusCommand = Subcommand(
         seconds.map { String(format: "%.1f s", $0) } ?? "-"
       }
       let nextDue = status.nextDueAt.map { due in
-        ISO8601.format(due) + " (in "
-          + String(format: "%.1f s", max(0, due.timeIntervalSince(now))) + ")"
+        let wait = due.timeIntervalSince(now)
+        return ISO8601.format(due)
+          + (wait > 0
+            ? " (in " + String(format: "%.1f s", wait) + ")"
+            : " (due " + String(format: "%.1f s", -wait) + " ago: claimable now)")
       }
       let rows = [
         ("namespace", location.namespace),

@@ -5,7 +5,7 @@ import Foundation
 let watchCommand = Subcommand(
   name: "watch",
   summary: "Print a line for each wake-up (a message made pending) as it happens.",
-  options: MailboxOptions.around(watchOptions),
+  options: MailboxOptions.reading(watchOptions),
   details: """
     Watches pending/ with inotify (the library's watcher; it polls every second when inotify
     is unavailable): a wake-up follows each message made pending by any process (an

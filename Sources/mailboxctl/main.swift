@@ -41,7 +41,8 @@ let topLevelHelp: String = {
     "unreadable input), 69 unavailable (or handler not found or not executable, or a directory",
     "migrate has not converted), 70 internal check failed (demo), 71 cannot start a handler",
     "otherwise, 73 mailbox already exists, 74 I/O error, 75 temporary failure (full, handler",
-    "failed, cancel: the message is claimed), 76 handler's greeting refused, 130 interrupted.",
+    "failed, cancel: the message is claimed, migrate: a process of the old format holds its",
+    "lock), 76 handler's greeting answered wrongly, 130 interrupted (events: 0).",
   ]
   return lines.joined(separator: "\n") + "\n"
 }()

@@ -77,4 +77,25 @@ import Testing
     let empty = try Mailboxctl.run(["status"] + container.arguments())
     #expect(empty.lines.dropLast().last == "by priority:      -")
   }
+
+  /// Found by a new-user trial: the refusal said only "the mailbox is full", though the policy
+  /// was to discard the oldest.
+  @Test func `discard-oldest refusing a lower level says why`() throws {
+    let container = try TemporaryContainer()
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments() + ["--max-messages", "1", "--overflow", "discard-oldest"])
+    #expect(created.status == 0)
+    let high = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--data", "1", "--priority", "7"])
+    #expect(high.status == 0)
+    let low = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--data", "2", "--priority", "3"])
+    #expect(low.status == 75)
+    #expect(
+      low.stderr
+        == "mailboxctl: error: enqueue: the mailbox is full (depth 1, maxMessages 1) "
+        + "(discard-oldest deletes only a pending message of this message's priority level or "
+        + "lower, and none was pending); nothing was enqueued\n")
+    #expect(container.names("pending").count == 1)
+  }
 }

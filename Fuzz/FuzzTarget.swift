@@ -56,7 +56,8 @@ private func checkHeaderFastPath(_ bytes: [UInt8]) {
     precondition(viaJSON == header)
     let id = UUID(uuidString: header.id)!
     let again = Envelope.fastEncode(
-      id: id, enqueuedAt: header.enqueuedAt, messageType: header.messageType, payload: Data())
+      id: id, enqueuedAt: header.enqueuedAt, messageType: header.messageType,
+      payloadVersion: header.declaredPayloadVersion, payload: Data())
     precondition(again.map { Array($0) } == Array(line) + [UInt8(ascii: "\n")])
   }
   guard bytes.count >= 8, let type = String(validating: bytes.dropFirst(8), as: UTF8.self)

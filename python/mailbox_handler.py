@@ -63,10 +63,11 @@ class Message:
     """One message: ``id`` (UUID text), ``delivery_count`` (1 on the first delivery),
     ``enqueued_at`` (ISO 8601 text, UTC), ``message_type`` ("" when untyped),
     ``payload_version`` (the version of the message's encoded form its producer recorded, 1
-    unless it recorded another) and ``message`` (the JSON value, parsed)."""
+    unless it recorded another), ``priority`` (the level, 0 to 9; 5 from a drain that does not
+    send it) and ``message`` (the JSON value, parsed)."""
 
     __slots__ = ("id", "delivery_count", "enqueued_at", "message_type", "payload_version",
-                 "message")
+                 "priority", "message")
 
     def __init__(self, fields):
         self.id = fields["id"]
@@ -74,6 +75,7 @@ class Message:
         self.enqueued_at = fields.get("enqueuedAt", "")
         self.message_type = fields.get("messageType", "")
         self.payload_version = fields.get("payloadVersion", 1)
+        self.priority = fields.get("priority", 5)
         self.message = fields.get("message")
 
     def __repr__(self):

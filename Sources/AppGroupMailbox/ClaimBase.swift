@@ -24,6 +24,11 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
   /// 1 on the first delivery, one more each time it is claimed again after a release or a
   /// recovery (not after ``releaseUndelivered()``).
   public let deliveryCount: Int
+  /// The message's priority level, ``AppGroupMailboxPriority/lowest`` (0) to
+  /// ``AppGroupMailboxPriority/highest`` (9): ``AppGroupMailboxPriority/default`` (5) unless it
+  /// was enqueued with another. Read from the message's file name (docs/FORMAT.md, "Names"). A
+  /// Linux addition.
+  public let priority: Int
 
   let core: ClaimCore
 
@@ -31,6 +36,7 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
     self.id = raw.name.message.id
     self.enqueuedAt = Date(mailboxMicros: raw.header.enqueuedAt)
     self.deliveryCount = raw.name.message.attempts
+    self.priority = raw.name.message.key.level
     self.core = ClaimCore(
       name: raw.name, enqueuedAtMicros: raw.header.enqueuedAt, owner: owner)
   }

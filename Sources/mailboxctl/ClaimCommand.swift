@@ -34,7 +34,7 @@ private let claimOptions: [OptionSpec] = [
   .flag(
     "--json",
     "Print JSON Lines: {\"token\", \"leaseUntil\", \"id\", \"enqueuedAt\", "
-      + "\"deliveryCount\", \"messageType\", \"payloadVersion\", \"message\"}."),
+      + "\"deliveryCount\", \"messageType\", \"payloadVersion\", \"priority\", \"message\"}."),
 ]
 
 private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {

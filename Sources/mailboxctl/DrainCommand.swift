@@ -44,7 +44,8 @@ private let drainOptions: [OptionSpec] = [
 
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:
-  {"id", "enqueuedAt", "deliveryCount", "messageType", "payloadVersion", "message"}; it is
+  {"id", "enqueuedAt", "deliveryCount", "messageType", "payloadVersion", "priority",
+  "message"}; it is
   acknowledged once the line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
   whether its reader used it, so a reader that stops early (head -n 1) loses what it did not
   read. For at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged),
@@ -53,7 +54,8 @@ let drainDetails = """
   and the rest of the batch are put back with their delivery count unchanged, and drain
   exits 74.
   With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
-  MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_NAMESPACE and
+  MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_PRIORITY
+  (0 to 9), MAILBOX_NAMESPACE and
   MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
   soon as CMD exits (whatever it left running), unless drain stopped CMD on its way out (then
   the message goes back whatever CMD exits with); any other status, a signal or a handler

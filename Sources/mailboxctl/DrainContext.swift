@@ -182,7 +182,7 @@ final class DrainContext {
   }
 
   /// The message as one JSON line (without the line break): `{"id", "enqueuedAt",
-  /// "deliveryCount", "messageType", "payloadVersion", "message"}`, the message's bytes
+  /// "deliveryCount", "messageType", "payloadVersion", "priority", "message"}`, the message's bytes
   /// embedded as stored. The one format of stdout, `--output`, the handler protocol and (after
   /// its token and lease) `claim --json`.
   static func line(_ claim: AppGroupRawMailbox.Claim) -> String {
@@ -198,6 +198,7 @@ final class DrainContext {
     object.add("deliveryCount", claim.deliveryCount)
     object.add("messageType", claim.messageType)
     object.add("payloadVersion", claim.payloadVersion)
+    object.add("priority", claim.priority)
     object.add("message", rawJSON: claim.payload)
   }
 }

@@ -8,7 +8,7 @@ import Glibc
 /// variables: `MAILBOX_ID` (UUID, lower case), `MAILBOX_ENQUEUED_AT` (ISO 8601, UTC, to the
 /// microsecond), `MAILBOX_DELIVERY_COUNT` (1 on the first delivery), `MAILBOX_MESSAGE_TYPE`
 /// (empty when untyped), `MAILBOX_PAYLOAD_VERSION` (1 unless the producer recorded another),
-/// `MAILBOX_NAMESPACE` and `MAILBOX_CONTAINER`. Its stdout and stderr are
+/// `MAILBOX_PRIORITY` (the level, 0 to 9), `MAILBOX_NAMESPACE` and `MAILBOX_CONTAINER`. Its stdout and stderr are
 /// mailboxctl's own. It runs in its own process group (see ``ChildProcess``); its exit counts
 /// as soon as it exits, whatever it left running.
 final class HandlerRun {
@@ -41,6 +41,7 @@ final class HandlerRun {
     environment["MAILBOX_DELIVERY_COUNT"] = String(claim.deliveryCount)
     environment["MAILBOX_MESSAGE_TYPE"] = claim.messageType
     environment["MAILBOX_PAYLOAD_VERSION"] = String(claim.payloadVersion)
+    environment["MAILBOX_PRIORITY"] = String(claim.priority)
     environment["MAILBOX_NAMESPACE"] = location.namespace
     environment["MAILBOX_CONTAINER"] = location.container.path
     let input = try ChildProcess.pipe()

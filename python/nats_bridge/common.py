@@ -16,6 +16,7 @@ headers:
   percent-encoded (RFC 3986, section 2.1; every byte but ``A-Z a-z 0-9 - . _ ~``).
 - ``Mailbox-Payload-Version``: the version of the message's encoded form (docs/FORMAT.md,
   "Payload versions"), absent for version 1.
+- ``Mailbox-Priority``: the message's priority level, 0 to 9, absent for the default 5.
 """
 
 import datetime
@@ -30,6 +31,8 @@ ENQUEUED_AT = "Mailbox-Enqueued-At"
 TYPE = "Mailbox-Type"
 TYPE_ENCODED = "Mailbox-Type-Encoded"
 PAYLOAD_VERSION = "Mailbox-Payload-Version"
+PRIORITY = "Mailbox-Priority"
+DEFAULT_PRIORITY = 5
 MAX_PAYLOAD_VERSION = 2**31 - 1
 
 
@@ -42,6 +45,16 @@ def payload_version(text):
         return None
     version = int(text)
     return version if 1 <= version <= MAX_PAYLOAD_VERSION else None
+
+
+def priority(text):
+    """The priority level a ``Mailbox-Priority`` header holds (5 when absent), or None when it
+    is not one digit from 0 to 9."""
+    if text is None or text == "":
+        return DEFAULT_PRIORITY
+    if len(text) != 1 or text not in "0123456789":
+        return None
+    return int(text)
 
 
 def type_headers(tag):

@@ -10,12 +10,14 @@ Arguments after ``--`` go to ``mailboxctl enqueue``. The message id is the ``Nat
 header (a UUID; anything else is turned into a UUID derived from it), else a UUID derived from
 the stream name and sequence, so a redelivery (after a crash, before the acknowledgement)
 enqueues the same id again, which writes nothing while that message is still in the mailbox.
-``Mailbox-Enqueued-At``, ``Mailbox-Type`` (or ``Mailbox-Type-Encoded``, decoded) and
-``Mailbox-Payload-Version`` become ``--enqueued-at``, ``--type`` and ``--payload-version``.
+``Mailbox-Enqueued-At``, ``Mailbox-Type`` (or ``Mailbox-Type-Encoded``, decoded),
+``Mailbox-Payload-Version`` and ``Mailbox-Priority`` become ``--enqueued-at``, ``--type``,
+``--payload-version`` and ``--priority``.
 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
 mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
-to 2**31 - 1, ``Mailbox-Enqueued-At`` not an ISO 8601 date, or whose type headers name no
+to 2**31 - 1, ``Mailbox-Priority`` not a level from 0 to 9, ``Mailbox-Enqueued-At`` not an
+ISO 8601 date, or whose type headers name no
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
@@ -110,6 +112,12 @@ class Consumer:
                     f"{common.MAX_PAYLOAD_VERSION}")
             if version != 1:
                 command += ["--payload-version", str(version)]
+            level = common.priority(headers.get(common.PRIORITY))
+            if level is None:
+                return await self.terminate(
+                    message, f"its {common.PRIORITY} header is not a level from 0 to 9")
+            if level != common.DEFAULT_PRIORITY:
+                command += ["--priority", str(level)]
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)

@@ -130,6 +130,8 @@ class Forwarder:
         headers.update(common.type_headers(fields.get("messageType")))
         if fields.get("payloadVersion", 1) != 1:
             headers[common.PAYLOAD_VERSION] = str(fields["payloadVersion"])
+        if fields.get("priority", common.DEFAULT_PRIORITY) != common.DEFAULT_PRIORITY:
+            headers[common.PRIORITY] = str(fields["priority"])
         task = asyncio.create_task(self.publish(message_id, data, headers))
         self.outstanding.add(task)
         task.add_done_callback(self.outstanding.discard)

@@ -95,4 +95,40 @@ import Testing
       #expect(stderr.contains(" terminated: \(why)"), "\(stderr)")
     }
   }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A priority level crosses the bridge, and one that is not a level is terminated`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
+    defer { server.stop() }
+    let outgoing = try container.rawMailbox(namespace: "out")
+    let ids = try [0, 5, 9].map {
+      try outgoing.enqueue(Data("\($0)".utf8), priority: $0).id.uuidString.lowercased()
+    }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
+        server.url, "--subject", Self.subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    #expect(
+      stored.map { ($0["headers"] as? [String: String])?["Mailbox-Priority"] } == ["9", nil, "0"])
+
+    let bad = ["10", "x", "-1"].map {
+      #"{"id":"\#(UUID().uuidString.lowercased())","message":1,"#
+        + #""headers":{"Mailbox-Priority":"\#($0)"}}"# + "\n"
+    }
+    try NATSBridge.tool(
+      server, ["publish", "--subject", Self.subject], stdin: Data(bad.joined().utf8))
+    let incoming = try container.rawMailbox(namespace: "in")
+    let (settled, stderr) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: 3)
+    #expect(settled, "\(stderr)")
+    let pending = try incoming.inspector.entries(in: [.pending])
+    #expect(pending.map { $0.id?.uuidString.lowercased() } == ids.reversed())
+    #expect(pending.map(\.priority) == [9, 5, 0])
+    #expect(
+      stderr.components(separatedBy: "header is not a level from 0 to 9").count == 4, "\(stderr)")
+  }
 }

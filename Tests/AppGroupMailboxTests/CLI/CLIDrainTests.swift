@@ -44,12 +44,14 @@ import Testing
     #expect(
       result.lines[0]
         == "{\"id\":\"\(older.uuidString.lowercased())\",\"enqueuedAt\":"
-        + "\"\(ISO8601.format(hourAgo))\",\"deliveryCount\":1,\"messageType\":\"t\",\"payloadVersion\":1,\"message\":0}"
+        + "\"\(ISO8601.format(hourAgo))\",\"deliveryCount\":1,\"messageType\":\"t\",\"payloadVersion\":1,"
+        + "\"priority\":5,\"message\":0}"
     )
     let lines = try jsonLines(result.stdout)
     #expect(lines.dropFirst().map { $0["id"] as? String } == ids.map { $0.uuidString.lowercased() })
     #expect(
-      result.lines[3].hasSuffix(",\"messageType\":\"\",\"payloadVersion\":1,\"message\":[3,  3]}"))
+      result.lines[3].hasSuffix(
+        ",\"messageType\":\"\",\"payloadVersion\":1,\"priority\":5,\"message\":[3,  3]}"))
     #expect(container.names("pending").isEmpty)
     #expect(container.names("claimed").isEmpty)
     let json = try Mailboxctl.run(["drain"] + container.arguments() + ["--json"])

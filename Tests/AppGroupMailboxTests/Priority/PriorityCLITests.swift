@@ -98,4 +98,27 @@ import Testing
         + "lower, and none was pending); nothing was enqueued\n")
     #expect(container.names("pending").count == 1)
   }
+
+  @Test func `drain lines, claim --json and a handler's environment carry the level`() throws {
+    let container = try TemporaryContainer()
+    for level in ["2", "9"] {
+      let result = try Mailboxctl.run(
+        ["enqueue"] + container.arguments() + ["--data", level, "--priority", level])
+      #expect(result.status == 0)
+    }
+    let claimed = try jsonLines(
+      try Mailboxctl.run(["claim"] + container.arguments() + ["--json"]).stdout)
+    #expect(claimed.map { $0["priority"] as? Int } == [9])
+    let token = try #require(claimed.first?["token"] as? String)
+    #expect(try Mailboxctl.run(["release"] + container.arguments() + [token]).status == 0)
+    let out = container.url.appendingPathComponent("levels")
+    let exec = try Mailboxctl.run(
+      ["drain"] + container.arguments() + [
+        "--limit", "1", "--exec", "sh", "-c", "echo \"$MAILBOX_PRIORITY\" >> '\(out.path)'",
+      ])
+    #expect(exec.status == 0)
+    #expect(try String(contentsOf: out, encoding: .utf8) == "9\n")
+    let drained = try jsonLines(try Mailboxctl.run(["drain"] + container.arguments()).stdout)
+    #expect(drained.map { $0["priority"] as? Int } == [2])
+  }
 }

@@ -22,6 +22,7 @@ import Testing
         == [9, 9, 7, 7, 5, 5, 2, 2, 0])
     let claimed = try mailbox.claimPending()
     #expect(claimed.map(\.message) == ["b9", "e9", "h7", "i7", "c5", "g5", "a2", "d2", "f0"])
+    #expect(claimed.map(\.priority) == [9, 9, 7, 7, 5, 5, 2, 2, 0])
   }
 
   @Test

@@ -5,11 +5,12 @@ import Glibc
 /// Data goes to stdout, diagnostics to stderr, each written whole with write(2) (no buffering,
 /// so a line is out before the message it describes is acknowledged).
 enum Output {
-  /// Writes `text` to stdout.
+  /// Writes `text` to stdout. When `stoppable`, a stop signal (``Signals``) ends a write that
+  /// waits for a stalled reader: the rest of `text` is not written.
   /// - Throws: ``CommandFailure`` with ``ExitStatus/ioError`` when the write fails (EPIPE,
-  ///   ENOSPC, EIO...).
-  static func data(_ text: String) throws(CommandFailure) {
-    try write(1, Array(text.utf8), what: "stdout")
+  ///   ENOSPC, EIO...) or, when `stoppable`, was stopped (EINTR).
+  static func data(_ text: String, stoppable: Bool = false) throws(CommandFailure) {
+    try write(1, Array(text.utf8), what: "stdout", stoppable: stoppable)
   }
 
   /// Writes `bytes` to stdout; see ``data(_:)-(String)``.
@@ -56,8 +57,10 @@ enum Output {
   /// Whether stderr is a terminal (progress lines are shown only then).
   static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
-  private static func write(_ fd: Int32, _ bytes: [UInt8], what: String) throws(CommandFailure) {
-    let code = FileDescriptorWriter.writeAll(fd, bytes)
+  private static func write(
+    _ fd: Int32, _ bytes: [UInt8], what: String, stoppable: Bool = false
+  ) throws(CommandFailure) {
+    let code = FileDescriptorWriter.writeAll(fd, bytes, stoppable: stoppable)
     guard code == 0 else {
       throw CommandFailure(
         .ioError, "writing \(what) failed: \(Errno(rawValue: code).explanation)")

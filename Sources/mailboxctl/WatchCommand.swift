@@ -45,17 +45,24 @@ let watchCommand = Subcommand(
       } catch {
         throw CommandFailure(error, while: "")
       }
+      let line: String
       if arguments.flag("--json") {
         var object = JSONObject()
         object.add("at", date: Date())
         object.add("pending", status.pending)
         object.add("delayed", status.delayed)
         object.add("claimed", status.claimed)
-        try Output.data(object.text + "\n")
+        line = object.text + "\n"
       } else {
-        try Output.data(
+        line =
           "\(ISO8601.format(Date())) pending \(status.pending) delayed \(status.delayed) "
-            + "claimed \(status.claimed)\n")
+          + "claimed \(status.claimed)\n"
+      }
+      // A stop signal ends a write to a reader that stopped reading (a full pipe).
+      do {
+        try Output.data(line, stoppable: true)
+      } catch  where signals.stopSignal != nil {
+        break
       }
     }
     return signals.stopSignal != nil ? signals.stoppedStatus : .success

@@ -5,7 +5,7 @@ import Testing
 @testable import AppGroupMailbox
 @testable import mailboxctl
 
-/// `drain` to a stdout or `--output` reader that stalls. Found by an adversarial session: a
+/// `drain` and `watch` to a stdout or `--output` reader that stalls. Found by an adversarial session: a
 /// write(2) blocked on a full pipe, and the open(2) of a FIFO nobody reads, ignored every stop
 /// signal (they were restarted after the handler ran); a non-blocking stdout pipe from the
 /// parent ended drain with EAGAIN (exit 74) when its reader was slower than drain.
@@ -119,5 +119,30 @@ import Testing
     #expect(status == 0, "\(stderr)")
     #expect(output.split(separator: UInt8(ascii: "\n")).count == ids.count)
     #expect(try container.remaining().isEmpty)
+  }
+
+  @Test func `SIGTERM stops a watch whose stdout reader stopped reading`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100_000))
+    let out = Pipe()
+    let writer = out.fileHandleForWriting.fileDescriptor
+    // One page (the smallest pipe, pipe(7)): a few dozen lines fill it. F_SETPIPE_SZ is
+    // F_LINUX_SPECIFIC_BASE + 7 = 1031 (fcntl(2), linux/fcntl.h); Glibc does not export it.
+    #expect(fcntl(writer, 1031, 4096) >= 4096)
+    let (process, errors) = try start(
+      ["watch"] + container.arguments(), stdout: out.fileHandleForWriting, in: container)
+    try out.fileHandleForWriting.close()
+    #expect(waitUntil(deadline: 60) { (try? String(contentsOf: errors, encoding: .utf8)) != "" })
+    // Each enqueue wakes it; once the pipe is full it is blocked in write(2).
+    #expect(
+      try waitUntil(deadline: 120) {
+        try mailbox.enqueue(Data("1".utf8))
+        return sleepingIn(process.processIdentifier).hasSuffix("pipe_write")
+      })
+    process.terminate()  // SIGTERM
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(!stderr.contains("error"), "\(stderr)")
   }
 }

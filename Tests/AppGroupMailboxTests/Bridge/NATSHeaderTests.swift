@@ -58,13 +58,8 @@ import Testing
     let ids = try tags.map {
       try outgoing.enqueue(Data("1".utf8), messageType: $0).id.uuidString.lowercased()
     }
-    let forwarded = try Mailboxctl.run(
-      ["drain"] + container.arguments(namespace: "out") + [
-        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", Self.subject,
-      ])
-    #expect(forwarded.status == 0, "\(forwarded.stderr)")
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    let stored = try NATSBridge.forward(
+      container, namespace: "out", to: server, subject: Self.subject)
     let headers = stored.map { $0["headers"] as? [String: String] ?? [:] }
     #expect(
       headers.map { $0["Mailbox-Type"] } == [nil, nil, nil, nil, nil, "Array<Job>", "a b", "%41"])
@@ -105,13 +100,8 @@ import Testing
     let ids = try [0, 5, 9].map {
       try outgoing.enqueue(Data("\($0)".utf8), priority: $0).id.uuidString.lowercased()
     }
-    let forwarded = try Mailboxctl.run(
-      ["drain"] + container.arguments(namespace: "out") + [
-        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", Self.subject,
-      ])
-    #expect(forwarded.status == 0, "\(forwarded.stderr)")
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    let stored = try NATSBridge.forward(
+      container, namespace: "out", to: server, subject: Self.subject)
     #expect(
       stored.map { ($0["headers"] as? [String: String])?["Mailbox-Priority"] } == ["9", nil, "0"])
 

@@ -23,13 +23,8 @@ import Testing
     try container.rawMailbox(namespace: "out").enqueue(
       Data(#"{"number":1}"#.utf8), messageType: "Job")
 
-    let forwarded = try Mailboxctl.run(
-      ["drain"] + container.arguments(namespace: "out") + [
-        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", Self.subject,
-      ])
-    #expect(forwarded.status == 0, "\(forwarded.stderr)")
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    let stored = try NATSBridge.forward(
+      container, namespace: "out", to: server, subject: Self.subject)
     let versions = stored.map { ($0["headers"] as? [String: String])?["Mailbox-Payload-Version"] }
     #expect(versions == ["2", nil])
 

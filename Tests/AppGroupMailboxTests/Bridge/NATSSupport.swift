@@ -122,6 +122,21 @@ enum NATSBridge {
     }
   }
 
+  /// Forwards everything in `namespace` of `container` to `server` on `subject` with one
+  /// `mailboxctl drain --coprocess forward.py` (which must exit 0), then returns the stream
+  /// `MAILBOX`'s messages as `jetstream.py dump` prints them, oldest first.
+  static func forward(
+    _ container: TemporaryContainer, namespace: String, to server: NATSServer, subject: String
+  ) throws -> [[String: Any]] {
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: namespace) + [
+        "--coprocess", python.path, script("forward.py"), "--server", server.url, "--subject",
+        subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    return try jsonLines(try tool(server, ["dump", "--name", "MAILBOX"]))
+  }
+
   /// Runs consume.py (durable consumer `local`, ack wait 2 s) from `server`'s stream `MAILBOX`
   /// into `namespace` of `container` until the mailbox holds `depth` messages and the consumer
   /// has nothing pending or unacknowledged (at most 120 s), then stops it with SIGTERM. Returns

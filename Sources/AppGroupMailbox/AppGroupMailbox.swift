@@ -60,7 +60,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   - messageType: The tag stored with each message; defaults to
   ///     `String(describing: Message.self)`, the type's name without its module (`Job`), which
   ///     is the same in every module, launch and access level. Give one when two types of the
-  ///     same name share a namespace.
+  ///     same name share a namespace. A tag that makes a message's header line longer than
+  ///     4,096 bytes makes every enqueue throw ``MailboxError/encodingFailure`` (docs/FORMAT.md,
+  ///     "Message files").
   ///   - diagnostic: Receives content-free events, outside every lock, on the calling thread.
   ///   - durability: Linux addition; ``Durability/full`` (the default) flushes before returning.
   ///   - permissions: Linux addition; ``Permissions/private`` (the default) or group-shared:

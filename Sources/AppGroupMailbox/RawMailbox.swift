@@ -131,7 +131,10 @@ public final class AppGroupRawMailbox: Sendable {
   ///     order holds. A date outside ``representableDates`` or NaN is refused with
   ///     ``AppGroupMailboxError/invalidLimit(_:)`` naming `enqueuedAt` and the range.
   ///   - messageType: The stored type tag; empty (the default) is untyped and accepted by every
-  ///     consumer.
+  ///     consumer. The message's header line (id, time, tag, key, version as JSON) must fit in
+  ///     4,096 bytes, which readers look at (docs/FORMAT.md, "Message files"): a tag that makes
+  ///     it longer (about 3,900 bytes of printable ASCII; control characters count 6 bytes
+  ///     each, escaped) is refused with ``AppGroupMailboxError/encodingFailure``.
   ///   - payloadVersion: The version of the message's encoded form recorded with it, 1 (the
   ///     default) to ``AppGroupMailboxPayloadVersions/maximum``: a typed consumer decodes it only
   ///     when that is its own ``AppGroupMailboxVersionedMessage/payloadVersion`` or one it has a

@@ -216,6 +216,12 @@ private func check(
       .dataError,
       "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
         + "(the mailbox's maxPayloadBytes); nothing was enqueued")
+  } catch AppGroupMailboxError.encodingFailure {
+    // The payload is JSON already: only the header line can fail (docs/FORMAT.md).
+    throw CommandFailure(
+      .dataError,
+      "--type is too long: the message's header line would be over the 4096 bytes every "
+        + "reader accepts; nothing was enqueued")
   } catch {
     throw CommandFailure(error, while: "")
   }

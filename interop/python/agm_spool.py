@@ -24,7 +24,8 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
 
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
 2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
-or is not one JSON value as every consumer reads it (prints "not-json"; nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
+or is not one JSON value as every consumer reads it (prints "not-json"; nothing written), or its
+header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
 the mailbox stayed full for --retry-full seconds (prints "full").
 """
 
@@ -36,7 +37,8 @@ import time
 
 sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
-from agm import MailboxFull, NotJSON, PayloadTooLarge, SettingsUnreadable, Spool, now_micros  # noqa: E402
+from agm import (  # noqa: E402
+    HeaderTooLong, MailboxFull, NotJSON, PayloadTooLarge, SettingsUnreadable, Spool, now_micros)
 
 # The settings options: (destination, option, stored member, default).
 SETTINGS_OPTIONS = (
@@ -137,6 +139,9 @@ def main(argv):
                     return 65
                 except NotJSON:
                     print("not-json", flush=True)
+                    return 65
+                except HeaderTooLong:
+                    print("header-too-long", flush=True)
                     return 65
             print(id, outcome, flush=True)
     elif arguments.command in ("drain", "hold"):

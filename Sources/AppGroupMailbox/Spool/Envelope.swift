@@ -35,6 +35,10 @@ enum EnvelopeError: Error, Equatable {
   case futureFormat
 }
 
+/// A header line (with its line feed) longer than ``Envelope/maxHeaderBytes``: readers look
+/// for the line feed only that far, so the file would be malformed to every one of them.
+struct EnvelopeHeaderTooLong: Error {}
+
 /// Builds and splits message files.
 enum Envelope {
   /// The largest payload version a header may hold: 2,147,483,647 (2^31 - 1); public as
@@ -44,7 +48,8 @@ enum Envelope {
 
   /// The envelope format this build writes; it reads this and every older one.
   static let currentFormat = 1
-  /// The longest header line a reader accepts, in bytes.
+  /// The longest header line a reader accepts, in bytes, its line feed included (readers look
+  /// for the line feed within the first this many bytes).
   static let maxHeaderBytes = 4096
 
   private static let encoder: JSONEncoder = {
@@ -55,6 +60,9 @@ enum Envelope {
 
   /// The bytes of a message file: header line then `payload`. A `payloadVersion` of 1 is not
   /// written (the header member is absent).
+  /// - Throws: ``EnvelopeHeaderTooLong`` when the header line would not fit in
+  ///   ``maxHeaderBytes`` with its line feed (a long type tag), which every reader would refuse
+  ///   as malformed; the encoder's error when `JSONEncoder` fails.
   static func encode(
     id: UUID, enqueuedAt: Int64, messageType: String, key: String? = nil,
     payloadVersion: Int = 1, payload: Data
@@ -64,6 +72,7 @@ enum Envelope {
         id: id, enqueuedAt: enqueuedAt, messageType: messageType,
         payloadVersion: payloadVersion, payload: payload)
     {
+      guard data.count - payload.count <= maxHeaderBytes else { throw EnvelopeHeaderTooLong() }
       return data
     }
     let header = EnvelopeHeader(
@@ -72,6 +81,7 @@ enum Envelope {
       payloadVersion: payloadVersion == 1 ? nil : payloadVersion)
     var data = try encoder.encode(header)
     data.append(UInt8(ascii: "\n"))
+    guard data.count <= maxHeaderBytes else { throw EnvelopeHeaderTooLong() }
     data.append(payload)
     return data
   }

@@ -21,10 +21,11 @@ The command line is interop/python/agm_spool.py.
 
 from .consumer import Claim
 from .errors import (
-    ClaimGone, MailboxFull, NotJSON, PayloadTooLarge, SettingsFormatTooNew, SettingsUnreadable)
+    ClaimGone, HeaderTooLong, MailboxFull, NotJSON, PayloadTooLarge, SettingsFormatTooNew,
+    SettingsUnreadable)
 from .settings import Settings
 from .spool import Spool
 from .system import now_micros
 
-__all__ = ["Claim", "ClaimGone", "MailboxFull", "NotJSON", "PayloadTooLarge", "Settings",
+__all__ = ["Claim", "ClaimGone", "HeaderTooLong", "MailboxFull", "NotJSON", "PayloadTooLarge", "Settings",
            "SettingsFormatTooNew", "SettingsUnreadable", "Spool", "now_micros"]

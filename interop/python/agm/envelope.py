@@ -2,6 +2,7 @@
 
 import json
 
+from .errors import HeaderTooLong
 from .jsontext import is_text, loads_object, loads_value
 from .names import ANY_UUID
 
@@ -11,14 +12,18 @@ INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
 
 def encode(id, micros, message_type, payload, payload_version=1):
-    """The bytes of a message file: the header the library writes, then payload byte for byte.
+    """The bytes of a message file: the header the library writes, then payload byte for byte;
+    HeaderTooLong when the header line would not fit in MAX_HEADER_BYTES.
     A payload version other than 1 is recorded as ``payloadVersion`` (FORMAT.md, "Payload
     versions"); version 1 is written without it, as the library does."""
     fields = {"enqueuedAt": micros, "format": 1, "id": id, "messageType": message_type}
     if payload_version != 1:
         fields["payloadVersion"] = payload_version
     header = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    return header.encode("utf-8") + b"\n" + payload
+    line = header.encode("utf-8") + b"\n"
+    if len(line) > MAX_HEADER_BYTES:
+        raise HeaderTooLong()
+    return line + payload
 
 
 def decode_header(data):

@@ -15,6 +15,11 @@ class NotJSON(ValueError):
     of the Swift library's AppGroupRawMailbox.isJSON); nothing was written."""
 
 
+class HeaderTooLong(ValueError):
+    """The header line with its line feed would be over envelope.MAX_HEADER_BYTES (a long type
+    tag): every reader would refuse the file as malformed; nothing was written."""
+
+
 class ClaimGone(Exception):
     """The claim was recovered or finished elsewhere (ENOENT); nothing was changed."""
 

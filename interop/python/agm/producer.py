@@ -21,7 +21,8 @@ class Producer:
         under the lock). payload_version (1 to 2**31 - 1) is recorded in the header. Raises
         ValueError for another payload version, NotJSON for a payload that is not one JSON value
         as every consumer reads it (envelope.is_json: a consumer would quarantine it),
-        PayloadTooLarge over maxPayloadBytes, MailboxFull; nothing is written then."""
+        PayloadTooLarge over maxPayloadBytes, HeaderTooLong for a header line over 4,096 bytes
+        (a long type tag), MailboxFull; nothing is written then."""
         if type(payload_version) is not int or not 1 <= payload_version <= envelope.MAX_PAYLOAD_VERSION:
             raise ValueError("payload_version must be 1 to 2**31 - 1")
         if not envelope.is_json(payload):

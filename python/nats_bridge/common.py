@@ -57,6 +57,39 @@ def priority(text):
     return int(text)
 
 
+def published_size(headers, payload, stream=None):
+    """The bytes a JetStream publish of ``payload`` with ``headers`` puts against the server's
+    max_payload: the header block as nats-py 2.16 writes it (``NATS/1.0``, one ``name: value``
+    line each, with ``Nats-Expected-Stream`` when a stream is given, and an empty line) plus the
+    payload (NATS client protocol, HPUB)."""
+    lines = dict(headers)
+    if stream:
+        lines["Nats-Expected-Stream"] = stream
+    size = len(b"NATS/1.0\r\n\r\n") + len(payload)
+    for name, value in lines.items():
+        size += len(name.encode()) + 2 + len(str(value).strip().encode()) + 2
+    return size
+
+
+def consumer_problems(config, subject):
+    """What makes an existing durable consumer (its ConsumerConfig) unfit for consume.py, which
+    creates it with explicit acknowledgements, as a pull consumer, filtered on ``subject`` (""
+    for the whole stream): a list of reasons, empty when it fits."""
+    from nats.js.api import AckPolicy
+
+    problems = []
+    if config.ack_policy != AckPolicy.EXPLICIT:
+        policy = getattr(config.ack_policy, "value", config.ack_policy)
+        problems.append(f"its ack policy is {policy}, not explicit")
+    if config.deliver_subject:
+        problems.append("it is a push consumer")
+    have = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
+    if have != ([subject] if subject else []):
+        problems.append(f"it filters {', '.join(have) or 'nothing'}, not "
+                        f"{subject or 'nothing (--subject not given)'}")
+    return problems
+
+
 def type_headers(tag):
     """The header that carries the type tag ``tag``: none when untyped, ``Mailbox-Type`` when
     the tag crosses NATS unchanged, else ``Mailbox-Type-Encoded``."""
@@ -76,6 +109,8 @@ def message_type(headers):
     encoded = headers.get(TYPE_ENCODED)
     if encoded is None:
         tag = headers.get(TYPE) or ""
+        if "\ufffd" in tag:  # nats-py's stand-in for bytes that are not UTF-8
+            return None, f"its {TYPE} header is not UTF-8"
     elif headers.get(TYPE):
         return None, f"it has both a {TYPE} and a {TYPE_ENCODED} header"
     elif not PERCENT_ENCODED.fullmatch(encoded):
@@ -89,6 +124,9 @@ def message_type(headers):
         return None, "its type tag holds a NUL character, which no command line can carry"
     return tag, None
 
+
+FIRST_DATE = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+LAST_DATE = datetime.datetime(2286, 11, 20, 17, 46, 39, 999999, tzinfo=datetime.timezone.utc)
 
 ISO_DATE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:?\d{2})")
@@ -110,6 +148,9 @@ def enqueued_at(text):
                                  int(second), int((fraction or "0")[:6].ljust(6, "0")), offset)
         date = date.astimezone(datetime.timezone.utc)
     except (ValueError, OverflowError):
+        return None
+    # The dates a mailbox represents (mailboxctl enqueue --enqueued-at).
+    if not FIRST_DATE <= date <= LAST_DATE:
         return None
     return date.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

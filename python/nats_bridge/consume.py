@@ -23,8 +23,9 @@ JetStream (never redelivered) and logged; any other failure (a full mailbox, exi
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0; until the first connection succeeds it
 keeps trying, and a stop signal ends it at once (exit 0). When JetStream refuses the stream or
-the durable consumer (a stream that does not exist, a consumer configured otherwise) it says why
-and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
+the durable consumer (a stream that does not exist), or the durable consumer exists with other
+settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
+says why and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
 """
 
 import argparse
@@ -98,7 +99,8 @@ class Consumer:
                 date = common.enqueued_at(headers[common.ENQUEUED_AT])
                 if date is None:
                     return await self.terminate(
-                        message, f"its {common.ENQUEUED_AT} header is not an ISO 8601 date")
+                        message, f"its {common.ENQUEUED_AT} header is not an ISO 8601 date "
+                        "from 1970 to 2286")
                 command.append("--enqueued-at=" + date)
             tag, why = common.message_type(headers)
             if why is not None:
@@ -127,7 +129,8 @@ class Consumer:
             elif process.returncode == DATA_ERROR:
                 await self.terminate(message, stderr.decode(errors="replace").strip())
             else:
-                log.say(f"enqueue failed (exit {process.returncode}), retrying in "
+                log.say(f"enqueue of message {message_id(message)} failed "
+                        f"(exit {process.returncode}), retrying in "
                         f"{self.arguments.retry_after:g} s: "
                         f"{stderr.decode(errors='replace').strip()}", kind="enqueue")
                 await message.nak(delay=self.arguments.retry_after)
@@ -135,6 +138,18 @@ class Consumer:
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
         finally:
             self.window.release()
+
+    async def unless_stopped(self, work):
+        """(True, what `work` returned), or (False, None) when a stop signal came first (then
+        `work` is cancelled)."""
+        task = asyncio.ensure_future(work)
+        stopped = asyncio.create_task(self.stopping.wait())
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            return False, None
+        return True, task.result()
 
     async def terminate(self, message, why):
         """Terminates `message` in JetStream (bad data: never redelivered) and logs its id and
@@ -155,32 +170,45 @@ class Consumer:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         # The first connection is tried until it succeeds (the client retries for ever) or a
         # stop signal comes, which ends the program at once: nothing was taken yet.
-        connecting = asyncio.create_task(common.connect(self.arguments, "mailbox-consume"))
-        stopped = asyncio.create_task(self.stopping.wait())
-        await asyncio.wait({connecting, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if not connecting.done():
-            connecting.cancel()
+        connected, nc = await self.unless_stopped(
+            common.connect(self.arguments, "mailbox-consume"))
+        if not connected:
             return 0
-        nc = connecting.result()
         js = nc.jetstream()
         config = ConsumerConfig(
             durable_name=self.arguments.durable, ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.arguments.ack_wait,
             max_ack_pending=max(self.arguments.batch * 4, 256),
             filter_subject=self.arguments.subject or None)
+        where = f"stream {self.arguments.stream}, durable consumer {self.arguments.durable}"
         try:
-            subscription = await js.pull_subscribe(
+            subscribed, subscription = await self.unless_stopped(js.pull_subscribe(
                 self.arguments.subject or None, durable=self.arguments.durable,
-                stream=self.arguments.stream, config=config)
+                stream=self.arguments.stream, config=config))
+            # nats-py uses a durable consumer that exists as it is: one made otherwise (no
+            # acknowledgements, another filter, a push consumer) would lose or misroute messages.
+            found = subscribed and await js.consumer_info(
+                self.arguments.stream, self.arguments.durable)
         except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
             await nc.close()
-            where = f"stream {self.arguments.stream}, durable consumer {self.arguments.durable}"
+            if isinstance(error, nats.js.errors.ServiceUnavailableError):
+                log.record(f"cannot consume from {where}: JetStream does not answer "
+                           "(not enabled on the server, or no responders)")
+                return UNAVAILABLE
             if isinstance(error, nats.js.errors.APIError):
                 log.record(f"cannot consume from {where}: {error.description}")
                 return CONFIGURATION_ERROR
             log.record(f"cannot consume from {where}: {type(error).__name__}: {error}")
             return UNAVAILABLE
+        if not subscribed:
+            await nc.close()
+            return 0
+        problems = common.consumer_problems(found.config, self.arguments.subject)
+        if problems:
+            await nc.close()
+            log.record(f"cannot consume from {where}: it exists with other settings: "
+                       f"{'; '.join(problems)}; delete it or give another --durable")
+            return CONFIGURATION_ERROR
         tasks = set()
         while not self.stopping.is_set():
             try:

@@ -113,11 +113,19 @@ class Forwarder:
         self.js = None
         self.connected = asyncio.Event()
         self.outstanding = set()
+        self.connecting = None
 
     def failed(self, message_id, error):
-        log.say(f"publish failed, retrying in {self.arguments.retry_after:g} s: "
-                f"{type(error).__name__}: {error}", kind=type(error).__name__)
+        log.say(f"publish of message {message_id} failed, retrying in "
+                f"{self.arguments.retry_after:g} s: {type(error).__name__}: {error}",
+                kind=type(error).__name__)
         self.session.retry(message_id, self.arguments.retry_after)
+        # nats-py gives up a connection the server closed for a protocol error (such as a
+        # publish over max_payload) instead of reconnecting: connect again.
+        if self.nc is not None and self.nc.is_closed and self.connecting.done():
+            self.nc = self.js = None
+            self.connected.clear()
+            self.connecting = asyncio.create_task(self.connect())
 
     async def forward(self, fields, data):
         """Publishes one message; its answer is written when the acknowledgement comes."""
@@ -132,6 +140,14 @@ class Forwarder:
             headers[common.PAYLOAD_VERSION] = str(fields["payloadVersion"])
         if fields.get("priority", common.DEFAULT_PRIORITY) != common.DEFAULT_PRIORITY:
             headers[common.PRIORITY] = str(fields["priority"])
+        # The server takes at most max_payload bytes of headers and payload together (nats-py
+        # checks the payload alone, and the server then closes the connection).
+        size = common.published_size(headers, data, self.arguments.stream)
+        if size > self.nc.max_payload:
+            log.record(f"message {message_id} is larger than the server takes ({size} bytes "
+                       f"with its headers, max_payload {self.nc.max_payload}): dead letter")
+            return self.session.dead_letter(
+                message_id, "larger than the NATS server's max_payload")
         task = asyncio.create_task(self.publish(message_id, data, headers))
         self.outstanding.add(task)
         task.add_done_callback(self.outstanding.discard)
@@ -172,7 +188,7 @@ class Forwarder:
                 delay = min(delay * 2, 5.0)
 
     async def run(self):
-        connecting = asyncio.create_task(self.connect())
+        self.connecting = asyncio.create_task(self.connect())
         try:  # the first messages wait a little for the first connection, not the retry delay
             await asyncio.wait_for(asyncio.shield(self.connected.wait()),
                                    self.arguments.publish_timeout)
@@ -186,7 +202,7 @@ class Forwarder:
         if self.outstanding:
             await asyncio.wait(set(self.outstanding))
         self.session.flush()
-        connecting.cancel()
+        self.connecting.cancel()
         if self.nc is not None:
             try:
                 await self.nc.close()

@@ -2,6 +2,7 @@
 """Sets up and inspects the JetStream side of the bridge (docs/SCALING.md), with nats-py:
 
     jetstream.py create-stream --name MAILBOX --subject mailbox.jobs --duplicate-window 3600
+    jetstream.py create-consumer --name MAILBOX --durable host7 [--ack none] [--filter S]
     jetstream.py info --name MAILBOX [--durable local]     # JSON: messages, pending, ...
     jetstream.py dump --name MAILBOX                       # JSON Lines: seq, id, headers, data
     jetstream.py publish --subject mailbox.jobs [--in-flight 64] [--input F] < messages.jsonl
@@ -40,6 +41,20 @@ async def create_stream(js, arguments):
     print(json.dumps({"stream": info.config.name, "subjects": info.config.subjects,
                       "duplicateWindow": info.config.duplicate_window,
                       "replicas": info.config.num_replicas}))
+
+
+async def create_consumer(js, arguments):
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    config = ConsumerConfig(
+        durable_name=arguments.durable, ack_policy=AckPolicy(arguments.ack),
+        filter_subject=arguments.filter, deliver_subject=arguments.push)
+    created = await js.add_consumer(arguments.name, config=config)
+    print(json.dumps({"durable": created.config.durable_name,
+                      "ackPolicy": getattr(created.config.ack_policy, "value",
+                                           created.config.ack_policy),
+                      "filterSubject": created.config.filter_subject,
+                      "deliverSubject": created.config.deliver_subject}))
 
 
 async def info(js, arguments):
@@ -103,6 +118,13 @@ def main():
     create.add_argument("--duplicate-window", type=float, default=3600.0,
                         help="seconds (default 3600); longer than the longest retry delay")
     create.add_argument("--max-age", type=float, default=0.0, help="seconds; 0: unlimited")
+    consumer = commands.add_parser(
+        "create-consumer", help="create a durable consumer (consume.py makes its own)")
+    consumer.add_argument("--name", required=True, help="the stream")
+    consumer.add_argument("--durable", required=True)
+    consumer.add_argument("--ack", default="explicit", choices=["explicit", "none", "all"])
+    consumer.add_argument("--filter", default=None, help="a filter subject")
+    consumer.add_argument("--push", default=None, help="a deliver subject (a push consumer)")
     show = commands.add_parser("info", help="stream (and consumer) counts as JSON")
     show.add_argument("--name", required=True)
     show.add_argument("--durable", default=None)
@@ -113,8 +135,8 @@ def main():
     sending.add_argument("--in-flight", type=int, default=64)
     sending.add_argument("--input", default=None, help="read this file instead of stdin")
     arguments = parser.parse_args()
-    action = {"create-stream": create_stream, "info": info, "dump": dump,
-              "publish": publish}[arguments.command]
+    action = {"create-stream": create_stream, "create-consumer": create_consumer, "info": info,
+              "dump": dump, "publish": publish}[arguments.command]
 
     async def run():
         nc = await common.connect(arguments, "mailbox-jetstream")

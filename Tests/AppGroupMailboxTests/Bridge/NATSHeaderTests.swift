@@ -19,9 +19,12 @@ import Testing
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
     defer { server.stop() }
-    let ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
+    let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
     let lines = [
       #"{"id":"\#(ids[0])","message":1,"headers":{"Mailbox-Enqueued-At":"2026-13-45T00:00:00Z"}}"#,
+      // A date, but past what a mailbox represents: mailboxctl refused it as a usage error
+      // (exit 64), retried for ever.
+      #"{"id":"\#(ids[3])","message":4,"headers":{"Mailbox-Enqueued-At":"9999-12-31T23:59:59Z"}}"#,
       #"{"id":"\#(ids[1])","message":2,"headers":{"Mailbox-Type":"-weird","#
         + #""Mailbox-Enqueued-At":"2026-12-02 12:00:00+02:00"}}"#,
       #"{"id":"\#(ids[2])","message":3}"#,
@@ -36,6 +39,10 @@ import Testing
     #expect(
       stderr.contains(
         "message \(ids[0]) terminated: its Mailbox-Enqueued-At header is not an ISO 8601 date"))
+    #expect(
+      stderr.contains(
+        "message \(ids[3]) terminated: its Mailbox-Enqueued-At header is not an ISO 8601 date "
+          + "from 1970 to 2286"))
     let pending = try incoming.inspector.entries(in: [.pending])
     #expect(pending.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])
     let weird = try incoming.inspector.envelope(ids[1])

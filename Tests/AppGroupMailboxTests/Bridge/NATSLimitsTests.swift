@@ -1,0 +1,78 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// What the server refuses, found by an adversarial session: a message whose payload fit
+/// max_payload only without its headers closed the connection for good (nats-py checks the
+/// payload alone, and does not reconnect after the server's error), so nothing was forwarded
+/// again; and consume.py used a durable consumer that existed with other settings (no
+/// acknowledgements lost every message a full mailbox refused).
+@Suite struct NATSLimitsTests {
+  static let subject = "mailbox.jobs"
+  /// nats-server's default max_payload, 1 MiB.
+  static let maxPayload = 1 << 20
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A message over max_payload with its headers is a dead letter and the rest go on`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
+    defer { server.stop() }
+    let outgoing = try container.rawMailbox(
+      namespace: "out", limits: .init(maxPayloadBytes: 2 * Self.maxPayload))
+    let first = try outgoing.enqueue(Data("1".utf8)).id
+    // A JSON string of max_payload - 60 bytes: the payload fits, not with its headers.
+    let big = try outgoing.enqueue(
+      Data(("\"" + String(repeating: "x", count: Self.maxPayload - 62) + "\"").utf8)
+    ).id.uuidString.lowercased()
+    let rest = try (2...4).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
+        server.url, "--subject", Self.subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    #expect(forwarded.stderr.contains("message \(big) is larger than the server takes ("))
+    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    #expect(
+      stored.map { $0["id"] as? String }
+        == ([first] + rest).map { $0.uuidString.lowercased() })
+    let quarantined = try outgoing.inspector.entries(in: [.quarantined])
+    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [big])
+    #expect(try outgoing.inspector.status().depth == 0)
+  }
+
+  @Test(
+    .enabled(if: NATSBridge.runs, NATSBridge.reason),
+    arguments: [
+      (["--ack", "none"], "its ack policy is none, not explicit"),
+      (
+        ["--filter", "mailbox.other"], "it filters mailbox.other, not nothing (--subject not given)"
+      ),
+      (["--push", "deliver.here"], "it is a push consumer"),
+    ])
+  func `A durable consumer made otherwise is refused with exit 78, naming why`(
+    options: [String], reason: String
+  ) throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.>")
+    defer { server.stop() }
+    try NATSBridge.tool(
+      server, ["create-consumer", "--name", "MAILBOX", "--durable", "local"] + options)
+    let consume = try Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", server.url, "--stream", "MAILBOX",
+        "--durable", "local", "--mailboxctl", Mailboxctl.url.path, "--",
+      ] + container.arguments(namespace: "in")
+    ).finish(deadline: 60)
+    #expect(consume.status == 78)
+    #expect(
+      consume.stderr
+        == "consume.py: cannot consume from stream MAILBOX, durable consumer local: it exists "
+        + "with other settings: \(reason); delete it or give another --durable\n")
+  }
+}

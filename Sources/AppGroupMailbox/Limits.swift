@@ -13,11 +13,12 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// Largest size in bytes of one message file (envelope header plus encoded message), from 1
   /// to 64 MiB (67,108,864). Default 65,536.
   public var maxPayloadBytes: Int
-  /// Seconds a message may live, counted from its `enqueuedAt`; greater than 0. Default 86,400.
+  /// Seconds a message may live, counted from its `enqueuedAt`; at least ``resolution`` (1 µs,
+  /// the mailbox's times count microseconds: a shorter one would read as 0). Default 86,400.
   /// Release, recovery and renewal never extend it; an active (unexpired) claim is never removed.
   public var messageLifetime: TimeInterval
   /// Seconds a claim's lease lasts before it counts as abandoned and is restored to pending;
-  /// greater than 0 and at most ``claimTimeoutCeiling`` (366 days). ``AppGroupMailbox/Claim/renew()``
+  /// at least ``resolution`` (1 µs) and at most ``claimTimeoutCeiling`` (366 days). ``AppGroupMailbox/Claim/renew()``
   /// starts a fresh lease. Default 600. A lease that ends more than ``claimTimeoutCeiling`` after
   /// now cannot come from any process, so recovery treats it as run out (docs/FORMAT.md).
   public var claimTimeout: TimeInterval
@@ -31,6 +32,10 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// The largest accepted ``claimTimeout``: 366 days (31,622,400 seconds). Recovery restores a
   /// claim whose lease ends further ahead than this, as a planted or corrupted name.
   public static let claimTimeoutCeiling: TimeInterval = 31_622_400
+
+  /// The shortest accepted ``messageLifetime`` and ``claimTimeout``: 0.000001 seconds (1 µs),
+  /// the unit of every time the mailbox stores (docs/FORMAT.md, "Names").
+  public static let resolution: TimeInterval = 0.000_001
 
   /// How far ahead (microseconds) a lease must end to count as never given: the longest claim
   /// timeout plus one day, so a claim made with the ceiling a moment after a sweep read its
@@ -68,10 +73,10 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
     guard (1...Self.payloadCeiling).contains(maxPayloadBytes) else {
       throw AppGroupMailboxError.invalidLimit("maxPayloadBytes")
     }
-    guard messageLifetime > 0, messageLifetime.isFinite else {
+    guard messageLifetime >= Self.resolution, messageLifetime.isFinite else {
       throw AppGroupMailboxError.invalidLimit("messageLifetime")
     }
-    guard claimTimeout > 0, claimTimeout <= Self.claimTimeoutCeiling else {
+    guard claimTimeout >= Self.resolution, claimTimeout <= Self.claimTimeoutCeiling else {
       throw AppGroupMailboxError.invalidLimit("claimTimeout")
     }
     guard maxQuarantinedFiles >= 0 else {

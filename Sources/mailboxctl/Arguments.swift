@@ -1,3 +1,5 @@
+import AppGroupMailbox
+
 /// One option a subcommand accepts: the parser and the help text both read this table.
 struct OptionSpec: Sendable {
   /// How an option takes its value.
@@ -73,6 +75,12 @@ struct ParsedArguments: Equatable, Sendable {
     guard let number = Double(text), number > 0, number.isFinite, number <= ceiling else {
       throw UsageError(
         message: "\(name) needs a number of seconds greater than 0 and at most \(Int(ceiling)), "
+          + "not '\(text)'")
+    }
+    // The mailbox's times count microseconds: a shorter span would be stored as 0.
+    guard number >= AppGroupMailboxLimits.resolution else {
+      throw UsageError(
+        message: "\(name) needs at least 0.000001 seconds (1 µs, the mailbox's resolution), "
           + "not '\(text)'")
     }
     return number

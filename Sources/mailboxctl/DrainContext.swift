@@ -110,22 +110,6 @@ final class DrainContext {
     }
   }
 
-  /// Text a handler wrote (an id it answered, a dead letter's reason) as drain shows it on
-  /// standard error: on one line, at most `limit` characters, control and format characters
-  /// (a line break, an escape sequence for the terminal) written as `\u{…}`, so a handler
-  /// cannot forge drain's lines or write much of a message into its log.
-  static func shown(_ text: String, limit: Int = 200) -> String {
-    var shown = ""
-    for scalar in text.unicodeScalars.prefix(limit) {
-      switch scalar.properties.generalCategory {
-      case .control, .format, .lineSeparator, .paragraphSeparator:
-        shown += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-      default: shown.unicodeScalars.append(scalar)
-      }
-    }
-    return text.unicodeScalars.count > limit ? shown + "…" : shown
-  }
-
   /// Returns `claim` as its handler's `retry` answer asks: claimable after `after` seconds, not a
   /// handler failure and not a delivery attempt (its delivery count stays what it was before
   /// this claim, so `maxDeliveryAttempts` never makes a dead letter of a message its handler
@@ -158,7 +142,7 @@ final class DrainContext {
   /// Moves `claim` to quarantine as a dead letter, as the handler asked (`reason` is the
   /// handler's own text, shown on one line, at most 200 characters).
   func deadLetter(_ claim: AppGroupRawMailbox.Claim, reason: String) {
-    let shown = Self.shown(reason)
+    let shown = Output.shown(reason)
     deadLetters.handlerChose(claim.id)
     do {
       try claim.deadLetter()

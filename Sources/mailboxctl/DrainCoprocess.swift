@@ -258,7 +258,7 @@ final class CoprocessDelivery: DeliveryMode {
         // Answered twice, or a message never sent: nothing to do, and no fault of the others.
         Output.note(
           "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
-            + "\(DrainContext.shown(id, limit: 64)), "
+            + "\(Output.shown(id, limit: 64)), "
             + "which it does not hold; ignored")
         return
       }

@@ -7,12 +7,14 @@ enum EntryFormat {
     "STATE        ID                                    ENQUEUED AT                  SIZE  "
     + "PRI  DELIVERIES  DUE AT"
 
+  /// `text` padded with spaces to `width` characters, or followed by one space when longer.
+  static func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+  }
+
   /// One text row: state, id, enqueue time, size, priority level, deliveries, due time (`-`
   /// where unknown or not delayed).
   static func row(_ entry: AppGroupMailboxEntry) -> String {
-    func pad(_ text: String, _ width: Int) -> String {
-      text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
-    }
     let id = entry.id?.uuidString.lowercased() ?? "unknown"
     let date = entry.enqueuedAt.map(ISO8601.format) ?? "-"
     let size = String(entry.size)
@@ -69,7 +71,7 @@ enum EntryFormat {
     var rows: [(String, String)] = [
       ("id", entry.id?.uuidString.lowercased() ?? "unknown"),
       ("state", entry.state.rawValue),
-      ("file", entry.fileName),
+      ("file", Output.shown(entry.fileName, limit: 300)),
       ("size", String(entry.size)),
     ]
     if let count = entry.deliveryCount { rows.append(("deliveries", String(count))) }
@@ -81,7 +83,11 @@ enum EntryFormat {
     if let format = envelope.format {
       rows.append(("format", String(format)))
       rows.append(("enqueued at", envelope.enqueuedAt.map(ISO8601.format) ?? "-"))
-      rows.append(("message type", envelope.messageType.map { $0.isEmpty ? "(none)" : $0 } ?? "-"))
+      rows.append(
+        (
+          "message type",
+          envelope.messageType.map { $0.isEmpty ? "(none)" : Output.shown($0, limit: 300) } ?? "-"
+        ))
       rows.append(("payload version", envelope.payloadVersion.map(String.init) ?? "-"))
       if let key = envelope.key { rows.append(("key", key)) }
       rows.append(("message bytes", envelope.messageBytes.map(String.init) ?? "-"))

@@ -21,7 +21,9 @@ let migrateCommand = Subcommand(
       The namespace directory of the Apple package holds every file flat: pending-ORDINAL-ID.json,
       claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on
       .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
-      a process of the old format holds it: stop those processes first. Messages are imported
+      a process of the old format holds it: stop those processes first (the mailbox of this
+      format is created before, when missing: choose its settings with create first, or
+      change them with config). Messages are imported
       oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
       delivery count 0, a claimed one 1 (it was handed out and not finished). Each old file is
       deleted after its message is written and flushed: a run interrupted at any point and run

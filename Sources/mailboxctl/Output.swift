@@ -48,6 +48,22 @@ enum Output {
     try? write(2, Array(text.utf8), what: "stderr")
   }
 
+  /// Text from outside shown in a text line: an id or reason a handler wrote, a type tag, a
+  /// file name. On one line, at most `limit` characters, control and format characters (a line
+  /// break, an escape sequence for the terminal) written as `\u{…}`, so it cannot forge
+  /// mailboxctl's lines, drive the terminal, or write much of a message into a log.
+  static func shown(_ text: String, limit: Int = 200) -> String {
+    var shown = ""
+    for scalar in text.unicodeScalars.prefix(limit) {
+      switch scalar.properties.generalCategory {
+      case .control, .format, .lineSeparator, .paragraphSeparator:
+        shown += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      default: shown.unicodeScalars.append(scalar)
+      }
+    }
+    return text.unicodeScalars.count > limit ? shown + "…" : shown
+  }
+
   /// Colour only when stderr is a terminal and NO_COLOR is unset or empty
   /// (https://no-color.org).
   static var useColour: Bool {

@@ -64,10 +64,8 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
         let reason = entry.quarantineReason ?? "-"
         let id = entry.id?.uuidString.lowercased() ?? "unknown"
         lines.append(
-          date.padding(toLength: 29, withPad: " ", startingAt: 0)
-            + reason.padding(toLength: 12, withPad: " ", startingAt: 0)
-            + id.padding(toLength: 38, withPad: " ", startingAt: 0)
-            + String(entry.size).padding(toLength: 6, withPad: " ", startingAt: 0) + entry.fileName)
+          EntryFormat.pad(date, 29) + EntryFormat.pad(reason, 12) + EntryFormat.pad(id, 38)
+            + EntryFormat.pad(String(entry.size), 6) + Output.shown(entry.fileName, limit: 300))
       }
       try Output.data(lines.joined(separator: "\n") + "\n")
     }

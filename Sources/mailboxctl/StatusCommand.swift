@@ -16,8 +16,8 @@ let statusCommand = Subcommand(
       since it was taken or last renewed. Delayed messages (a not-before time, or released
       with a retry delay) are not pending yet; "next due" is when the first becomes
       claimable. A due message stays in delayed/ (and is counted and listed as delayed) until
-      a claim, an enqueue or 'mailboxctl maintain' moves it to pending/; it is claimable all
-      the same. Depth is pending + delayed + claimed, what --max-messages bounds. Read from
+      a claim, an enqueue or 'mailboxctl maintain' moves it to pending/; a claim takes it all
+      the same (unless delivery is held or it has expired). Depth is pending + delayed + claimed, what --max-messages bounds. Read from
       file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
       "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
       "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values are null.
@@ -96,7 +96,7 @@ let statusCommand = Subcommand(
         return ISO8601.format(due)
           + (wait > 0
             ? " (in " + String(format: "%.1f s", wait) + ")"
-            : " (due " + String(format: "%.1f s", -wait) + " ago: claimable now)")
+            : " (due " + String(format: "%.1f s", -wait) + " ago)")
       }
       let rows = [
         ("namespace", location.namespace),

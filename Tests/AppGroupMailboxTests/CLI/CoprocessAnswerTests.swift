@@ -30,10 +30,10 @@ import Testing
 
   @Test func `Handler text is shown on one line, escaped and capped`() {
     #expect(
-      DrainContext.shown("x\nmailboxctl: FORGED\u{1B}[2J") == #"x\u{A}mailboxctl: FORGED\u{1B}[2J"#)
-    #expect(DrainContext.shown("a\u{2028}b\u{200B}") == #"a\u{2028}b\u{200B}"#)
+      Output.shown("x\nmailboxctl: FORGED\u{1B}[2J") == #"x\u{A}mailboxctl: FORGED\u{1B}[2J"#)
+    #expect(Output.shown("a\u{2028}b\u{200B}") == #"a\u{2028}b\u{200B}"#)
     #expect(
-      DrainContext.shown(String(repeating: "é", count: 300)) == String(repeating: "é", count: 200)
+      Output.shown(String(repeating: "é", count: 300)) == String(repeating: "é", count: 200)
         + "…")
   }
 

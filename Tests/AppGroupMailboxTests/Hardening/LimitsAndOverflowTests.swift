@@ -17,6 +17,10 @@ import Testing
     (.init(messageLifetime: -1), "messageLifetime"),
     (.init(messageLifetime: .nan), "messageLifetime"),
     (.init(messageLifetime: .infinity), "messageLifetime"),
+    // Under the mailbox's resolution of 1 µs: stored and shown as 0 (found by an adversarial
+    // session: a lease of 1e-300 s had run out when the claim was taken).
+    (.init(messageLifetime: 0.000_000_1), "messageLifetime"),
+    (.init(claimTimeout: 1e-300), "claimTimeout"),
     (.init(claimTimeout: 0), "claimTimeout"),
     (.init(claimTimeout: -0.5), "claimTimeout"),
     (.init(claimTimeout: .nan), "claimTimeout"),

@@ -17,7 +17,7 @@ enqueues the same id again, which writes nothing while that message is still in 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
 mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
 to 2**31 - 1, ``Mailbox-Priority`` not a level from 0 to 9, ``Mailbox-Enqueued-At`` not an
-ISO 8601 date, or whose type headers name no
+ISO 8601 date from 1970 to 2286, or whose type headers name no
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the

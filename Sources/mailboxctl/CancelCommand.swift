@@ -7,7 +7,7 @@ let cancelCommand = Subcommand(
     name: "cancel",
     summary: "Cancel a pending or delayed message by id (a claimed one is refused).",
     positionalUsage: "ID", minPositionals: 1, maxPositionals: 1,
-    options: MailboxOptions.location + [MailboxOptions.json] + MailboxOptions.limits,
+    options: MailboxOptions.writing([MailboxOptions.json]),
     details: """
       ID is a message id (any case). A pending or delayed message is deleted and prints
       "cancelled ID". A claimed message is refused: its holder decides (an acknowledge ends it;

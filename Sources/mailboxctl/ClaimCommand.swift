@@ -7,7 +7,7 @@ import Foundation
 let claimCommand = Subcommand(
   name: "claim",
   summary: "Claim pending messages for a script; print each with its claim token.",
-  options: MailboxOptions.around(claimOptions),
+  options: MailboxOptions.claiming(claimOptions),
   details: """
     Claims up to N pending messages, the highest priority level first and oldest first within
     a level (due delayed messages join the line first),

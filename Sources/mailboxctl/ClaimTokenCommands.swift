@@ -4,7 +4,7 @@ import Foundation
 /// `mailboxctl ack TOKEN`: the claimed message was handled; delete it.
 let ackCommand = tokenCommand(
   name: "ack", summary: "Acknowledge a claimed message (from 'claim'): it is deleted.",
-  options: [],
+  options: MailboxOptions.writing([]),
   details: "TOKEN is a claim token printed by 'mailboxctl claim'. The message is deleted."
 ) { claim, _ in
   try claim.acknowledge()
@@ -13,9 +13,9 @@ let ackCommand = tokenCommand(
 /// `mailboxctl release TOKEN`: put a claimed message back, at once or after `--retry-after`.
 let releaseCommand = tokenCommand(
   name: "release", summary: "Put a claimed message (from 'claim') back in line.",
-  options: [
+  options: MailboxOptions.writing([
     .value("--retry-after", "SECONDS", "Not claimable for SECONDS first: it waits in delayed/.")
-  ],
+  ]),
   details: """
     TOKEN is a claim token printed by 'mailboxctl claim'. The message goes back to its original
     position, first in line if it was the oldest; its delivery count is kept, its lifetime is not
@@ -33,7 +33,7 @@ let releaseCommand = tokenCommand(
 /// `mailboxctl renew TOKEN`: a fresh lease; prints the new deadline.
 let renewCommand = tokenCommand(
   name: "renew", summary: "Start a fresh lease on a claimed message (from 'claim').",
-  options: [MailboxOptions.json],
+  options: MailboxOptions.claiming([MailboxOptions.json]),
   details: """
     TOKEN is a claim token printed by 'mailboxctl claim'; it stays the same. The new lease runs
     --claim-timeout seconds (default 600) from now. Prints the new lease deadline (with --json:
@@ -52,7 +52,8 @@ let renewCommand = tokenCommand(
   }
 }
 
-/// A subcommand that finds the claim its TOKEN argument names and runs `body` on it.
+/// A subcommand that finds the claim its TOKEN argument names and runs `body` on it; `options`
+/// are all it accepts (``MailboxOptions/writing(_:)`` or ``MailboxOptions/claiming(_:)``).
 ///
 /// A TOKEN that is not exactly `<message id>.<16 hex digits>` is a usage error (64) and nothing
 /// is opened; a token whose claim is gone (acknowledged, released, or recovered after its lease
@@ -64,7 +65,7 @@ private func tokenCommand(
   Subcommand(
     spec: CommandSpec(
       name: name, summary: summary, positionalUsage: "TOKEN", minPositionals: 1,
-      maxPositionals: 1, options: MailboxOptions.around(options),
+      maxPositionals: 1, options: options,
       details: details + """
 
         Exit status: 0 done, 64 TOKEN is not a claim token, 66 no such mailbox or the claim no

@@ -28,7 +28,7 @@ let demoCommand = Subcommand(
 let demoProduceCommand = Subcommand(
   spec: CommandSpec(
     name: "__demo-produce", summary: "Demo producer (internal).",
-    options: MailboxOptions.around([
+    options: MailboxOptions.writing([
       .value("--producer", "P", "Producer number."),
       .value("--count", "N", "Messages to enqueue."),
     ]), hidden: true),

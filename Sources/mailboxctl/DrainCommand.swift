@@ -9,7 +9,7 @@ import Glibc
 let drainCommand = Subcommand(
   name: "drain",
   summary: "Deliver pending messages by priority, oldest first: to stdout, a file, or a handler.",
-  options: MailboxOptions.around(drainOptions),
+  options: MailboxOptions.claiming(drainOptions),
   details: drainDetails,
   run: { arguments in try makeDrainer(arguments).run() }
 )

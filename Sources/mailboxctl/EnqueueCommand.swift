@@ -6,33 +6,34 @@ let enqueueCommand = Subcommand(
   spec: CommandSpec(
     name: "enqueue",
     summary: "Add a message (JSON from stdin or --data), or one per line with --lines.",
-    options: MailboxOptions.location + [
-      .value("--data", "JSON", "The message JSON (else stdin)."),
-      .flag("--lines", "Read JSON Lines: one message a line (blank lines skipped)."),
-      .value(
-        "--id", "UUID",
-        "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
-      ),
-      .value(
-        "--enqueued-at", "DATE",
-        "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
-      .value(
-        "--delay", "SECONDS",
-        "Not claimable for SECONDS: it waits in delayed/, then joins the line."),
-      .value(
-        "--not-before", "DATE", "Not claimable before this ISO 8601 date (a past date: at once)."),
-      .value("--type", "TYPE", "The message type tag (default none: every consumer accepts it)."),
-      .value(
-        "--payload-version", "N",
-        "The version of the message's encoded form, 1 (default) to 2147483647."),
-      .value(
-        "--priority", "N",
-        "Priority level 0 to 9 (default 5): higher levels are claimed first, FIFO within one."),
-      .value(
-        "--wait", "SECONDS",
-        "When full, wait up to SECONDS per message for room (default: fail at once)."),
-      MailboxOptions.json,
-    ] + EnqueueKey.options + MailboxOptions.limits,
+    options: MailboxOptions.writing(
+      [
+        .value("--data", "JSON", "The message JSON (else stdin)."),
+        .flag("--lines", "Read JSON Lines: one message a line (blank lines skipped)."),
+        .value(
+          "--id", "UUID",
+          "The message id; nothing is written while it is pending, delayed, claimed or quarantined."
+        ),
+        .value(
+          "--enqueued-at", "DATE",
+          "Order by this ISO 8601 date (2026-01-31T12:00:00Z) instead of now."),
+        .value(
+          "--delay", "SECONDS",
+          "Not claimable for SECONDS: it waits in delayed/, then joins the line."),
+        .value(
+          "--not-before", "DATE", "Not claimable before this ISO 8601 date (a past date: at once)."),
+        .value("--type", "TYPE", "The message type tag (default none: every consumer accepts it)."),
+        .value(
+          "--payload-version", "N",
+          "The version of the message's encoded form, 1 (default) to 2147483647."),
+        .value(
+          "--priority", "N",
+          "Priority level 0 to 9 (default 5): higher levels are claimed first, FIFO within one."),
+        .value(
+          "--wait", "SECONDS",
+          "When full, wait up to SECONDS per message for room (default: fail at once)."),
+        MailboxOptions.json,
+      ] + EnqueueKey.options),
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/).

@@ -17,28 +17,38 @@ enum MailboxOptions {
         + "default 'default'."),
   ]
 
-  /// The options of a command that opens one mailbox: ``location``, then the command's own
-  /// options, then ``limits``.
-  static func around(_ own: [OptionSpec]) -> [OptionSpec] { location + own + limits }
+  /// The options of a command that claims messages (`claim`, `drain`, `renew`):
+  /// ``location``, the command's own options, ``claimTimeout`` and ``relaxed``, then the
+  /// settings options, hidden (accepted for one more release; they apply only when the command
+  /// creates the mailbox, with a note).
+  static func claiming(_ own: [OptionSpec]) -> [OptionSpec] {
+    location + own + [claimTimeout, relaxed] + hidden(settings)
+  }
 
-  /// Per-process choices: this process's claim lease and flushes.
-  static let process: [OptionSpec] = [
-    .value(
-      "--claim-timeout", "SECONDS",
-      "Lease of this command's claims before recovery (default 600, at most 31622400)."),
-    .flag("--relaxed", "Skip flushes (survives crashes, not power loss)."),
-  ]
+  /// The options of a command that writes to one mailbox but takes no claim of its own
+  /// (`enqueue`, `ack`, `release`, `cancel`, `maintain`, `quarantine`, `migrate`):
+  /// ``location``, the command's own options and ``relaxed``; ``claimTimeout`` and the
+  /// settings options are accepted but hidden. There a claim timeout only changes how often the
+  /// library's opportunistic sweeps look (claims of other processes keep the lease they were
+  /// taken with), so the help does not offer it.
+  static func writing(_ own: [OptionSpec]) -> [OptionSpec] {
+    location + own + [relaxed] + hidden([claimTimeout] + settings)
+  }
 
-  /// What subcommands other than `create` and `config` accept: the process options, and the
-  /// settings options for one more release (hidden; they apply only when the command creates
-  /// the mailbox, with a note).
-  static let limits: [OptionSpec] = process + hidden(settings)
+  /// This process's claim lease.
+  static let claimTimeout = OptionSpec.value(
+    "--claim-timeout", "SECONDS",
+    "Lease of this command's claims before recovery (default 600, at most 31622400).")
+
+  /// This process's flushes.
+  static let relaxed = OptionSpec.flag(
+    "--relaxed", "Skip flushes (survives crashes, not power loss).")
 
   /// The options of a command that only reads one mailbox: ``location``, the command's own
-  /// options, then, hidden, the write-side ``process`` and settings options (accepted and
+  /// options, then, hidden, the write-side ``claimTimeout``, ``relaxed`` and settings options (accepted and
   /// ignored, so one set of flags in a script still works for every command).
   static func reading(_ own: [OptionSpec]) -> [OptionSpec] {
-    location + own + hidden(process + settings)
+    location + own + hidden([claimTimeout, relaxed] + settings)
   }
 
   /// `options`, accepted but left out of the help.

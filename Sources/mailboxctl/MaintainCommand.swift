@@ -7,7 +7,7 @@ let maintainCommand = Subcommand(
   spec: CommandSpec(
     name: "maintain",
     summary: "Recover abandoned claims, make due messages pending, remove expired files.",
-    options: MailboxOptions.around([MailboxOptions.json]),
+    options: MailboxOptions.writing([MailboxOptions.json]),
     details: """
       Also makes delayed messages that are due pending (a timer running this lets a systemd
       .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.

@@ -7,7 +7,7 @@ let migrateCommand = Subcommand(
   spec: CommandSpec(
     name: "migrate",
     summary: "Convert a spool written by AppGroupMailbox on Apple platforms into this format.",
-    options: MailboxOptions.around([
+    options: MailboxOptions.writing([
       .value(
         "--type", "TYPE",
         "The type tag for the imported messages (default none: every consumer accepts them)."),

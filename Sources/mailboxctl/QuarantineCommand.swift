@@ -8,7 +8,7 @@ let quarantineCommand = Subcommand(
     summary: "List, show, requeue or purge quarantined files.",
     positionalUsage: "list | show ID | requeue ID... | purge ID...", minPositionals: 1,
     maxPositionals: Int.max,
-    options: MailboxOptions.around([
+    options: MailboxOptions.writing([
       .flag("--all", "requeue/purge: every quarantined file."),
       .flag("--message", "show: also print the encoded message."),
       MailboxOptions.json,

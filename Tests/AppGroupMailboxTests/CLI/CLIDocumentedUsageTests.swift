@@ -74,4 +74,33 @@ import Testing
     let help = try Mailboxctl.run(["events", "--help"])
     #expect(help.stdout.contains("--json"))
   }
+
+  @Test func `--claim-timeout is offered where a command claims, --relaxed where it writes`()
+    throws
+  {
+    let claiming = ["claim", "drain", "renew"]
+    let writing = [
+      "enqueue", "ack", "release", "cancel", "maintain", "quarantine", "migrate",
+    ]
+    let reading = ["status", "list", "show", "watch", "events"]
+    for name in claiming + writing + reading {
+      let help = try Mailboxctl.run([name, "--help"])
+      #expect(help.status == 0, "\(name)")
+      #expect(help.stdout.contains("--claim-timeout") == claiming.contains(name), "\(name)")
+      #expect(help.stdout.contains("--relaxed") == !reading.contains(name), "\(name)")
+    }
+    let container = try TemporaryContainer()
+    let options = container.arguments() + ["--claim-timeout", "5", "--relaxed"]
+    let stored = try Mailboxctl.run(["enqueue"] + options + ["--data", "1"])
+    #expect(stored.status == 0, "\(stored.stderr)")
+    let swept = try Mailboxctl.run(["maintain"] + options)
+    #expect(swept.status == 0, "\(swept.stderr)")
+    let listed = try Mailboxctl.run(["list"] + options)
+    #expect(listed.status == 0, "\(listed.stderr)")
+    let claimed = try Mailboxctl.run(["claim"] + options)
+    #expect(claimed.status == 0, "\(claimed.stderr)")
+    let token = String(claimed.stdout.split(separator: " ").first ?? "")
+    let acknowledged = try Mailboxctl.run(["ack", token] + options)
+    #expect(acknowledged.status == 0, "\(acknowledged.stderr)")
+  }
 }

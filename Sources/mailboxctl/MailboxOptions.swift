@@ -72,11 +72,14 @@ enum MailboxOptions {
   }
 
   /// The location options as the user gave them (` --container DIR --namespace NS`), quoted
-  /// for a shell where needed, for a command line a message suggests.
-  static func locationArguments(_ arguments: ParsedArguments) -> String {
+  /// for a shell where needed, for a command line a message suggests; `namespace`, when given,
+  /// stands for the `--namespace` option (`namespaces` names each one it lists).
+  static func locationArguments(_ arguments: ParsedArguments, namespace: String? = nil) -> String {
     var text = ""
     for option in ["--container", "--app-group", "--namespace"] {
-      guard let value = arguments.value(option) else { continue }
+      let given =
+        option == "--namespace" ? namespace ?? arguments.value(option) : arguments.value(option)
+      guard let value = given else { continue }
       let plain = value.allSatisfy { $0.isLetter || $0.isNumber || "/._-:@+=,".contains($0) }
       text +=
         " \(option) "
@@ -149,8 +152,8 @@ enum MailboxOptions {
       .unavailable,
       "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "
         + "(AppGroupMailbox on Apple platforms) that this command would not see: run "
-        + "'mailboxctl migrate\(locationArguments(arguments))' first (see 'mailboxctl migrate "
-        + "--help')")
+        + "'mailboxctl migrate\(locationArguments(arguments, namespace: location.namespace))' "
+        + "first (see 'mailboxctl migrate --help')")
   }
 
   /// Throws ``unconverted(_:_:files:)`` when the namespace directory holds old-format files.
@@ -203,14 +206,21 @@ enum MailboxOptions {
     -> (AppGroupMailboxInspector, Location)
   {
     let location = try location(arguments)
+    return (try openForReading(location, arguments, unconverted: unconverted), location)
+  }
+
+  /// ``openForReading(_:unconverted:)`` for the mailbox at `location` (`namespaces` opens each
+  /// namespace of a container).
+  static func openForReading(
+    _ location: Location, _ arguments: ParsedArguments, unconverted: Bool = false
+  ) throws -> AppGroupMailboxInspector {
     _ = try limits(arguments)
     guard exists(location) else { throw missing(location) }
     if !unconverted || !hasMailbox(location) { try refuseUnconverted(location, arguments) }
     noteIgnoredSettings(arguments, creating: false)
     do {
-      let inspector = try AppGroupMailboxInspector(
+      return try AppGroupMailboxInspector(
         containerURL: location.container, namespace: location.namespace)
-      return (inspector, location)
     } catch {
       throw openFailure(error, location)
     }

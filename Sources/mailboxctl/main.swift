@@ -13,7 +13,7 @@ struct Subcommand: Sendable {
 let subcommands: [Subcommand] = [
   createCommand, configCommand, drainCommand, enqueueCommand, claimCommand, ackCommand,
   releaseCommand, renewCommand, cancelCommand, holdCommand, resumeCommand, statusCommand,
-  listCommand, showCommand,
+  listCommand, showCommand, namespacesCommand,
   maintainCommand,
   quarantineCommand, watchCommand, eventsCommand, demoCommand, demoProduceCommand, migrateCommand,
 ]

@@ -260,7 +260,9 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// A `limit` of 0 returns `[]` and touches nothing (as the package we follow does).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
-  ///   ``MailboxError/ioFailure(_:)``.
+  ///   ``MailboxError/ioFailure(_:)`` when the first message cannot be claimed. A failure after
+  ///   some messages were claimed (a full disk that lets `claimed/` grow no more) returns those
+  ///   claims instead, so none waits out its lease undelivered; the next call meets the error.
   /// - Complexity: O(log n) per entry looked at, plus one fstatat(2), one rename and one read
   ///   per claimed message: names come from an in-memory index kept by inotify (one watch per
   ///   mailbox after its first claim, on the process's one inotify instance). A listing and sort of the pending area,

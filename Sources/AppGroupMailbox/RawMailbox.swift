@@ -205,7 +205,8 @@ public final class AppGroupRawMailbox: Sendable {
   ///
   /// A `limit` of 0 returns `[]` and touches nothing.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
-  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  ///   ``AppGroupMailboxError/ioFailure(_:)`` when the first message cannot be claimed (after
+  ///   that, the claims made are returned, as ``AppGroupMailbox/claimPending(limit:)`` says).
   /// - Complexity: as ``AppGroupMailbox/claimPending(limit:)``: O(log n) per entry looked at
   ///   from the inotify-fed index, plus one rename and one read per claimed message; a listing
   ///   and sort of the pending area, O(n log n), on the first claim and whenever the index

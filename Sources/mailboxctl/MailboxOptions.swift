@@ -1,6 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
+import Synchronization
 
 /// The options every mailbox subcommand shares: where the mailbox is, the settings a new
 /// mailbox stores (`create`, `config`), and the per-process choices (claim timeout, flushes).
@@ -246,6 +247,7 @@ enum MailboxOptions {
     noteIgnoredSettings(arguments, creating: !existed || !storesSettings(location))
     let forward: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in
       if case .storedSettingsApplied = event { return }
+      if event == .unsafeEntryLeftInPlace { noteLeftInPlace(location) }
       diagnostic?(event)
     }
     do {
@@ -258,6 +260,20 @@ enum MailboxOptions {
     } catch {
       throw openFailure(error, location)
     }
+  }
+
+  /// Whether ``noteLeftInPlace(_:)`` has spoken in this process.
+  private static let leftInPlaceNoted = Atomic<Bool>(false)
+
+  /// Says once a process that the mailbox holds an entry that is no message and could be neither
+  /// quarantined nor removed (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``): delivery
+  /// goes on, but the entry needs its owner or root.
+  private static func noteLeftInPlace(_ location: Location) {
+    guard !leftInPlaceNoted.exchange(true, ordering: .relaxed) else { return }
+    Output.note(
+      "note: \(location.directory.path) holds an entry that is not a message file (such as a "
+        + "directory of another user) and can be neither quarantined nor removed: it is passed "
+        + "over; its owner or root must remove it (docs/SECURITY.md, \"Hostile entries\")")
   }
 
   /// The note for settings options given to a subcommand other than `create` or `config`.
@@ -284,7 +300,8 @@ enum MailboxOptions {
       return CommandFailure(
         .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure) (a directory is a symlink or not "
-          + "a directory, or its areas span filesystems)")
+          + "a directory, the state file is not a regular file with one link, or the areas span "
+          + "filesystems)")
     case .ioFailure(let cause)?:
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,

@@ -59,14 +59,20 @@ extension AppGroupRawMailbox {
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { spool.emit(diagnostics) }
     var messages: [(LegacyEntry, LegacyMessage)] = []
+    var unreadable: [LegacyEntry] = []
     for entry in try legacyEntries(directory) {
       if entry.kind != .quarantined, let message = try legacyMessage(directory, entry.name) {
         messages.append((entry, message))
-      } else if spool.quarantine(
-        from: directory, entry.name, id: nil, reason: .foreign, diagnostics: &diagnostics)
-      {
-        report.quarantined += 1
+      } else {
+        try refuseUnpermitted(directory, entry.name)
+        unreadable.append(entry)
       }
+    }
+    for entry in unreadable
+    where spool.quarantine(
+      from: directory, entry.name, id: nil, reason: .foreign, diagnostics: &diagnostics)
+    {
+      report.quarantined += 1
     }
     messages.sort {
       ($0.1.enqueuedAt, $0.0.originalName) < ($1.1.enqueuedAt, $1.0.originalName)
@@ -119,14 +125,40 @@ extension AppGroupRawMailbox {
     }
   }
 
-  /// Opens and locks `.mailbox.lock` (creating it, mode 0600, as the old format does); the lock
-  /// holds until the result ends (closing drops it, flock(2)).
+  /// Throws when `name` is a regular file this process may not read (`EACCES`: another user's
+  /// file of mode 0600, in a group-shared mailbox). Such a file is a message the old format's
+  /// owner can read, not a damaged one: the migration stops before it changes anything, and
+  /// the file's owner or root runs it.
+  private func refuseUnpermitted(_ directory: Int32, _ name: String) throws {
+    guard let info = try? Syscall.lstat(directory, name), info.st_mode & S_IFMT == S_IFREG,
+      faccessat(directory, name, R_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0,
+      Errno.current == .permissionDenied
+    else { return }
+    throw AppGroupMailboxError.ioFailure(
+      .init(
+        operation: "migrate", systemCall: "faccessat", errno: EACCES,
+        role: PathRole.messageFile.rawValue))
+  }
+
+  /// Opens and locks `.mailbox.lock` (creating it with the mailbox's file mode, 0600 or 0660
+  /// for a group-shared one, so every member can take it); the lock holds until the result ends
+  /// (closing drops it, flock(2)). Opened read-only: flock(2) needs no write access, so a lock
+  /// file another member created under umask 022 (0644) does not lock the others out.
   private func legacyLock(_ directory: Int32) throws -> FileDescriptor {
     let file: FileDescriptor
+    let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK
     do {
-      file = try FileDescriptor.open(
-        directory, LegacyEntry.lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600,
-        role: .legacyLock)
+      do {
+        file = try FileDescriptor.open(
+          directory, LegacyEntry.lockName, flags | O_CREAT | O_EXCL,
+          mode: spool.permissions.fileMode, role: .legacyLock)
+        // Created here: the mode whatever the umask, and the namespace's owner
+        // (``SpoolDirectories/adoptOwner(_:)``, for root). An existing one keeps its mode.
+        try? Syscall.chmod(file.rawValue, spool.permissions.fileMode)
+        spool.directories.adoptOwner(file.rawValue)
+      } catch let error as SystemCallError where error.errno == .fileExists {
+        file = try FileDescriptor.open(directory, LegacyEntry.lockName, flags, role: .legacyLock)
+      }
     } catch let error as SystemCallError where error.errno == .tooManySymbolicLinkLevels {
       throw LegacyMigrationError.unsafeLock
     } catch let error as SystemCallError {

@@ -33,8 +33,14 @@ extension Spool {
   }
   /// The overflow policy the mailbox stores.
   var overflowPolicy: AppGroupMailboxOverflowPolicy { settings.overflowPolicy }
-  /// The sharing mode the mailbox stores: the mode of every file and directory it creates.
-  var permissions: AppGroupMailboxPermissions { settings.permissions }
+  /// The sharing mode of the mailbox, the mode of every file and directory it creates:
+  /// group-shared when its settings say so or its namespace directory is group-shared
+  /// (``sharedDirectory``). A `settings` file that says private (rewritten by a member of the
+  /// group) never makes the files of a group-shared mailbox private, which would lock the other
+  /// members out (docs/SECURITY.md, "Permissions").
+  var permissions: AppGroupMailboxPermissions {
+    sharedDirectory ? .groupShared : settings.permissions
+  }
 
   /// Whether a message file of `size` bytes may be read: up to the largest payload limit the
   /// mailbox ever had (re-reading the settings file first when `size` is over the known one), so
@@ -116,11 +122,12 @@ extension Spool {
     return try readSettings(directories.namespace)
   }
 
-  /// The sharing mode a namespace directory without a settings file shows: group-shared when
-  /// it has the setgid bit (02770), else private.
+  /// The sharing mode a namespace directory shows: group-shared when it has the setgid bit and
+  /// group write permission (02770, as a group-shared mailbox creates it), else private.
   static func sharing(ofDirectory fd: Int32) -> AppGroupMailboxPermissions {
     guard let info = try? Syscall.fstat(fd) else { return .private }
-    return info.st_mode & S_ISGID != 0 ? .groupShared : .private
+    let shared = info.st_mode & S_ISGID != 0 && info.st_mode & S_IWGRP != 0
+    return shared ? .groupShared : .private
   }
 
   /// Re-reads the settings file when it changed since it was read (one fstatat(2) otherwise).

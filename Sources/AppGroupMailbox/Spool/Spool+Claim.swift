@@ -33,7 +33,9 @@ extension Spool {
   /// malformed). Entries quarantined or deleted do not count toward `limit`, so a call returns up
   /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
-  /// listing once (planted files were never counted, so decrementing would drift).
+  /// listing once (planted files were never counted, so decrementing would drift). An error after
+  /// some messages were claimed returns those instead of throwing (they are in `claimed/`: thrown
+  /// away, they would wait out their lease with a delivery counted).
   ///
   /// Candidates come from the spool's ``PendingIndex`` (FIFO across processes; see there), which
   /// lists `pending/` only when it cannot trust its inotify watch; a foreign name it reports is
@@ -100,7 +102,10 @@ extension Spool {
     } catch {
       // Names taken from the index may not have been handled: list before the next claim.
       pendingIndex.invalidate()
-      throw error
+      // Messages already renamed into claimed/ are this caller's: handed out, not stranded
+      // there until their lease runs out with a delivery counted (ENOSPC on the 8th of 40).
+      // The error comes back with the next claim.
+      guard !results.isEmpty else { throw error }
     }
     if removed > 0 {
       try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
@@ -208,18 +213,14 @@ extension Spool {
   ) throws -> Taken {
     let clock = now
     if clock - name.key.micros >= limits.messageLifetime.microseconds {
-      do {
-        try Syscall.unlink(directories.pending, entryName)
-        diagnostics.append(.expiredMessageRemoved)
-        return .removed
-      } catch let error as SystemCallError where error.isNotFound {
-        return .vanished
-      } catch {
-        // A directory (EISDIR) or an entry unlink refuses: contain it instead.
-        return quarantine(
-          from: directories.pending, entryName, id: name.id, reason: .unsafe,
-          diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
+      let left = try mapIO("claim") {
+        try expire(directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
       }
+      guard left else {
+        let there = (try? Syscall.lstat(directories.pending, entryName)) != nil
+        return there ? .skipped(clock + Self.recheckInterval) : .vanished
+      }
+      return .removed
     }
     if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
       return quarantine(
@@ -262,6 +263,7 @@ extension Spool {
       return .claimed(claimed)
     case .vanished: return .vanished
     case .duplicate, .conflict: return .removed
+    case .stuck: return .skipped(clock + Self.recheckInterval)
     }
   }
 

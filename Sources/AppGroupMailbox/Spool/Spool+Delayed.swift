@@ -54,9 +54,8 @@ extension Spool {
         }
         do {
           if expired {
-            if try remove({ try Syscall.unlink(directories.delayed, entry.name) }) {
-              diagnostics.append(.expiredMessageRemoved)
-            }
+            try expire(
+              directories.delayed, entry.name, id: name.message.id, diagnostics: &diagnostics)
           } else if try lockedMove(
             directories.delayed, entry.name, to: directories.pending, name.message.fileName,
             id: name.message.id, diagnostics: &diagnostics) == .moved

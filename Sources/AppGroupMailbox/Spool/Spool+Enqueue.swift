@@ -84,7 +84,7 @@ extension Spool {
       Syscall.close(fd)
       if !published { try? Syscall.unlink(directories.tmp, temporary) }
     }
-    let discarded: Bool
+    let discarded: Int
     let outcome: EnqueueOutcome
     let area = due == nil ? directories.pending : directories.delayed
     do {
@@ -93,8 +93,8 @@ extension Spool {
         try Syscall.chmod(fd, permissions.fileMode)
         try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
         if isDurable { try Syscall.fsync(fd) }
-        return try withStateLock { counters -> (EnqueueOutcome, Bool) in
-          if unique, try containsMessage(id: id) { return (.duplicate, false) }
+        return try withStateLock { counters -> (EnqueueOutcome, Int) in
+          if unique, try containsMessage(id: id) { return (.duplicate, 0) }
           func rewrite(_ id: UUID) throws {
             file = try encodeChecked(
               id: id, micros: micros, type: messageType, payloadVersion: payloadVersion,
@@ -108,9 +108,9 @@ extension Spool {
               key, id: id, temporary: temporary, counters: &counters, superseded: &superseded,
               rewrite: rewrite, diagnostics: &diagnostics)
           {
-            return (decided, false)
+            return (decided, 0)
           }
-          let discarded = try makeRoom(&counters, level: level, diagnostics: &diagnostics) > 0
+          let discarded = try makeRoom(&counters, level: level, diagnostics: &diagnostics)
           if explicitMicros == nil, micros < counters.newestImplicitMicros {
             micros = counters.newestImplicitMicros
             try rewrite(id)
@@ -163,7 +163,8 @@ extension Spool {
       if let publishedName { try? Syscall.unlink(area, publishedName) }
       throw error
     }
-    if discarded { diagnostics.append(.oldestMessageDiscarded) }
+    // One a deleted message: a depth bound lowered below the depth deletes several at once.
+    for _ in 0..<discarded { diagnostics.append(.oldestMessageDiscarded) }
     if let publishedName {
       if explicitMicros == nil { newestImplicitSeen.withLock { $0 = max($0, micros) } }
       do {

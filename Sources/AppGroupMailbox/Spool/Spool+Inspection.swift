@@ -226,6 +226,7 @@ extension Spool {
         case .duplicate, .conflict:
           // A leftover held the fresh name: the move policy dropped or quarantined the copy.
           return .alreadyPresent(id)
+        case .stuck: return .notAMessage  // replaced by an entry that is no file since the read
         }
       }
     }

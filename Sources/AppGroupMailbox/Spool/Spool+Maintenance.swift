@@ -58,7 +58,6 @@ extension Spool {
     let clock = now
     let latestLease = clock.addingMicros(AppGroupMailboxLimits.forgedLeaseHorizonMicros)
     var recovered = 0
-    var contained = 0
     var earliestLeft = Int64.max
     defer { nextLeaseDeadline.withLock { $0 = earliestLeft } }
     try mapIO("recover") {
@@ -70,22 +69,8 @@ extension Spool {
         }
         do {
           if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
-            do {
-              if try remove({ try Syscall.unlink(directories.claimed, entry.name) }) {
-                diagnostics.append(.expiredMessageRemoved)
-              }
-            } catch let error as SystemCallError
-              where error.errno == .isDirectory || error.errno == .notPermitted
-            {
-              // A directory under a claimed name: contain it rather than stop recovery.
-              if quarantine(
-                from: directories.claimed, entry.name, id: claimed.message.id, reason: .unsafe,
-                diagnostics: &diagnostics)
-              {
-                contained += 1
-              }
-              continue
-            }
+            try expire(
+              directories.claimed, entry.name, id: claimed.message.id, diagnostics: &diagnostics)
           } else if try lockedMove(
             directories.claimed, entry.name, to: directories.pending, claimed.message.fileName,
             id: claimed.message.id, diagnostics: &diagnostics) == .moved
@@ -98,9 +83,6 @@ extension Spool {
         } catch let error as SystemCallError where error.isNotFound {
           continue
         }
-      }
-      if contained > 0 {
-        try withStateLock { $0 = try recount(stored: $0) }
       }
       if recovered > 0 { try flushDirectory(directories.pending) }
     }
@@ -126,18 +108,8 @@ extension Spool {
       }
       for (name, entry) in names
       where clock - name.key.micros >= limits.messageLifetime.microseconds {
-        do {
-          try Syscall.unlink(directories.pending, entry.name)
-          diagnostics.append(.expiredMessageRemoved)
-        } catch let error as SystemCallError
-          where error.errno == .isDirectory || error.errno == .notPermitted
-        {
-          quarantine(
-            from: directories.pending, entry.name, id: name.id, reason: .unsafe,
-            diagnostics: &diagnostics)
-        } catch {
-          continue
-        }
+        // An area that refuses the deletion is the claims' and enqueues' error to report.
+        _ = try? expire(directories.pending, entry.name, id: name.id, diagnostics: &diagnostics)
       }
       try sweepTemporaryFiles(diagnostics: &diagnostics)
       try trimQuarantine(diagnostics: &diagnostics)

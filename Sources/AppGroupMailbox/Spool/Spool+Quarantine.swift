@@ -17,7 +17,8 @@ extension Spool {
   /// move), the entry is deleted instead and ``AppGroupMailboxDiagnostic/quarantinedFileDiscarded``
   /// is reported as well. Never throws.
   /// - Returns: whether the entry left `directory` (false when it had already vanished, or could
-  ///   be neither moved nor deleted; it is then met again later).
+  ///   be neither moved nor deleted: then ``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``
+  ///   is reported and the entry is met again later).
   @discardableResult
   func quarantine(
     from directory: Int32, _ name: some SystemName, id: UUID?, reason: QuarantineReason,
@@ -43,7 +44,10 @@ extension Spool {
     }
     do {
       try removeEntry(directory, name)
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
     } catch {
+      diagnostics.append(.unsafeEntryLeftInPlace)
       return false
     }
     diagnostics.append(reason.diagnostic)

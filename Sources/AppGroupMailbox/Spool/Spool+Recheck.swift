@@ -62,9 +62,9 @@ extension Spool {
       }
       let outFile = try FileDescriptor.open(
         directories.tmp, copy, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-        mode: configuration.permissions.fileMode, role: .messageFile)
+        mode: permissions.fileMode, role: .messageFile)
       let out = outFile.rawValue
-      try Syscall.chmod(out, configuration.permissions.fileMode)
+      try Syscall.chmod(out, permissions.fileMode)
       directories.adoptOwner(out)
       try bytes.withUnsafeBytes { try Syscall.writeAll(out, $0) }
     } catch let error as SystemCallError where error.isNotFound {

@@ -64,26 +64,35 @@ final class Spool: Sendable {
 
   /// The mailbox's stored settings as last read (see Spool+Settings.swift).
   let settingsCache: Locked<SettingsCache>
+  /// Whether the namespace directory is group-shared (setgid and group-writable, as a
+  /// group-shared mailbox creates it), read once at open: such a mailbox stays group-shared
+  /// whatever its `settings` file says (see ``permissions``).
+  let sharedDirectory: Bool
 
   /// Opens the namespace; see ``SpoolDirectories`` and ``loadSettings``. With `readOnly`
   /// nothing is created or written.
   init(
     container: URL, namespace: String, configuration: SpoolConfiguration, readOnly: Bool = false
   ) throws {
+    DispatchEventLoop.start()
     var found: SettingsCache?
     var sharing = configuration.permissions
     var createdNamespace = false
+    var sharedDirectory = false
     self.directories = try SpoolDirectories(
       container: container, namespace: namespace, permissions: configuration.permissions,
       readOnly: readOnly
     ) { namespaceFD, created in
       createdNamespace = created
       found = try Self.readSettings(namespaceFD)
+      sharedDirectory = Self.sharing(ofDirectory: namespaceFD) == .groupShared
       sharing =
-        found?.settings.permissions
-        ?? (created ? configuration.permissions : Self.sharing(ofDirectory: namespaceFD))
+        sharedDirectory
+        ? .groupShared
+        : found?.settings.permissions ?? (created ? configuration.permissions : .private)
       return sharing
     }
+    self.sharedDirectory = sharedDirectory
     self.configuration = configuration
     var initial = configuration.storedSettings
     initial.permissions = sharing

@@ -122,7 +122,10 @@ final class SpoolDirectories: Sendable {
       let delayed = try openDirectory(parent, "delayed", .delayedArea)
       let stateFD = try Self.openState(
         parent, readOnly: readOnly, mode: mode.fileMode, owner: owner)
-      guard try stateFD.status().st_mode & S_IFMT == S_IFREG else {
+      // Another member's FIFO, directory or hard link in its place is refused: opened without
+      // blocking (a FIFO would wait for a writer for ever), never written through to another file.
+      let state = try stateFD.status()
+      guard state.st_mode & S_IFMT == S_IFREG, state.st_nlink == 1 else {
         throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
       }
       let device = try namespaceFD.status().st_dev
@@ -160,11 +163,12 @@ final class SpoolDirectories: Sendable {
   }
 
   /// Opens `state` (read-only when `readOnly`), creating it with `mode` when missing; an
-  /// existing file keeps its mode.
+  /// existing file keeps its mode. `O_NONBLOCK`: a FIFO planted as `state` fails the type check
+  /// after the open instead of blocking it (open(2)); it changes nothing for a regular file.
   private static func openState(
     _ namespace: Int32, readOnly: Bool, mode: mode_t, owner: (uid: uid_t, gid: gid_t)?
   ) throws -> FileDescriptor {
-    let flags = (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW
+    let flags = (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK
     do {
       return try FileDescriptor.open(namespace, "state", flags, role: .stateFile)
     } catch let error as SystemCallError where error.isNotFound && !readOnly {

@@ -12,8 +12,15 @@ enum MoveOutcome: Equatable, Sendable {
   /// source was removed as a duplicate (``AppGroupMailboxDiagnostic/duplicateEntryDropped``).
   case duplicate
   /// The target name was taken by a different entry: the source went to quarantine with reason
-  /// `conflict` (or was deleted when quarantine cannot take it).
+  /// `conflict` (or was deleted when quarantine cannot take it). Also a source that is not a
+  /// regular file whose rename was refused: it went to quarantine with reason `unsafe` (or was
+  /// deleted).
   case conflict
+  /// The source is not a regular file, its rename was refused (`EACCES` or `EPERM`: a directory
+  /// that only its owner may move to another parent), and it could be neither quarantined nor
+  /// deleted: it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``).
+  /// Callers pass over it.
+  case stuck
 
   /// Whether the source left its area without arriving at the target (a counted message may have
   /// left the mailbox: the depth counter needs a recount).
@@ -35,6 +42,11 @@ extension Spool {
   ///   gets no error.
   /// - Source vanished (ENOENT): nothing changed; the caller decides what that means (another
   ///   consumer won, the claim was recovered).
+  /// - Rename refused (EACCES, EPERM) and the source is not a regular file (a hostile entry: a
+  ///   directory another user owns and keeps read-only): it goes to quarantine as `unsafe`, or
+  ///   stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted. Never an error that
+  ///   stops the caller's other entries. The same errors for a regular file are thrown (the
+  ///   directories' permissions are wrong).
   ///
   /// Quarantine itself is not a move through here: its targets are fresh names, and a collision
   /// draws a new nonce (see ``quarantine(from:_:id:reason:diagnostics:)``).
@@ -53,6 +65,16 @@ extension Spool {
     } catch let error as SystemCallError where error.errno == .fileExists {
       // A rename onto its own name (a renewal within the same microsecond) is no conflict.
       if from == to, name.withSystemName({ String(cString: $0) }) == target { return .moved }
+    } catch let error as SystemCallError
+      where error.errno == .permissionDenied || error.errno == .notPermitted
+    {
+      guard let info = try? Syscall.lstat(from, name), info.st_mode & S_IFMT != S_IFREG else {
+        throw error
+      }
+      if quarantine(from: from, name, id: id, reason: .unsafe, diagnostics: &diagnostics) {
+        return .conflict
+      }
+      return (try? Syscall.lstat(from, name)) == nil ? .vanished : .stuck
     }
     if sameContent(from, name, to, target) {
       do {

@@ -294,8 +294,8 @@ import Testing
     #expect(
       result.stderr == "mailboxctl: error: enqueue: cannot open the mailbox at "
         + file.path + "/AppGroupMailbox/default: openat on the container failed: Not a "
-        + "directory (errno 20) (a directory is a symlink or not a directory, or its areas span "
-        + "filesystems)\n")
+        + "directory (errno 20) (a directory is a symlink or not a directory, the state file is "
+        + "not a regular file with one link, or the areas span filesystems)\n")
   }
 
   @Test func `--app-group resolves the container as the library does`() throws {

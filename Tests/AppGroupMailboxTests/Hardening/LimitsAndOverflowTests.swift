@@ -71,6 +71,19 @@ import Testing
   }
 
   @Test
+  func `discardOldest reports every message it deletes after the depth bound was lowered`() throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 20), overflowPolicy: .discardOldest, clock: clock,
+      diagnostics: recorder)
+    for value in 1...20 { try mailbox.enqueue("\(value)") }
+    try mailbox.updateSettings { $0.maxMessages = 10 }
+    try mailbox.enqueue("21")
+    #expect(recorder.count(.oldestMessageDiscarded) == 11)
+    #expect(try mailbox.claimPending().map(\.message) == (12...21).map { "\($0)" })
+  }
+
+  @Test
   func
     `discardOldest evicts the oldest pending message, never a claimed one, and reports it (C12 1)`()
     throws

@@ -1,0 +1,34 @@
+import Foundation
+import Glibc
+
+extension Spool {
+  /// Deletes the entry `name` of `directory`, a message that outlived
+  /// ``AppGroupMailboxLimits/messageLifetime`` (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
+  /// The one expiry of the spool: claims, recovery, promotion and maintenance all expire through
+  /// here.
+  ///
+  /// An entry unlink(2) refuses as such (`EISDIR`, a directory under a message name; `EPERM`) is
+  /// not a message: it goes to quarantine as `unsafe` instead, so a hostile entry never stops the
+  /// operation that met it; one that can be neither moved nor deleted stays where it is
+  /// (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``).
+  /// - Returns: whether the entry left `directory` (false: it had vanished, or it stays).
+  /// - Throws: ``SystemCallError`` for any other failure of unlink(2) (`EACCES` on the area,
+  ///   `EROFS`, `EIO`): the area itself cannot be changed.
+  @discardableResult
+  func expire(
+    _ directory: Int32, _ name: some SystemName, id: UUID?,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Bool {
+    do {
+      try Syscall.unlink(directory, name)
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
+    } catch let error as SystemCallError
+      where error.errno == .isDirectory || error.errno == .notPermitted
+    {
+      return quarantine(from: directory, name, id: id, reason: .unsafe, diagnostics: &diagnostics)
+    }
+    diagnostics.append(.expiredMessageRemoved)
+    return true
+  }
+}

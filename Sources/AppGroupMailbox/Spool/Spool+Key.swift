@@ -141,7 +141,11 @@ extension Spool {
     do {
       let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
       file = try FileDescriptor.open(keys, key, flags, role: .keyFile)
-    } catch let error as SystemCallError where error.isNotFound {
+    } catch let error as SystemCallError
+      where error.isNotFound || Self.unsafeOpenRefusals.contains(error.errno)
+    {
+      // Gone, or what the checked reader refuses (a symlink: ELOOP; a FIFO...): no entry; the
+      // index write renames over it.
       return nil
     }
     let fd = file.rawValue

@@ -50,6 +50,28 @@ import Testing
     #expect(container.names("tmp").isEmpty)
   }
 
+  @Test func `A symlink or FIFO in keys/ counts as no entry and is replaced, its target untouched`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.mailbox(String.self)
+    _ = try mailbox.enqueue("made keys/", key: "first", onConflict: .replace)
+    let keys = container.url.appendingPathComponent("AppGroupMailbox/jobs/keys").path
+    let target = container.url.appendingPathComponent("secret").path
+    #expect(FileManager.default.createFile(atPath: target, contents: Data("secret\n".utf8)))
+    #expect(symlink(target, keys + "/linked") == 0)
+    #expect(mkfifo(keys + "/fifo", 0o600) == 0)
+    for key in ["linked", "fifo"] {
+      let outcome = try mailbox.enqueue("for \(key)", key: key, onConflict: .replace)
+      guard case .enqueued(let id) = outcome else {
+        Issue.record("\(key): \(outcome)")
+        continue
+      }
+      #expect(container.indexedID(key) == id.uuidString.lowercased(), "\(key)")
+    }
+    #expect(try String(contentsOfFile: target, encoding: .utf8) == "secret\n")
+  }
+
   @Test func `An invalid key is refused before anything is written`() throws {
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox()

@@ -52,18 +52,11 @@ extension Spool {
           nextEvent = min(nextEvent, name.dueMicros, expiry)
           continue
         }
-        do {
-          if expired {
-            try expire(
-              directories.delayed, entry.name, id: name.message.id, diagnostics: &diagnostics)
-          } else if try lockedMove(
-            directories.delayed, entry.name, to: directories.pending, name.message.fileName,
-            id: name.message.id, diagnostics: &diagnostics) == .moved
-          {
-            promoted += 1
-          }
-        } catch let error as SystemCallError where error.isNotFound {
-          continue
+        if try restore(
+          directories.delayed, entry.name, as: name.message, expired: expired,
+          diagnostics: &diagnostics)
+        {
+          promoted += 1
         }
       }
       let settled = before.flatMap { $0.isSettled ? $0 : nil }

@@ -31,4 +31,27 @@ extension Spool {
     diagnostics.append(.expiredMessageRemoved)
     return true
   }
+
+  /// Brings the entry `name` of `area` (a due delayed message, or a claim whose lease ran out)
+  /// back into `pending/` under `message`'s pending name, so at its original place, by the one
+  /// move; or, when `expired`, expires it (``expire(_:_:id:diagnostics:)``). The one return to
+  /// the line of promotion and recovery.
+  /// - Returns: whether the message is pending now (false: expired, gone, or left in place).
+  /// - Throws: ``SystemCallError`` other than `ENOENT` (another process moved it first).
+  func restore(
+    _ area: Int32, _ name: String, as message: PendingName, expired: Bool,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Bool {
+    do {
+      if expired {
+        try expire(area, name, id: message.id, diagnostics: &diagnostics)
+        return false
+      }
+      return try lockedMove(
+        area, name, to: directories.pending, message.fileName, id: message.id,
+        diagnostics: &diagnostics) == .moved
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
+    }
+  }
 }

@@ -67,21 +67,15 @@ extension Spool {
           earliestLeft = min(earliestLeft, claimed.leaseUntilMicros)
           continue
         }
-        do {
-          if clock - claimed.message.key.micros >= limits.messageLifetime.microseconds {
-            try expire(
-              directories.claimed, entry.name, id: claimed.message.id, diagnostics: &diagnostics)
-          } else if try lockedMove(
-            directories.claimed, entry.name, to: directories.pending, claimed.message.fileName,
-            id: claimed.message.id, diagnostics: &diagnostics) == .moved
-          {
-            // A copy already pending under its name is the move policy's case: the claim was
-            // dropped or quarantined and the depth rebuilt; the message stays once.
-            recovered += 1
-            diagnostics.append(.abandonedClaimRecovered)
-          }
-        } catch let error as SystemCallError where error.isNotFound {
-          continue
+        // A copy already pending under its name is the move policy's case: the claim is
+        // dropped or quarantined and the depth rebuilt; the message stays once.
+        if try restore(
+          directories.claimed, entry.name, as: claimed.message,
+          expired: clock - claimed.message.key.micros >= limits.messageLifetime.microseconds,
+          diagnostics: &diagnostics)
+        {
+          recovered += 1
+          diagnostics.append(.abandonedClaimRecovered)
         }
       }
       if recovered > 0 { try flushDirectory(directories.pending) }

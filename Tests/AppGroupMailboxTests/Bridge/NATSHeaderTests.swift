@@ -20,13 +20,20 @@ import Testing
     let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
     defer { server.stop() }
     let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
+    // An hour ago, written with a space and an offset: within the mailbox's one-day lifetime
+    // whenever the test runs (a fixed date ran out a day after it was written).
+    let hourAgo = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
+    let offset = DateFormatter()
+    offset.locale = Locale(identifier: "en_US_POSIX")
+    offset.timeZone = TimeZone(secondsFromGMT: 7200)
+    offset.dateFormat = "yyyy-MM-dd HH:mm:ss'+02:00'"
     let lines = [
       #"{"id":"\#(ids[0])","message":1,"headers":{"Mailbox-Enqueued-At":"2026-13-45T00:00:00Z"}}"#,
       // A date, but past what a mailbox represents: mailboxctl refused it as a usage error
       // (exit 64), retried for ever.
       #"{"id":"\#(ids[3])","message":4,"headers":{"Mailbox-Enqueued-At":"9999-12-31T23:59:59Z"}}"#,
       #"{"id":"\#(ids[1])","message":2,"headers":{"Mailbox-Type":"-weird","#
-        + #""Mailbox-Enqueued-At":"2026-12-02 12:00:00+02:00"}}"#,
+        + #""Mailbox-Enqueued-At":"\#(offset.string(from: hourAgo))"}}"#,
       #"{"id":"\#(ids[2])","message":3}"#,
     ]
     try NATSBridge.tool(
@@ -47,7 +54,7 @@ import Testing
     #expect(pending.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])
     let weird = try incoming.inspector.envelope(ids[1])
     #expect(weird?.messageType == "-weird")
-    #expect(weird?.enqueuedAt == ISO8601DateFormatter().date(from: "2026-12-02T10:00:00Z"))
+    #expect(weird?.enqueuedAt == hourAgo)
   }
 
   /// A type tag NATS would change (nats-py trims a header value's ends and turns line breaks

@@ -107,6 +107,9 @@ final class DrainContext {
       }
     } catch {
       fatal = CommandFailure(error, while: "release")
+      // delayed/ cannot take it (a full disk): back in line at once rather than held until
+      // its lease runs out; the drain still stops with the error.
+      if seconds > 0 { try? claim.release() }
     }
   }
 
@@ -136,6 +139,7 @@ final class DrainContext {
       // Recovered by another consumer already: nothing of ours to put back.
     } catch {
       fatal = CommandFailure(error, while: "release")
+      if after > 0 { try? claim.releaseUndelivered(retryAfter: 0) }  // as in release(_:...)
     }
   }
 

@@ -139,4 +139,22 @@ import Testing
     #expect(pending.map(\.id) == ids)
     #expect(pending.map(\.deliveryCount) == [0, 0])
   }
+
+  @Test(.enabled(if: isRoot || isCI, "chattr +i needs root (CAP_LINUX_IMMUTABLE)"))
+  func `A failed handler whose retry delay delayed/ cannot take is put back at once`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "1"]).status == 0)
+    // delayed/ refuses every new entry, even root's (chattr(1): immutable), as a full disk does.
+    let delayed = container.area("delayed").path
+    let locked = try Processes.run("/usr/bin/chattr", ["+i", delayed])
+    try #require(locked.status == 0, "chattr +i failed: \(locked.stderr)")
+    defer { _ = try? Processes.run("/usr/bin/chattr", ["-i", delayed]) }
+    let failed = try Mailboxctl.run(
+      ["drain"] + location + ["--exec", "false", "--retry-delay", "60"])
+    #expect(failed.status == 74, "\(failed.stderr)")
+    #expect(failed.stderr.contains("release: renameat2"), "\(failed.stderr)")
+    #expect(container.names("claimed") == [])
+    #expect(try pendingCounts(container) == [1])
+  }
 }

@@ -161,7 +161,9 @@ extension Spool {
       // Published but the counters could not be written (EIO on the state file): withdraw it, so
       // the error means "not enqueued" and the depth counter stays true.
       if let publishedName { try? Syscall.unlink(area, publishedName) }
-      throw error
+      // An area deleted meanwhile (a listing of pending/ for room fails with ENOENT) is the
+      // mailbox's removal, as at the open above.
+      throw reportingRemoval(error)
     }
     // One a deleted message: a depth bound lowered below the depth deletes several at once.
     for _ in 0..<discarded { diagnostics.append(.oldestMessageDiscarded) }

@@ -260,10 +260,16 @@ final class Spool: Sendable {
   func removalReported<T>(_ body: () throws -> T) throws -> T {
     do {
       return try body()
-    } catch let error as AppGroupMailboxError {
-      guard directories.isRemoved else { throw error }
-      throw AppGroupMailboxError.mailboxDirectoryRemoved
+    } catch {
+      throw reportingRemoval(error)
     }
+  }
+
+  /// `error`, or ``AppGroupMailboxError/mailboxDirectoryRemoved`` when it is a mailbox error
+  /// and the namespace directory or one of its areas is deleted (see ``removalReported(_:)``).
+  func reportingRemoval(_ error: any Error) -> any Error {
+    guard error is AppGroupMailboxError, directories.isRemoved else { return error }
+    return AppGroupMailboxError.mailboxDirectoryRemoved
   }
 
   /// Delivers diagnostics; call only outside every lock.

@@ -99,4 +99,27 @@ import Testing
     #expect(Set(lines) == Set(expected))
     #expect(container.names("quarantine").isEmpty)
   }
+
+  @Test func `A producer waiting for room in a container that is deleted exits 66`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["create"] + location + ["--max-messages", "1"]).status == 0)
+    #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "1"]).status == 0)
+    let waiting = try Processes.start(
+      Mailboxctl.url, ["enqueue"] + location + ["--wait", "120", "--data", "2"])
+    let pending = container.area("pending").path
+    // Waiting once it holds the mailbox open (its descriptors name the pending area).
+    #expect(
+      waitUntil(deadline: 60) {
+        let fds = "/proc/\(waiting.process.processIdentifier)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []
+        return names.contains {
+          (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0)) == pending
+        }
+      })
+    try FileManager.default.removeItem(at: container.url)
+    let finished = try waiting.finish(deadline: 60)
+    #expect(finished.status == 66, "\(finished.stderr)")
+    #expect(finished.stderr.contains("deleted, moved or replaced"), "\(finished.stderr)")
+  }
 }

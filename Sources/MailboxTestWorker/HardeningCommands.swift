@@ -21,14 +21,15 @@ import Glibc
 ///   description, if any. `before` is counted after one open more.
 let hardeningCommands: [WorkerCommand] = [
   WorkerCommand(name: "open-repeatedly") { args in
-    func descriptors() -> Int {  // /proc/self/fd (proc(5)), its own descriptor too
+    func descriptors() -> [String] {  // /proc/self/fd (proc(5)), its own descriptor too
       let runtime = ["anon_inode:[eventpoll]", "anon_inode:[eventfd]", "anon_inode:[timerfd]"]
       let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-      return names.filter { name in
-        let target = try? FileManager.default.destinationOfSymbolicLink(
-          atPath: "/proc/self/fd/" + name)
-        return !runtime.contains(target ?? "")
-      }.count
+      return names.compactMap { name in
+        let target =
+          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))
+          ?? ""
+        return runtime.contains(target) ? nil : target
+      }
     }
     var failure = ""
     func openAndLetGo() {
@@ -40,7 +41,9 @@ let hardeningCommands: [WorkerCommand] = [
     openAndLetGo()
     let before = descriptors()
     for _ in 0..<Int(args[2])! { openAndLetGo() }
-    print("descriptors \(before) \(descriptors())")
+    let after = descriptors()
+    print("descriptors \(before.count) \(after.count)")
+    if before.count != after.count { print("before: \(before.sorted()) after: \(after.sorted())") }
     if !failure.isEmpty { print(failure) }
   },
   WorkerCommand(name: "enqueue-burst") { args in

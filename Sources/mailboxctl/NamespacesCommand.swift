@@ -6,14 +6,16 @@ let namespacesCommand = Subcommand(
   spec: CommandSpec(
     name: "namespaces",
     summary: "List the mailboxes (namespaces) of a container with their counts.",
-    options: Array(MailboxOptions.location.prefix(2)) + [MailboxOptions.json],
+    options: Array(MailboxOptions.location.prefix(2)) + [MailboxOptions.json]
+      + MailboxOptions.hidden([MailboxOptions.claimTimeout, MailboxOptions.relaxed]),
     details: """
       One row a namespace, in byte order of the names: its depth (pending + delayed +
       claimed, what --max-messages bounds), pending, delayed, claimed and quarantined
       messages, and whether delivery is held. Read from file names only, as 'status' does:
       nothing is created or written. A namespace is a directory below
       CONTAINER/AppGroupMailbox/ whose name is a valid namespace; symbolic links and other
-      entries are left out. JSON: one object a line, {"namespace", "depth", "pending",
+      entries are left out, and so is a namespace removed while it is listed (or one whose
+      areas are not there). JSON: one object a line, {"namespace", "depth", "pending",
       "delayed", "claimed", "quarantined", "held"}.
       A namespace that cannot be read (files of the old format that 'migrate' has not
       converted, no permission) prints "-" for its counts (JSON: {"namespace", "error"}), its
@@ -38,6 +40,8 @@ let namespacesCommand = Subcommand(
       do {
         let inspector = try MailboxOptions.openForReading(location, arguments)
         row = .counts(try inspector.status(), held: inspector.isHeld)
+      } catch let failure as CommandFailure where failure.status == .noInput {
+        continue  // removed (or not made whole yet) since the listing
       } catch {
         let failure = error as? CommandFailure ?? CommandFailure(error, while: "status")
         Output.note("namespaces: \(name): \(failure.message)")

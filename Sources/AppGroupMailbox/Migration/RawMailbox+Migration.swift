@@ -64,7 +64,8 @@ extension AppGroupRawMailbox {
       if entry.kind != .quarantined, let message = try legacyMessage(directory, entry.name) {
         messages.append((entry, message))
       } else {
-        try refuseUnpermitted(directory, entry.name)
+        // An old quarantined file is moved unread: whoever may read it.
+        if entry.kind != .quarantined { try refuseUnpermitted(directory, entry.name) }
         unreadable.append(entry)
       }
     }

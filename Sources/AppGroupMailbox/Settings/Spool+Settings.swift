@@ -25,10 +25,18 @@ extension Spool {
 
   /// The mailbox's stored settings as this spool knows them.
   var settings: AppGroupMailboxSettings { settingsCache.withLock { $0.settings } }
-  /// The mailbox's stored settings, re-read first when the file changed (``refreshSettings()``):
-  /// what every public `settings` property returns.
+  /// The mailbox's stored settings, re-read first when the file changed (``refreshSettings()``),
+  /// with the sharing mode the mailbox has (``permissions``: a group-shared namespace directory
+  /// wins over a file that says private): what every public `settings` property returns.
   var freshSettings: AppGroupMailboxSettings {
     refreshSettings()
+    return effective(settings)
+  }
+
+  /// `stored` with the mailbox's sharing mode, ``permissions``.
+  func effective(_ stored: AppGroupMailboxSettings) -> AppGroupMailboxSettings {
+    var settings = stored
+    settings.permissions = sharedDirectory ? .groupShared : stored.permissions
     return settings
   }
   /// The overflow policy the mailbox stores.
@@ -38,9 +46,7 @@ extension Spool {
   /// (``sharedDirectory``). A `settings` file that says private (rewritten by a member of the
   /// group) never makes the files of a group-shared mailbox private, which would lock the other
   /// members out (docs/SECURITY.md, "Permissions").
-  var permissions: AppGroupMailboxPermissions {
-    sharedDirectory ? .groupShared : settings.permissions
-  }
+  var permissions: AppGroupMailboxPermissions { effective(settings).permissions }
 
   /// Whether a message file of `size` bytes may be read: up to the largest payload limit the
   /// mailbox ever had (re-reading the settings file first when `size` is over the known one), so
@@ -179,7 +185,9 @@ extension Spool {
   {
     try mapIO("write settings") {
       try withStateLock { _ in
-        var updated = settings
+        // The sharing mode as the mailbox has it; written back so, a file that said private
+        // in a group-shared namespace is mended.
+        var updated = effective(settings)
         let sharing = updated.permissions
         try change(&updated)
         guard updated.permissions == sharing else {
@@ -189,7 +197,7 @@ extension Spool {
         updated.largestPayloadBytes = max(updated.largestPayloadBytes, updated.maxPayloadBytes)
         if updated != settings { try writeSettings(updated, replacing: true) }
         refreshSettings()
-        return settings
+        return effective(settings)
       }
     }
   }

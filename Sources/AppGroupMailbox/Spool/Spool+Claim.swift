@@ -106,6 +106,9 @@ extension Spool {
       // there until their lease runs out with a delivery counted (ENOSPC on the 8th of 40).
       // The error comes back with the next claim.
       guard !results.isEmpty else { throw error }
+      // Nor lost to a recount that fails the same way (it lists; the depth is an upper bound).
+      if removed > 0 { try? withStateLock { $0 = try recount(stored: $0) } }
+      return results
     }
     if removed > 0 {
       try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }

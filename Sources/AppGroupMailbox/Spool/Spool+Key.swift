@@ -142,10 +142,12 @@ extension Spool {
       let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
       file = try FileDescriptor.open(keys, key, flags, role: .keyFile)
     } catch let error as SystemCallError
-      where error.isNotFound || Self.unsafeOpenRefusals.contains(error.errno)
+      where error.isNotFound
+        || (Self.unsafeOpenRefusals.contains(error.errno) && error.errno != .permissionDenied)
     {
-      // Gone, or what the checked reader refuses (a symlink: ELOOP; a FIFO...): no entry; the
-      // index write renames over it.
+      // Gone, or no file (a symlink: ELOOP; a FIFO, a directory...): no entry; the index write
+      // replaces it. A key file this user may not read is a real entry (another member's):
+      // EACCES is thrown, not taken for none, which would enqueue a second message for the key.
       return nil
     }
     let fd = file.rawValue
@@ -171,7 +173,16 @@ extension Spool {
       directories.adoptOwner(fd)
       try bytes.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
       if isDurable { try Syscall.fsync(fd) }
-      try Syscall.rename(directories.tmp, temporary, keys, key)
+      do {
+        try Syscall.rename(directories.tmp, temporary, keys, key)
+      } catch let error as SystemCallError
+        where error.errno == .isDirectory || error.errno == .directoryNotEmpty
+      {
+        // A directory under the key's name is no entry either: removed (never followed), then
+        // replaced.
+        try removeEntry(keys, key)
+        try Syscall.rename(directories.tmp, temporary, keys, key)
+      }
     } catch {
       try? Syscall.unlink(directories.tmp, temporary)
       throw error

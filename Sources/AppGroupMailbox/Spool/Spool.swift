@@ -74,7 +74,7 @@ final class Spool: Sendable {
   init(
     container: URL, namespace: String, configuration: SpoolConfiguration, readOnly: Bool = false
   ) throws {
-    DispatchEventLoop.start()
+    try mapIO("open mailbox") { try DispatchEventLoop.start() }
     var found: SettingsCache?
     var sharing = configuration.permissions
     var createdNamespace = false

@@ -1,29 +1,48 @@
 import Dispatch
+import Glibc
+import MailboxLocks
 
 /// libdispatch's event loop, started while the process still has descriptors to spare.
 ///
 /// libdispatch opens its epoll and eventfd descriptors when the process's first dispatch source
-/// is resumed, and stops the process (SIGILL, `_dispatch_epoll_init`) when it cannot; it has no
-/// error to return. A watcher that falls back to polling near `RLIMIT_NOFILE` resumes a timer
-/// source at that moment, so a process that had opened mailboxes up to its descriptor limit
-/// died instead of polling. Every mailbox starts the loop here before it opens its own
-/// descriptors: from then on the loop's descriptors exist, and a full descriptor table fails
-/// the mailbox's own open(2) calls with `EMFILE`, an error the caller sees.
+/// is resumed (on the resuming thread), and stops the process (SIGILL, `_dispatch_epoll_init`)
+/// when it cannot; it has no error to return. A watcher that falls back to polling near
+/// `RLIMIT_NOFILE` resumed a timer source at that moment, so a process that had opened
+/// mailboxes up to its descriptor limit died instead of polling. Every mailbox starts the loop
+/// here, before it opens descriptors of its own.
 enum DispatchEventLoop {
-  /// Starts the loop once per process and returns when it runs: a timer source fires once on
-  /// it (its descriptors are made on a worker thread, so resuming alone would race with the
-  /// caller's next open(2)). Waits at most 10 seconds. Thread-safe (a `static let` initialiser
-  /// runs once).
-  static func start() { _ = started }
+  /// Descriptors the loop needs (epoll, eventfd, a timerfd) and one to spare.
+  static let descriptorsNeeded = 4
 
-  private static let started: Bool = {
-    let fired = DispatchSemaphore(value: 0)
-    let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
-    source.schedule(deadline: .now())
-    source.setEventHandler { fired.signal() }
-    source.resume()
-    _ = fired.wait(timeout: .now() + 10)
-    source.cancel()
-    return true
-  }()
+  /// Starts the loop once per process: a source resumed and cancelled at once (nothing waits
+  /// for a worker thread), and a timer armed an hour ahead and cancelled, so its timerfd is
+  /// made while descriptors are free too. Thread-safe; O(1).
+  /// - Throws: ``SystemCallError`` `EMFILE` (call `open`, of `/dev/null`) while fewer than
+  ///   ``descriptorsNeeded`` descriptors are free: the caller reports the error instead of the
+  ///   process stopping, and the next open tries again.
+  static func start() throws {
+    if started.withLock({ $0 }) { return }
+    var spare: [Int32] = []
+    defer { spare.forEach { _ = close($0) } }
+    for _ in 0..<descriptorsNeeded {
+      let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { throw SystemCallError.current("open") }
+      spare.append(fd)
+    }
+    for fd in spare { _ = close(fd) }
+    spare = []
+    started.withLock { started in
+      guard !started else { return }
+      let source = DispatchSource.makeUserDataAddSource(queue: DispatchQueue.global())
+      source.resume()
+      source.cancel()
+      let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+      timer.schedule(deadline: .now() + 3600)
+      timer.resume()
+      timer.cancel()
+      started = true
+    }
+  }
+
+  private static let started = Locked<Bool>(false)
 }

@@ -64,6 +64,10 @@ enum FaultInjection {
     /// Adds a process-wide rule; see ``Rule``.
     static func add(_ rule: Rule) { global.list.withLock { $0.append(rule) } }
 
+    /// Adds a rule to the rules of the current task's ``withRules(_:_:)`` (nothing outside one):
+    /// from a rule's action, a fault that starts at a chosen call and lasts.
+    static func addToScope(_ rule: Rule) { scoped?.list.withLock { $0.append(rule) } }
+
     /// Removes every process-wide rule.
     static func reset() { global.list.withLock { $0.removeAll() } }
 

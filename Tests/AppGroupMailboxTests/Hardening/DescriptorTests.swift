@@ -21,7 +21,7 @@ import Testing
     _ = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")
     let lines = try openRepeatedly(container, times: 200)
     let counts = try #require(lines.first?.split(separator: " ").dropFirst().map(String.init))
-    #expect(counts.count == 2 && counts[0] == counts[1])
+    #expect(counts.count == 2 && counts[0] == counts[1], "\(lines)")
     #expect(lines.count == 1)
   }
 
@@ -37,7 +37,7 @@ import Testing
       at: pending, withDestinationURL: container.url.appendingPathComponent("elsewhere"))
     let lines = try openRepeatedly(container, times: 200)
     let counts = try #require(lines.first?.split(separator: " ").dropFirst().map(String.init))
-    #expect(counts.count == 2 && counts[0] == counts[1])
+    #expect(counts.count == 2 && counts[0] == counts[1], "\(lines)")
     #expect(
       lines.dropFirst()
         == [

@@ -117,7 +117,12 @@ import Testing
           (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0)) == pending
         }
       })
-    try FileManager.default.removeItem(at: container.url)
+    // Deleted while the producer may still write into it: removed again until it is gone.
+    #expect(
+      waitUntil(deadline: 60) {
+        _ = try? Processes.run("/bin/rm", ["-rf", container.url.path])
+        return !FileManager.default.fileExists(atPath: container.url.path)
+      })
     let finished = try waiting.finish(deadline: 60)
     #expect(finished.status == 66, "\(finished.stderr)")
     #expect(finished.stderr.contains("deleted, moved or replaced"), "\(finished.stderr)")

@@ -8,7 +8,7 @@ import uuid
 from . import envelope
 from .errors import MailboxFull, NotJSON, PayloadTooLarge
 from .names import DEFAULT_LEVEL, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
-from .system import now_micros, rename_noreplace
+from .system import now_micros, rename_noreplace, write_all
 
 
 class Producer:
@@ -49,7 +49,7 @@ class Producer:
         published = None
         try:
             os.fchmod(fd, self.file_mode)
-            os.write(fd, data)
+            write_all(fd, data)
             if self.durable:
                 os.fsync(fd)
             area = "pending" if due is None else "delayed"
@@ -62,7 +62,7 @@ class Producer:
                 if enqueued_at is None and micros < counters[2]:
                     micros = counters[2]
                     os.ftruncate(fd, 0)
-                    os.pwrite(fd, encode(micros), 0)
+                    write_all(fd, encode(micros), 0)
                     if self.durable:
                         os.fsync(fd)
                 before = list(counters)

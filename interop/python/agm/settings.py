@@ -11,7 +11,7 @@ import time
 
 from .errors import SettingsFormatTooNew, SettingsUnreadable
 from .jsontext import RepeatedName, loads_object
-from .system import rename_noreplace
+from .system import rename_noreplace, write_all
 
 FORMAT = 2  # the newest format read (and written: 2 only while held)
 MAX_BYTES = 4096
@@ -222,7 +222,7 @@ class StoredSettings:
                      self.file_mode)
         try:
             os.fchmod(fd, self.file_mode)
-            os.write(fd, settings.encode())
+            write_all(fd, settings.encode())
             os.fsync(fd)
             rename_noreplace(temporary, os.path.join(self.path, "settings"))
         except BaseException:

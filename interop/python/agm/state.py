@@ -7,6 +7,7 @@ import os
 import stat
 
 from .names import MAX_MICROS, ClaimedName, Name, parse_delayed
+from .system import write_all
 
 STATE_LENGTH = 65
 
@@ -68,7 +69,7 @@ class State:
             fcntl.flock(self.state, fcntl.LOCK_UN)
 
     def write_state(self, counters):
-        os.pwrite(self.state, state_line(counters), 0)
+        write_all(self.state, state_line(counters), 0)
 
     def recount(self, stored):
         """Counters rebuilt from the names (call under the lock)."""

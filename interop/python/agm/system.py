@@ -46,3 +46,19 @@ def rename_noreplace(source, target):
             except OSError:
                 pass
             raise
+
+
+def write_all(fd, data, offset=None):
+    """Writes all of data to fd (at offset with pwrite when given), looping over short writes;
+    raises OSError when the system writes nothing (ENOSPC) or refuses (EFBIG, EIO...), so a
+    file is never left shorter than what was meant without an error."""
+    view = memoryview(data)
+    while view:
+        if offset is None:
+            count = os.write(fd, view)
+        else:
+            count = os.pwrite(fd, view, offset)
+            offset += count
+        if count <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[count:]

@@ -25,11 +25,19 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
 2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
 or is not one JSON value as every consumer reads it (prints "not-json"; nothing written), or its
-header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the settings file cannot be used or has a format newer than 2; 75 when
-the mailbox stayed full for --retry-full seconds (prints "full").
+header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the
+mailbox cannot be opened or used: its settings file cannot be used or has a format newer than 2,
+or a system call failed while opening it (permission denied, a symlink where a directory or the
+settings file should be, a `state` file that is not a regular file with one link...); 74 for an
+I/O error during the command (ENOSPC, EFBIG, EIO, EACCES...: an enqueue that fails removes its
+temporary file and publishes nothing, and the messages before it stay enqueued); 75 when
+the mailbox stayed full for --retry-full seconds (prints "full"). On 69 and 74 stderr has one line,
+"agm_spool: error: OPERATION: DESCRIPTION (errno N)" (OPERATION is open or the command; the
+settings file's reason instead of the errno), never a path or message bytes.
 """
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -109,8 +117,29 @@ def main(argv):
     try:
         spool = _spool(arguments)
     except SettingsUnreadable as error:
-        print("agm_spool.py: cannot open the mailbox: %s" % error, file=sys.stderr)
+        print("agm_spool: error: open: the settings file cannot be used: %s" % error,
+              file=sys.stderr)
         return 69
+    except OSError as error:
+        _print_error("open", error)
+        return 69
+    try:
+        return _run(arguments, spool)
+    except OSError as error:
+        _print_error(arguments.command, error)
+        return 74
+
+
+def _print_error(operation, error):
+    """One line naming the operation, the system's description of the errno and the errno; never
+    a path or message bytes (SECURITY.md)."""
+    code = error.errno if error.errno is not None else errno.EIO
+    print("agm_spool: error: %s: %s (errno %d)" % (operation, os.strerror(code), code),
+          file=sys.stderr, flush=True)
+
+
+def _run(arguments, spool):
+    """The command, on the opened spool; its exit status."""
     if arguments.command == "enqueue":
         data = sys.stdin.buffer.read()
         if arguments.lines:

@@ -53,7 +53,7 @@ class Layout:
     def fsync_area(self, name):
         """Syncs an area's directory after a move into it (unless relaxed)."""
         if self.durable:
-            fd = os.open(self.area(name), os.O_RDONLY | os.O_DIRECTORY)
+            fd = os.open(self.area(name), os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
                 os.fsync(fd)
             finally:

@@ -233,7 +233,7 @@ class StoredSettings:
             raise
         finally:
             os.close(fd)
-        directory = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        directory = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             os.fsync(directory)
         finally:

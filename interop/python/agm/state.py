@@ -38,15 +38,20 @@ class State:
         """Opens the state file, creating it with its mode set explicitly when missing."""
         # Created with its mode set explicitly when missing (whatever the umask); an existing
         # one (possibly empty: rebuilt on first use) is used as it is.
+        # O_NONBLOCK: a FIFO or a device there must not block the open; it is refused below
+        # (a regular file ignores the flag). A hard-linked one is refused too, never written
+        # through: another name (outside the mailbox perhaps) would get the state line.
         state = os.path.join(self.path, "state")
-        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
         try:
             self.state = os.open(state, flags | os.O_CREAT | os.O_EXCL, self.file_mode)
             os.fchmod(self.state, self.file_mode)
         except FileExistsError:
             self.state = os.open(state, flags)
-        if not stat.S_ISREG(os.fstat(self.state).st_mode):
-            raise OSError(errno.EINVAL, "state is not a regular file")
+        info = os.fstat(self.state)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(self.state)
+            raise OSError(errno.EINVAL, "state is not a regular file with one link")
         self.validated = False
 
     def close(self):

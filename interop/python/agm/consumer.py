@@ -82,11 +82,7 @@ class Consumer:
         now = now_micros()
         path = self.area("pending", name.file)
         if now - name.micros >= self.settings.lifetime_micros:
-            try:
-                os.unlink(path)
-                return "removed"
-            except FileNotFoundError:
-                return None
+            return "removed" if self.expire("pending", name.file, name.id) else None
         if name.attempts >= min(self.settings.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
             moved = self.quarantine("pending", name.file, name.id, "deadletter")
             return "removed" if moved else None
@@ -106,6 +102,10 @@ class Consumer:
             os.rename(path, self.area("claimed", claimed.file))
         except FileNotFoundError:
             return None
+        except PermissionError as error:
+            # Replaced by a directory another user owns since the look, say (EACCES, EPERM).
+            outcome = self._refused("pending", name.file, name.id, error)
+            return "removed" if outcome == "unsafe" else None
         failure = self._read(claimed)
         if isinstance(failure, Claim):
             return failure
@@ -116,11 +116,7 @@ class Consumer:
             self.move("claimed", claimed.file, "pending", name.file, name.id)
             return None
         if failure == "expired":
-            try:
-                os.unlink(self.area("claimed", claimed.file))
-            except FileNotFoundError:
-                return None
-            return "removed"
+            return "removed" if self.expire("claimed", claimed.file, name.id) else None
         return "removed" if self.quarantine("claimed", claimed.file, name.id, failure) else None
 
     def _read(self, claimed):
@@ -204,9 +200,8 @@ class Consumer:
             claimed = ClaimedName.parse(entry)
             if not claimed or now <= claimed.lease <= now + LEASE_CEILING_MICROS:
                 continue
-            path = self.area("claimed", entry)
             if now - claimed.name.micros >= self.settings.lifetime_micros:
-                self.remove(path)
+                self.expire("claimed", entry, claimed.name.id)
                 continue
             if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id) == "moved":
                 recovered += 1
@@ -221,9 +216,8 @@ class Consumer:
             delayed = parse_delayed(entry)
             if not delayed or delayed[0] > now:
                 continue
-            path = self.area("delayed", entry)
             if now - delayed[1].micros >= self.settings.lifetime_micros:
-                self.remove(path)
+                self.expire("delayed", entry, delayed[1].id)
                 continue
             if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id) == "moved":
                 promoted += 1
@@ -235,7 +229,10 @@ class Consumer:
         """One move by FORMAT.md "Moves", under the lock: "moved"; "vanished" (the source was
         gone); or, when the target name is taken, "duplicate" (the same file or the same bytes:
         the source is deleted) or "conflict" (the source goes to quarantine), the counters then
-        rebuilt. The message stays once, so it is never delivered twice from one move."""
+        rebuilt. The message stays once, so it is never delivered twice from one move. A move
+        refused (EACCES, EPERM) for a source that is not a regular file (a directory another
+        user owns) is "unsafe" (quarantined) or "skipped" (left in place); for a regular file
+        the error is raised (the area's permissions are wrong)."""
         source, destination = self.area(area, entry), self.area(to_area, target)
 
         def body(counters):
@@ -246,6 +243,8 @@ class Consumer:
                 return "vanished"
             except FileExistsError:
                 pass
+            except PermissionError as error:
+                return self._refused(area, entry, id, error)
             if same_entry(source, destination, self.settings.max_payload_bytes):
                 outcome = "duplicate" if self.remove(source) else "vanished"
             elif self.quarantine(area, entry, id, "conflict"):
@@ -256,6 +255,34 @@ class Consumer:
                 counters[:] = self.recount(counters)
             return outcome
         return self.locked(body)
+
+    def expire(self, area, entry, id):
+        """Deletes an entry past its lifetime; True when it left its area. An entry unlink
+        refuses (EISDIR, EPERM: a directory under a message name) goes to quarantine as
+        `unsafe` instead, and when that fails too (a directory another user owns) it is left in
+        place (False), as when it was gone already; never an error that stops the operation."""
+        try:
+            os.unlink(self.area(area, entry))
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            if error.errno not in (errno.EISDIR, errno.EPERM):
+                raise
+        return self.quarantine(area, entry, id, "unsafe")
+
+    def _refused(self, area, entry, id, error):
+        """After a move of entry was refused (EACCES, EPERM): "vanished" when it is gone,
+        "unsafe" when it is not a regular file and went to quarantine, "skipped" when it is not
+        one and stays (it cannot be moved or emptied); raises the error again for a regular file
+        (the area's permissions are wrong, not the entry)."""
+        try:
+            info = os.lstat(self.area(area, entry))
+        except FileNotFoundError:
+            return "vanished"
+        if stat.S_ISREG(info.st_mode):
+            raise error
+        return "unsafe" if self.quarantine(area, entry, id, "unsafe") else "skipped"
 
     def quarantine(self, area, entry, id, reason):
         """Moves an entry into quarantine/ (or deletes it); True when it left its area."""

@@ -2,6 +2,7 @@
 
 import errno
 import os
+import stat
 
 AREAS = ("tmp", "pending", "claimed", "quarantine", "delayed")
 
@@ -24,6 +25,14 @@ class Layout:
     def set_modes(self, group_shared):
         """The modes of what this opener creates: the mailbox's sharing mode."""
         self.dir_mode, self.file_mode = (0o2770, 0o660) if group_shared else (0o700, 0o600)
+
+    def directory_shared(self):
+        """Whether the namespace directory is group-shared as `mailboxctl create --group-shared`
+        makes it (setgid and group-writable, 02770). Such a mailbox stays group-shared whatever
+        its settings file says: a group member who rewrote "sharing" to "private" would
+        otherwise have every opener create files 0600, locking the other members out."""
+        mode = os.stat(self.path).st_mode
+        return bool(mode & stat.S_ISGID and mode & stat.S_IWGRP)
 
     def _mkdirs(self, path):
         if not os.path.isdir(path):

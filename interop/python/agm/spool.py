@@ -38,9 +38,11 @@ class Spool(Producer, Consumer, StoredSettings, State, Layout):
         self.claim_timeout = int(claim_timeout * 1_000_000)
         self.message_type, self.durable = message_type, durable
         created = self.create_layout(container, namespace, group_shared)
+        if not created and self.directory_shared():
+            self.set_modes(True)  # a missing state file is made for the group too
         self.open_state()
         requested = copy.copy(opener)  # open_settings may adopt the directory's sharing mode
         self.open_settings(opener, created)
-        self.set_modes(self.settings.group_shared)
+        self.set_modes(self.settings.group_shared or self.directory_shared())
         self.differing_settings = self.settings.differences(requested)
         self.last_sweep = None

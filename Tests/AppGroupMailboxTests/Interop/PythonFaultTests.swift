@@ -1,0 +1,203 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Faults adversarial sessions found in the Python implementation (interop/python), each held
+/// to what docs/SECURITY.md promises of the Swift library: a write is whole or an error ("Errors
+/// under pressure": an error means "not enqueued"), a failure is one line and a documented exit
+/// status (agm_spool.py's docstring: 69 opening, 74 I/O), a `state` file that is not a regular
+/// file with one link is refused, and a hostile entry is contained, never a crash.
+@Suite(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+struct PythonFaultTests {
+  /// A message of 36,010 bytes (its header and a 36,002-byte JSON string).
+  static let bigMessage = Data(("\"" + String(repeating: "x", count: 36_000) + "\"").utf8)
+
+  /// Runs agm_spool.py under `sh -c 'ulimit -f 16'`: files it writes may not grow past 8,192
+  /// bytes (dash counts 512-byte blocks) or 16,384 (bash, 1,024), so write(2) of the message
+  /// returns a short count and the next one fails with EFBIG (Python ignores SIGXFSZ).
+  static func enqueueUnderFileSizeLimit(_ container: TemporaryContainer, _ stdin: Data) throws
+    -> Finished
+  {
+    try Processes.start(
+      URL(fileURLWithPath: "/bin/sh"),
+      [
+        "-c", "ulimit -f 16 && exec \"$0\" \"$@\"", PythonSpool.python.path,
+        PythonSpool.script.path, "enqueue", container.url.path, "jobs",
+      ], stdin: stdin
+    ).finish()
+  }
+
+  /// The namespace directory's path and an entry in it.
+  static func namespacePath(_ container: TemporaryContainer, _ entry: String) -> String {
+    container.url.appendingPathComponent("AppGroupMailbox/jobs/\(entry)").path
+  }
+
+  @Test func `A short write fails the Python enqueue and publishes nothing`() throws {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)  // the mailbox, made without a limit
+    _ = try PythonSpool.run("drain", container)
+    let failed = try Self.enqueueUnderFileSizeLimit(container, Self.bigMessage)
+    #expect(failed.status == 74, "stderr: \(failed.stderr)")
+    #expect(failed.stdout == "")
+    #expect(failed.stderr == "agm_spool: error: enqueue: File too large (errno 27)\n")
+    #expect(container.names("pending") == [])
+    #expect(container.names("tmp") == [])
+    // The mailbox still works: the same message enqueued without the limit arrives whole.
+    let published = try PythonSpool.run("enqueue", container, stdin: Self.bigMessage)
+    #expect(published.lines.count == 1)
+    let drained = try PythonSpool.delivered(PythonSpool.run("drain", container))
+    #expect(drained.map(\.payload.utf8.count) == [36_002])
+    #expect(container.names("quarantine") == [])
+  }
+
+  @Test func `A FIFO as the state file is refused with exit 69 and one line, no traceback`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)
+    let state = Self.namespacePath(container, "state")
+    try FileManager.default.removeItem(atPath: state)
+    #expect(mkfifo(state, 0o600) == 0)
+    for command in ["enqueue", "drain"] {
+      let refused = try PythonSpool.start(command, container, stdin: Data("2".utf8)).finish()
+      #expect(refused.status == 69, "\(command): \(refused.stderr)")
+      #expect(refused.stdout == "")
+      #expect(refused.stderr == "agm_spool: error: open: Invalid argument (errno 22)\n")
+    }
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `A hard-linked state file is refused, never written through`() throws {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)
+    let outside = container.url.appendingPathComponent("outside").path
+    try Data("outside\n".utf8).write(to: URL(fileURLWithPath: outside))
+    let state = Self.namespacePath(container, "state")
+    try FileManager.default.removeItem(atPath: state)
+    #expect(link(outside, state) == 0)
+    let refused = try PythonSpool.start("enqueue", container, stdin: Data("2".utf8)).finish()
+    #expect(refused.status == 69, "stderr: \(refused.stderr)")
+    #expect(refused.stderr == "agm_spool: error: open: Invalid argument (errno 22)\n")
+    #expect(try String(contentsOfFile: outside, encoding: .utf8) == "outside\n")
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `A symlink as the settings file is refused with exit 69 and one line`() throws {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)
+    let settings = Self.namespacePath(container, "settings")
+    let moved = container.url.appendingPathComponent("settings").path
+    try FileManager.default.moveItem(atPath: settings, toPath: moved)
+    try FileManager.default.createSymbolicLink(atPath: settings, withDestinationPath: moved)
+    let refused = try PythonSpool.start("drain", container).finish()
+    #expect(refused.status == 69, "stderr: \(refused.stderr)")
+    #expect(refused.stdout == "")
+    #expect(
+      refused.stderr == "agm_spool: error: open: Too many levels of symbolic links (errno 40)\n")
+    #expect(container.names("pending").count == 1)
+  }
+
+  /// Expired names (enqueued 2023-11-14) in each area a consumer expires from.
+  static let expiredNames = [
+    (
+      "delayed",
+      "1700000000000000-1700000000000000-00000000000000000009-11111111-2222-4333-8444-555555555555-0.msg"
+    ),
+    (
+      "claimed",
+      "1700000000000000-00000000000000000009-11111111-2222-4333-8444-555555555555-1.aaaaaaaaaaaaaaaa.1700000000000000.claim"
+    ),
+    ("pending", "1700000000000000-00000000000000000009-11111111-2222-4333-8444-555555555555-0.msg"),
+  ]
+
+  @Test(arguments: expiredNames)
+  func `A directory under an expired name is quarantined as unsafe by a Python drain`(
+    area: String, name: String
+  ) throws {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)
+    try FileManager.default.createDirectory(
+      at: container.area(area).appendingPathComponent(name), withIntermediateDirectories: false)
+    let drained = try PythonSpool.delivered(PythonSpool.run("drain", container))
+    #expect(drained.map(\.payload) == ["1"])
+    #expect(container.names(area) == [])
+    let quarantined = container.names("quarantine")
+    #expect(quarantined.count == 1)
+    // <micros:16>-unsafe-<id>-<tag:8>.q
+    #expect(
+      quarantined.map { String($0.dropFirst(17).dropLast(11)) }
+        == ["unsafe-11111111-2222-4333-8444-555555555555"])
+  }
+
+  @Test(
+    .enabled(
+      if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"),
+      "needs root to give a directory to another user, and runuser"))
+  func `Another user's read-only directory under a due name is skipped, not a crash`() throws {
+    let container = try TemporaryContainer()
+    // The container is the unprivileged consumer's (nobody); the hostile entries are daemon's.
+    #expect(chown(container.url.path, 65_534, 65_534) == 0)
+    func python(_ command: String, stdin: Data = Data()) throws -> Finished {
+      try Processes.start(
+        URL(fileURLWithPath: "/usr/sbin/runuser"),
+        [
+          "-u", "nobody", "--", PythonSpool.python.path, PythonSpool.script.path, command,
+          container.url.path, "jobs",
+        ], stdin: stdin
+      ).finish()
+    }
+    #expect(try python("enqueue", stdin: Data("1".utf8)).status == 0)
+    let micros = Int64(Date().timeIntervalSince1970 * 1_000_000) - 1_000_000
+    let digits = String(format: "%016lld", micros)
+    let id = "11111111-2222-4333-8444-555555555555"
+    let entries = [
+      ("delayed", "\(digits)-\(digits)-00000000000000000009-\(id)-0.msg"),  // due a second ago
+      ("claimed", "\(digits)-00000000000000000008-\(id)-1.aaaaaaaaaaaaaaaa.\(digits).claim"),  // lease run out
+    ]
+    for (area, name) in entries {
+      let directory = container.area(area).appendingPathComponent(name)
+      try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+      try Data().write(to: directory.appendingPathComponent("inside"))
+      #expect(chown(directory.path, 1, 1) == 0)
+      #expect(chown(directory.appendingPathComponent("inside").path, 1, 1) == 0)
+      #expect(chmod(directory.path, 0o555) == 0)
+    }
+    let drained = try python("drain")
+    #expect(drained.status == 0, "stderr: \(drained.stderr)")
+    #expect(drained.stderr == "")
+    #expect(try PythonSpool.delivered(drained).map(\.payload) == ["1"])
+    #expect(container.names("delayed") == [entries[0].1])
+    #expect(container.names("claimed") == [entries[1].1])
+    #expect(container.names("pending") == [])
+    #expect(container.names("quarantine") == [])
+  }
+
+  @Test func `A group-shared namespace directory keeps files 0660 under a 'private' settings file`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container, ["--group-shared"])
+    let settings = URL(fileURLWithPath: Self.namespacePath(container, "settings"))
+    let text = try String(contentsOf: settings, encoding: .utf8)
+    #expect(text.contains("\"sharing\":\"groupShared\""))
+    // A hostile group member rewrites it: every opener would then create files 0600.
+    try FileManager.default.removeItem(at: settings)
+    let rewritten = text.replacingOccurrences(
+      of: "\"sharing\":\"groupShared\"", with: "\"sharing\":\"private\"")
+    #expect(
+      FileManager.default.createFile(
+        atPath: settings.path, contents: Data(rewritten.utf8),
+        attributes: [.posixPermissions: 0o660]))
+    _ = try PythonSpool.run("drain", container)
+    _ = try PythonSpool.enqueue(["2"], into: container)
+    let pending = container.names("pending")
+    #expect(pending.count == 1)
+    let mode = try #require(
+      try FileManager.default.attributesOfItem(
+        atPath: container.area("pending").appendingPathComponent(pending[0]).path)[
+          .posixPermissions]
+        as? Int)
+    #expect(mode == 0o660)
+  }
+}

@@ -273,7 +273,8 @@ enum MailboxOptions {
     Output.note(
       "note: \(location.directory.path) holds an entry that is not a message file (such as a "
         + "directory of another user) and can be neither quarantined nor removed: it is passed "
-        + "over; its owner or root must remove it (docs/SECURITY.md, \"Hostile and damaged entries\")")
+        + "over; its owner or root must remove it (docs/SECURITY.md, \"Hostile and damaged "
+        + "entries\")")
   }
 
   /// The note for settings options given to a subcommand other than `create` or `config`.

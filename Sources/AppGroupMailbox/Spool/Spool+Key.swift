@@ -143,7 +143,7 @@ extension Spool {
       file = try FileDescriptor.open(keys, key, flags, role: .keyFile)
     } catch let error as SystemCallError
       where error.isNotFound
-        || (Self.unsafeOpenRefusals.contains(error.errno) && error.errno != .permissionDenied)
+      || (Self.unsafeOpenRefusals.contains(error.errno) && error.errno != .permissionDenied)
     {
       // Gone, or no file (a symlink: ELOOP; a FIFO, a directory...): no entry; the index write
       // replaces it. A key file this user may not read is a real entry (another member's):

@@ -152,9 +152,10 @@ struct PythonFaultTests {
     let micros = Int64(Date().timeIntervalSince1970 * 1_000_000) - 1_000_000
     let digits = String(format: "%016lld", micros)
     let id = "11111111-2222-4333-8444-555555555555"
+    // Due a second ago, and a lease that ran out a second ago.
     let entries = [
-      ("delayed", "\(digits)-\(digits)-00000000000000000009-\(id)-0.msg"),  // due a second ago
-      ("claimed", "\(digits)-00000000000000000008-\(id)-1.aaaaaaaaaaaaaaaa.\(digits).claim"),  // lease run out
+      ("delayed", "\(digits)-\(digits)-00000000000000000009-\(id)-0.msg"),
+      ("claimed", "\(digits)-00000000000000000008-\(id)-1.aaaaaaaaaaaaaaaa.\(digits).claim"),
     ]
     for (area, name) in entries {
       let directory = container.area(area).appendingPathComponent(name)

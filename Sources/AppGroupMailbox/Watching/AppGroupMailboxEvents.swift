@@ -15,8 +15,9 @@ import MailboxLocks
 /// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they
 /// are taken, up to a bound (``AppGroupMailboxInspector/events(bufferLimit:)``): when a slow
 /// iteration lets the buffer fill, its last slot holds an ``AppGroupMailboxEvent/Kind/overflowed``
-/// event and later events are dropped until the iteration takes some, so the gap is reported
-/// where it is and memory stays bounded.
+/// event (put there when an event takes the slot before it, so before anything is dropped) and
+/// later events are dropped until the iteration takes some, so a gap is reported where it would
+/// be and memory stays bounded.
 ///
 /// It uses the process's one shared inotify instance (docs/WAKEUPS.md, "Resources"), and 5
 /// watches (`pending/`, `claimed/`, `delayed/`, `quarantine/` and the namespace directory)
@@ -168,8 +169,9 @@ extension AppGroupMailboxInspector {
   /// ``AppGroupMailboxEvents``. The message lifetime that tells an expiry from a removal is the
   /// one stored in the mailbox's settings when this is called.
   /// - Parameter bufferLimit: The most events that wait for the iteration (at least 2, default
-  ///   10,000, a few hundred bytes each); past it, an ``AppGroupMailboxEvent/Kind/overflowed``
-  ///   event marks the events dropped (see ``AppGroupMailboxEvents``).
+  ///   10,000, a few hundred bytes each), the marker's slot included: once `bufferLimit - 1`
+  ///   wait, an ``AppGroupMailboxEvent/Kind/overflowed`` event takes the last slot and later
+  ///   events are dropped until the iteration takes some (see ``AppGroupMailboxEvents``).
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"bufferLimit"`) below 2;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
   ///   unavailable: events are derived from inotify alone, with no polling fallback.

@@ -40,9 +40,11 @@ public struct AppGroupMailboxEvent: Sendable, Equatable, Hashable {
     case deadLettered
     /// A quarantined message was moved back to `pending/`.
     case requeued
-    /// The kernel's event queue overflowed (`IN_Q_OVERFLOW`), or the sequence's own buffer was
-    /// full (``AppGroupMailboxInspector/events(bufferLimit:)``): events were lost, and nothing
-    /// is known about what changed in between. ``AppGroupMailboxEvent/id`` is nil.
+    /// The kernel's event queue overflowed (`IN_Q_OVERFLOW`): events were lost, and nothing is
+    /// known about what changed in between. Or the sequence's own buffer filled
+    /// (``AppGroupMailboxInspector/events(bufferLimit:)``): the marker takes its last slot as
+    /// soon as an event takes the one before, and events after it are dropped until the
+    /// iteration takes some (when none came, none was lost). ``AppGroupMailboxEvent/id`` is nil.
     case overflowed
   }
 

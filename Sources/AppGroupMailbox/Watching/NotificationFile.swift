@@ -58,8 +58,9 @@ struct NotificationFile: Sendable {
   /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` naming the failed call, its
   ///   errno and the directory's role (operation `"open notification directory"`).
   func openDirectory() throws -> FileDescriptor {
-    try? FileManager.default.createDirectory(
-      atPath: containerPath, withIntermediateDirectories: true)
+    // A missing container and its parents get the mailbox's directory mode, as the mailbox
+    // makes them, whatever the umask (a failure shows in the open below).
+    _ = SpoolDirectories.createMissing(containerPath, mode: permissions.directoryMode)
     do {
       let container = try FileDescriptor.open(
         AT_FDCWD, containerPath, O_RDONLY | O_DIRECTORY, role: .container)

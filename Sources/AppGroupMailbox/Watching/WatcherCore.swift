@@ -34,6 +34,9 @@ final class WatcherCore: Sendable {
     var timer: PollTimer?
     var waiters: [Int: Waiter] = [:]
     var results: [Int: WaitOutcome] = [:]
+    /// Async waiters whose id is drawn but who have not looked at the state yet, and those of
+    /// them cancelled meanwhile (their task's cancellation handler ran first).
+    var unregistered: Set<Int> = []
     var cancelledEarly: Set<Int> = []
     var nextWaiter = 1
   }
@@ -264,13 +267,16 @@ final class WatcherCore: Sendable {
   func wait(timeout: TimeInterval?) async -> WaitOutcome {
     let id = state.withLock { state -> Int in
       defer { state.nextWaiter += 1 }
+      state.unregistered.insert(state.nextWaiter)
       return state.nextWaiter
     }
     return await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<WaitOutcome, Never>) in
         let now = state.withLock { state -> WaitOutcome? in
-          if let outcome = immediate(&state) { return outcome }
+          state.unregistered.remove(id)
+          // Cancelled before it looked: it takes no wake-up (that stays for the next waiter).
           if state.cancelledEarly.remove(id) != nil { return .cancelled }
+          if let outcome = immediate(&state) { return outcome }
           if let timeout, !(timeout > 0) { return .timedOut }
           state.waiters[id] = .async(continuation)
           return nil
@@ -295,11 +301,17 @@ final class WatcherCore: Sendable {
   private func end(_ id: Int, _ outcome: WaitOutcome) {
     let waiter = state.withLock { state -> Waiter? in
       if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
-      if outcome == .cancelled { state.cancelledEarly.insert(id) }
+      // Only a waiter still to look keeps the mark (one that has finished would keep it for
+      // good).
+      if outcome == .cancelled, state.unregistered.contains(id) { state.cancelledEarly.insert(id) }
       return nil
     }
     if let waiter { resume(waiter, outcome) }
   }
+
+  /// Marks kept for async waiters that have not looked at the state yet (for tests: 0 once
+  /// every wait has returned).
+  var waiterMarks: Int { state.withLock { $0.unregistered.count + $0.cancelledEarly.count } }
 
   /// The machine's mode (for tests and ``AppGroupMailboxWatcher/isPolling``).
   var mode: WakeUpStateMachine.Mode { state.withLock { $0.machine.mode } }

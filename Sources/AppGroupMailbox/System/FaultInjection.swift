@@ -20,11 +20,15 @@ enum FaultInjection {
     var count: Int
     /// Runs (on the calling thread) each time the rule fires, before the call fails or runs.
     var action: (@Sendable () -> Void)?
+    /// When set, only calls made on (or in) a descriptor of this role count: the open of
+    /// `settings` (in the namespace directory) and not a listing of an area.
+    var role: PathRole?
 
     init(
-      call: String, errno: Int32, skip: Int = 0, count: Int = 1,
+      call: String, errno: Int32, skip: Int = 0, count: Int = 1, role: PathRole? = nil,
       action: (@Sendable () -> Void)? = nil
     ) {
+      self.role = role
       self.call = call
       self.errno = errno
       self.skip = skip
@@ -40,9 +44,13 @@ enum FaultInjection {
       init(_ rules: [Rule]) { list = Locked(rules) }
 
       /// The rule that fires for `call` now, consuming one use of it.
-      func fire(_ call: String) -> Rule? {
+      func fire(_ call: String, role: PathRole?) -> Rule? {
         list.withLock { rules in
-          guard let index = rules.firstIndex(where: { $0.call == call }) else { return nil }
+          guard
+            let index = rules.firstIndex(where: {
+              $0.call == call && ($0.role == nil || $0.role == role)
+            })
+          else { return nil }
           if rules[index].skip > 0 {
             rules[index].skip -= 1
             return nil
@@ -80,12 +88,14 @@ enum FaultInjection {
     }
 
     /// The errno to fail `call` with now, if a rule says so (after running its action).
-    static func check(_ call: String) -> Int32? {
-      guard let rule = scoped?.fire(call) ?? global.fire(call) else { return nil }
+    static func check(_ call: String, role: PathRole? = nil) -> Int32? {
+      guard let rule = scoped?.fire(call, role: role) ?? global.fire(call, role: role) else {
+        return nil
+      }
       rule.action?()
       return rule.errno == 0 ? nil : rule.errno
     }
   #else
-    @inline(__always) static func check(_ call: String) -> Int32? { nil }
+    @inline(__always) static func check(_ call: String, role: PathRole? = nil) -> Int32? { nil }
   #endif
 }

@@ -35,7 +35,7 @@ extension AppGroupMailboxNamespace {
         }
       }
     }
-    return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
   }
 
   /// `<container>/AppGroupMailbox`, opened without following a link; nil when it does not exist.

@@ -21,15 +21,26 @@ let namespacesCommand = Subcommand(
       converted, no permission) prints "-" for its counts (JSON: {"namespace", "error"}), its
       reason goes to stderr, and the command exits 69 after listing the others.
       Exit status: 0 listed (nothing printed when the container has no mailbox yet), 64 usage,
-      69 the container cannot be opened or a namespace cannot be read.
+      66 no such container, 69 the container cannot be opened (naming the errno) or a
+      namespace cannot be read.
       """),
   run: { arguments in
     let container = try MailboxOptions.location(arguments).container
     let names: [String]
     do {
       names = try AppGroupMailboxNamespace.all(inContainer: container)
-    } catch {
-      throw CommandFailure(error, while: "namespaces")
+    } catch let error as AppGroupMailboxError {
+      // As the other commands that only look: a missing container is 66, one that cannot be
+      // reached 69 naming the errno.
+      guard let cause = error.containerUnavailableCause else {
+        throw CommandFailure(error, while: "namespaces")
+      }
+      let missing = cause.errno == ENOENT && cause.role == "container"
+      throw CommandFailure(
+        missing ? .noInput : .unavailable,
+        missing
+          ? "no such container: \(container.path)"
+          : "cannot list the mailboxes of \(container.path): \(cause.failure)")
     }
     let json = arguments.flag("--json")
     if !json, !names.isEmpty { try Output.data(NamespaceRow.header + "\n") }

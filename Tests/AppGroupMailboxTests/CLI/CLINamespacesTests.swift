@@ -107,7 +107,16 @@ import Testing
         "run 'mailboxctl migrate --container \(container.url.path) --namespace jobs' first"),
       "\(result.stderr)")
     let missing = try Mailboxctl.run(["namespaces", "--container", container.url.path + "/x"])
-    #expect(missing.status == 69)
-    #expect(missing.stderr.contains("openat on the container failed"), "\(missing.stderr)")
+    #expect(missing.status == 66)
+    #expect(
+      missing.stderr
+        == "mailboxctl: error: namespaces: no such container: \(container.url.path)/x\n")
+    let file = container.url.appendingPathComponent("file")
+    #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+    let notDirectory = try Mailboxctl.run(["namespaces", "--container", file.path])
+    #expect(notDirectory.status == 69)
+    #expect(
+      notDirectory.stderr.contains("cannot list the mailboxes of \(file.path): openat on the "),
+      "\(notDirectory.stderr)")
   }
 }

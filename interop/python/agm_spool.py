@@ -23,7 +23,8 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
             an existing mailbox whose settings differ they are ignored, with a note on stderr.
 
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
-2**31 - 1, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
+2**31 - 1, an --id that is not a UUID, an invalid namespace or limit: one usage line and one
+error line, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
 or is not one JSON value as every consumer reads it (prints "not-json"; nothing written), or its
 header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the
 mailbox cannot be opened or used: its settings file cannot be used or has a format newer than 2,
@@ -42,6 +43,7 @@ import json
 import os
 import sys
 import time
+import uuid
 
 sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
@@ -114,6 +116,11 @@ def main(argv):
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.payload_version <= 2**31 - 1:
         parser.error("--payload-version needs an integer from 1 to 2147483647")
+    if arguments.id is not None:
+        try:
+            uuid.UUID(arguments.id)
+        except ValueError:
+            parser.error("--id needs a UUID")
     try:
         spool = _spool(arguments)
     except SettingsUnreadable as error:
@@ -123,6 +130,8 @@ def main(argv):
     except OSError as error:
         _print_error("open", error)
         return 69
+    except ValueError as error:
+        parser.error(str(error))  # an invalid namespace or limit, in Spool's words
     try:
         return _run(arguments, spool)
     except OSError as error:

@@ -132,6 +132,43 @@ struct PythonFaultTests {
         == ["unsafe-11111111-2222-4333-8444-555555555555"])
   }
 
+  @Test func `A Python trim removes a directory tree 1,200 levels deep, not a RecursionError`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container, ["--max-quarantined", "1"])
+    // Under a foreign name in quarantine/, which trim deletes first; a file and a link to a
+    // directory outside at every level.
+    let outside = container.url.appendingPathComponent("outside")
+    try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: false)
+    try Data("keep".utf8).write(to: outside.appendingPathComponent("target"))
+    var level = open(container.area("quarantine").path, O_RDONLY | O_DIRECTORY)
+    try #require(level >= 0)
+    for _ in 0..<1_200 {
+      try #require(mkdirat(level, "d", 0o700) == 0)
+      let file = openat(level, "f", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+      try #require(file >= 0)
+      close(file)
+      try #require(symlinkat(outside.path, level, "l") == 0)
+      let next = openat(level, "d", O_RDONLY | O_DIRECTORY)
+      close(level)
+      level = next
+      try #require(level >= 0)
+    }
+    close(level)
+    // An expired directory in delayed/: the drain quarantines it, trimming quarantine first.
+    let (area, name) = Self.expiredNames[0]
+    try FileManager.default.createDirectory(
+      at: container.area(area).appendingPathComponent(name), withIntermediateDirectories: false)
+    let drained = try PythonSpool.start("drain", container).finish()
+    #expect(drained.status == 0, "stderr: \(drained.stderr)")
+    #expect(drained.stderr == "")
+    #expect(try PythonSpool.delivered(drained).map(\.payload) == ["1"])
+    #expect(container.names("quarantine").map { $0.contains("-unsafe-") } == [true])
+    #expect(
+      try String(contentsOf: outside.appendingPathComponent("target"), encoding: .utf8) == "keep")
+  }
+
   @Test(
     .enabled(
       if: isRoot || isCI,
@@ -203,5 +240,28 @@ struct PythonFaultTests {
           .posixPermissions]
         as? Int)
     #expect(mode == 0o660)
+  }
+
+  @Test func `An invalid namespace, limit or id is a usage error without a traceback`() throws {
+    let container = try TemporaryContainer()
+    let cases: [(namespace: String, arguments: [String], reason: String)] = [
+      ("bad/ns", [], "invalid namespace"),
+      ("jobs", ["--max-messages", "-3"], "invalid limit: 'maxMessages' is out of range"),
+      ("jobs", ["--lifetime", "nan"], "invalid limit: 'messageLifetime' is out of range"),
+      ("jobs", ["--id", "not-a-uuid"], "--id needs a UUID"),
+    ]
+    for (namespace, arguments, reason) in cases {
+      let refused = try Processes.start(
+        PythonSpool.python,
+        [PythonSpool.script.path, "enqueue", container.url.path, namespace] + arguments,
+        stdin: Data("1".utf8)
+      ).finish()
+      #expect(refused.status == 2, "\(namespace) \(arguments): \(refused.stderr)")
+      #expect(refused.stdout == "")
+      #expect(refused.stderr.hasPrefix("usage: agm_spool.py"))
+      #expect(refused.stderr.hasSuffix("agm_spool.py: error: \(reason)\n"))
+      #expect(!refused.stderr.contains("Traceback"))
+    }
+    #expect(!FileManager.default.fileExists(atPath: Self.namespacePath(container, "")))
   }
 }

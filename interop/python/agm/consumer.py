@@ -310,17 +310,63 @@ class Consumer:
     def _trim(self, keeping):
         entries = os.listdir(self.area("quarantine"))
         entries.sort(key=trim_key)
-        for entry in entries[:max(0, len(entries) - keeping)]:
+        excess = len(entries) - keeping
+        # An entry that cannot be deleted (another member's directory, an immutable file) is left
+        # and the next oldest goes in its stead, as the Swift library does (SECURITY.md).
+        for entry in entries:
+            if excess <= 0:
+                break
             try:
                 self._remove(self.area("quarantine", entry))
+            except FileNotFoundError:
+                pass  # another process trimmed it
             except OSError:
-                pass
+                continue
+            excess -= 1
+
+    # How deep _remove descends with open descriptors before it moves a deeper directory up into
+    # the top one to be emptied in a later round (the Swift library's Spool.removalDepth).
+    REMOVAL_DEPTH = 16
 
     def _remove(self, path):
-        if os.path.isdir(path) and not os.path.islink(path):
-            for child in os.listdir(path):
-                self._remove(os.path.join(path, child))
-            os.rmdir(path)
-        else:
+        """Removes an entry of any type without following links: a directory of any depth with
+        a bounded number of open descriptors and no recursion past REMOVAL_DEPTH (a hostile tree
+        thousands deep is neither a RecursionError nor a path over PATH_MAX)."""
+        try:
             os.unlink(path)
+            return
+        except (IsADirectoryError, PermissionError):
+            pass  # a directory (EISDIR, or EPERM as some filesystems say): empty it below
+        top = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            while True:
+                names = os.listdir(top)
+                if not names:
+                    break
+                for name in names:
+                    self._remove_below(top, name, top, 1)
+        finally:
+            os.close(top)
+        os.rmdir(path)
+
+    def _remove_below(self, parent, name, top, depth):
+        try:
+            os.unlink(name, dir_fd=parent)
+            return
+        except FileNotFoundError:
+            return
+        except (IsADirectoryError, PermissionError):
+            pass
+        if depth >= self.REMOVAL_DEPTH:
+            # A random 64-bit name: rename(2) could replace only an empty directory of that name.
+            os.rename(name, "hoisted-%016x" % secrets.randbits(64),
+                      src_dir_fd=parent, dst_dir_fd=top)
+            return
+        child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        try:
+            for entry in os.listdir(child):
+                self._remove_below(child, entry, top, depth + 1)
+        finally:
+            os.close(child)
+        os.rmdir(name, dir_fd=parent)
 

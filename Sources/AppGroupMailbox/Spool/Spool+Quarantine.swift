@@ -57,8 +57,13 @@ extension Spool {
 
   /// Deletes the oldest quarantined entries beyond `keeping` (default: the bound), in
   /// ``TrimKey`` order: entries under foreign names first, then quarantine names by quarantine
-  /// time. An entry that cannot be deleted is skipped (and met again next time).
-  /// - Complexity: O(n log n) in the quarantined entries.
+  /// time. An entry that cannot be deleted (another user's directory, an immutable file) is left
+  /// in place, reported once per trim as ``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``,
+  /// and the next oldest is deleted in its stead, so quarantine keeps its bound as long as fewer
+  /// entries than the bound cannot be deleted. An entry that vanished
+  /// (another process trimmed it) counts as deleted.
+  /// - Complexity: O(n log n) in the quarantined entries; O(n) when one entry is over the bound
+  ///   and it can be deleted.
   func trimQuarantine(keeping: Int? = nil, diagnostics: inout [AppGroupMailboxDiagnostic]) throws {
     let entries = try Syscall.list(directories.quarantine)
     let excess = entries.count - (keeping ?? limits.maxQuarantinedFiles)
@@ -67,15 +72,29 @@ extension Spool {
     let before = { (lhs: (TrimKey, DirectoryEntry), rhs: (TrimKey, DirectoryEntry)) in
       lhs.0 < rhs.0
     }
-    let victims =
-      excess == 1
-      ? keyed.min(by: before).map { [$0] } ?? []
-      : Array(keyed.sorted(by: before).prefix(excess))
-    for (_, entry) in victims {
-      if (try? removeEntry(directories.quarantine, entry.exactName)) != nil {
-        diagnostics.append(.quarantinedFileDiscarded)
+    var removed = 0
+    var stuck = false
+    /// Deletes `victims` in order until `excess` entries are gone.
+    func remove(_ victims: some Sequence<(TrimKey, DirectoryEntry)>) {
+      for (_, entry) in victims where removed < excess {
+        do {
+          try removeEntry(directories.quarantine, entry.exactName)
+          diagnostics.append(.quarantinedFileDiscarded)
+          removed += 1
+        } catch let error as SystemCallError where error.isNotFound {
+          removed += 1
+        } catch {
+          stuck = true
+        }
       }
     }
+    if excess == 1, let oldest = keyed.min(by: before) {
+      remove([oldest])
+      if removed == 0 { remove(keyed.sorted(by: before).dropFirst()) }
+    } else {
+      remove(keyed.sorted(by: before))
+    }
+    if stuck { diagnostics.append(.unsafeEntryLeftInPlace) }
   }
 
   /// Where an entry stands in the order trim deletes quarantined entries (oldest first): entries

@@ -176,4 +176,35 @@ import Testing
         .unsafeFileQuarantined, .quarantinedFileDiscarded, .malformedMessageQuarantined,
       ])
   }
+
+  @Test(.enabled(if: isRoot || isCI, "chattr +i needs root (CAP_LINUX_IMMUTABLE)"))
+  func `An oldest quarantined entry that cannot be deleted does not let quarantine grow`() throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxQuarantinedFiles: 2), clock: clock, diagnostics: recorder)
+    var ids: [UUID] = []
+    /// Plants a malformed message and claims, which quarantines it.
+    func quarantineOne() throws {
+      let id = UUID()
+      ids.append(id)
+      try container.plant(
+        "pending", pendingName(micros: micros(clock), sequence: UInt64(ids.count), id: id), [])
+      #expect(try mailbox.claimPending().isEmpty)
+      clock.advance(1)
+    }
+    try quarantineOne()
+    // The oldest entry is immutable (chattr(1)): not even root may delete it.
+    let stuck = try container.path("quarantine", #require(container.quarantined().first).fileName)
+    let locked = try Processes.run("/usr/bin/chattr", ["+i", stuck])
+    try #require(locked.status == 0, "chattr +i failed: \(locked.stderr)")
+    // Before the container (kept alive until then) removes its directory.
+    defer {
+      withExtendedLifetime(container) { _ = try? Processes.run("/usr/bin/chattr", ["-i", stuck]) }
+    }
+    for _ in 0..<4 { try quarantineOne() }
+    #expect(container.quarantined().map(\.id) == [ids[0], ids[4]])
+    #expect(recorder.count(.malformedMessageQuarantined) == 5)
+    #expect(recorder.count(.quarantinedFileDiscarded) == 3)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) == 3)
+  }
 }

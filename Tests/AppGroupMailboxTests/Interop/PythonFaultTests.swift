@@ -169,6 +169,35 @@ struct PythonFaultTests {
       try String(contentsOf: outside.appendingPathComponent("target"), encoding: .utf8) == "keep")
   }
 
+  @Test(.enabled(if: isRoot || isCI, "chattr +i needs root (CAP_LINUX_IMMUTABLE)"))
+  func `A Python trim passes over an entry it cannot delete and deletes the next in its stead`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container, ["--max-quarantined", "2"])
+    // Foreign names, which trim deletes first, in byte order; "a" is immutable (chattr(1)).
+    for name in ["a", "b", "c"] {
+      try Data(name.utf8).write(to: container.area("quarantine").appendingPathComponent(name))
+    }
+    let stuck = container.area("quarantine").appendingPathComponent("a").path
+    let locked = try Processes.run("/usr/bin/chattr", ["+i", stuck])
+    try #require(locked.status == 0, "chattr +i failed: \(locked.stderr)")
+    // Before the container (kept alive until then) removes its directory.
+    defer {
+      withExtendedLifetime(container) { _ = try? Processes.run("/usr/bin/chattr", ["-i", stuck]) }
+    }
+    let (area, name) = Self.expiredNames[0]
+    try FileManager.default.createDirectory(
+      at: container.area(area).appendingPathComponent(name), withIntermediateDirectories: false)
+    let drained = try PythonSpool.start("drain", container).finish()
+    #expect(drained.status == 0, "stderr: \(drained.stderr)")
+    #expect(try PythonSpool.delivered(drained).map(\.payload) == ["1"])
+    let kept = container.names("quarantine")
+    #expect(kept.count == 2)
+    #expect(kept.contains("a"))
+    #expect(kept.filter { $0.contains("-unsafe-") }.count == 1)
+  }
+
   @Test(
     .enabled(
       if: isRoot || isCI,

@@ -173,7 +173,8 @@ public enum AppGroupMailboxRequeueOutcome: Sendable, Equatable, Hashable {
   /// No quarantined file has that name.
   case notFound
   /// The file is not a readable message envelope (hostile, oversized, malformed or a future
-  /// format); it stays in quarantine. Purge it instead.
+  /// format), or its message is not one JSON value (which every consumer would quarantine
+  /// again); it stays in quarantine. Purge it instead.
   case notAMessage
 }
 

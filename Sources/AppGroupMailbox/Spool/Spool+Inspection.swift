@@ -193,7 +193,10 @@ extension Spool {
     let header: EnvelopeHeader
     let read = try mapIO("requeue") { try readMessage(directories.quarantine, fileName) }
     switch read {
-    case .success(let read): header = read.header
+    case .success(let read):
+      // Not one JSON value: every consumer, typed or untyped, would quarantine it again.
+      guard AppGroupRawMailbox.isJSON(read.message) else { return .notAMessage }
+      header = read.header
     case .failure(.vanished): return .notFound
     case .failure: return .notAMessage
     }

@@ -106,4 +106,23 @@ import Testing
     #expect(back.deliveryCount == 1)
     #expect(back.messageType == "Other")
   }
+
+  @Test func `Requeue keeps a file whose message is not one JSON value in quarantine`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    let id = UUID()
+    let micros = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    // A header every reader accepts before a message that is not JSON (a trailing comma).
+    let header = try Envelope.encode(id: id, enqueuedAt: micros, messageType: "", payload: Data())
+    try container.plant(
+      "pending", pendingName(micros: micros, sequence: 1, id: id),
+      Array(header) + Array("[1,]".utf8))
+    #expect(try raw.claimPending().isEmpty)
+    let quarantined = try #require(try raw.inspector.entries(in: [.quarantined]).first)
+    #expect(quarantined.quarantineReason == "malformed")
+    // Put back, every consumer would quarantine it again.
+    #expect(try raw.inspector.requeueQuarantined(quarantined.fileName) == .notAMessage)
+    #expect(container.names("quarantine") == [quarantined.fileName])
+    #expect(container.names("pending") == [])
+  }
 }

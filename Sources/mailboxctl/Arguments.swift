@@ -68,9 +68,10 @@ struct ParsedArguments: Equatable, Sendable {
     return number
   }
 
-  /// The value of `name` as seconds (a decimal number greater than 0 and at most `ceiling`,
-  /// default 10^9, about 31 years), or nil when absent.
-  func seconds(_ name: String, atMost ceiling: Double = 1e9) throws(UsageError) -> Double? {
+  /// The value of `name` as seconds (a decimal number greater than 0 and at most
+  /// ``secondsCeiling(_:)``), or nil when absent.
+  func seconds(_ name: String) throws(UsageError) -> Double? {
+    let ceiling = Self.secondsCeiling(name)
     guard let text = value(name) else { return nil }
     guard let number = Double(text), number > 0, number.isFinite, number <= ceiling else {
       throw UsageError(
@@ -84,6 +85,14 @@ struct ParsedArguments: Equatable, Sendable {
           + "not '\(text)'")
     }
     return number
+  }
+
+  /// The largest value of the seconds option `name`: `--claim-timeout` the library's
+  /// ``AppGroupMailboxLimits/claimTimeoutCeiling`` (366 days), any other 10^9 (about 31 years).
+  /// One table, so an early check of an option (a token command checks its options before it
+  /// looks the claim up) names the same bound as the check where the value is used.
+  static func secondsCeiling(_ name: String) -> Double {
+    name == "--claim-timeout" ? AppGroupMailboxLimits.claimTimeoutCeiling : 1e9
   }
 }
 

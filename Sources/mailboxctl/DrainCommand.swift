@@ -29,10 +29,13 @@ private let drainOptions: [OptionSpec] = [
   .value(
     "--retry-delay", "SECONDS",
     "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
-  .value("--retry-max-delay", "SECONDS", "The longest retry delay (default 300)."),
+  .value(
+    "--retry-max-delay", "SECONDS",
+    "The longest retry delay (default 300, or --retry-delay when that is larger)."),
   .value(
     "--retry-jitter", "FRACTION",
-    "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1)."),
+    "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1), "
+      + "never above --retry-max-delay."),
   .flag("--json", "Print the summary on stderr as JSON."),
   .value("--output", "FILE", "Append the JSON lines to FILE and fsync it before acknowledging."),
   .rest(
@@ -61,7 +64,8 @@ let drainDetails = """
   the message goes back whatever CMD exits with); any other status, a signal or a handler
   timeout releases it with a retry delay: it waits in delayed/ (not pending, so it neither
   spins nor blocks the messages behind it) and returns to its original position after
-  min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter.
+  min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter, never above
+  --retry-max-delay (at the cap, jitter only shortens a delay).
   With --coprocess CMD runs once; messages go to its stdin as JSON lines and it answers on
   stdout, one line per message in any order: ack, release (retry policy), retry after N
   seconds (not counted as a delivery; drain hands out every other pending message before it

@@ -174,9 +174,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         let why =
           notBefore == nil
           ? "is older than the mailbox's message lifetime" : "would expire before it is due"
-        throw CommandFailure(
-          .dataError,
-          "message \(receipt.id.uuidString.lowercased()) \(why); it was not enqueued")
+        // The id only when the caller chose it: a generated one was never shown anywhere.
+        let message = id == nil ? "the message" : "message \(receipt.id.uuidString.lowercased())"
+        throw CommandFailure(.dataError, "\(message) \(why); it was not enqueued")
       }
     } catch {
       let failure = error as? CommandFailure ?? CommandFailure(error, while: "")

@@ -14,8 +14,8 @@ enum MailboxOptions {
         + "$XDG_DATA_HOME/app-groups/ID, else ~/.local/share/app-groups/ID)."),
     .value(
       "--namespace", "NS",
-      "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -, not starting with '-'); "
-        + "default 'default'."),
+      "The mailbox namespace (1-64 of A-Z a-z 0-9 . _ -, not starting with '-', not only "
+        + "dots); default 'default'."),
   ]
 
   /// The options of a command that claims messages (`claim`, `drain`, `renew`):

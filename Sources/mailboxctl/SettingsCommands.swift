@@ -115,7 +115,8 @@ private func printSettings(
     object.add("maxMessages", settings.maxMessages)
     object.add("maxPayloadBytes", settings.maxPayloadBytes)
     object.add(
-      "messageLifetime", rawJSON: Data(Drainer.format(seconds: settings.messageLifetime).utf8))
+      "messageLifetime",
+      rawJSON: Data(Drainer.format(seconds: settings.messageLifetime, decimals: 6).utf8))
     object.add("maxQuarantinedFiles", settings.maxQuarantinedFiles)
     object.add("maxDeliveryAttempts", settings.maxDeliveryAttempts)
     object.add("overflow", overflow)
@@ -127,7 +128,7 @@ private func printSettings(
     ("namespace", location.namespace),
     ("max messages", String(settings.maxMessages)),
     ("max payload bytes", String(settings.maxPayloadBytes)),
-    ("message lifetime", Drainer.format(seconds: settings.messageLifetime) + " s"),
+    ("message lifetime", Drainer.format(seconds: settings.messageLifetime, decimals: 6) + " s"),
     ("max quarantined", String(settings.maxQuarantinedFiles)),
     ("max deliveries", settings.maxDeliveryAttempts.map(String.init) ?? "unlimited"),
     ("overflow", overflow),

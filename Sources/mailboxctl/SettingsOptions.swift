@@ -39,8 +39,7 @@ extension MailboxOptions {
   static func limits(_ arguments: ParsedArguments) throws(UsageError) -> AppGroupMailboxLimits {
     try settings(arguments, over: AppGroupMailboxSettings())
       .limits(
-        claimTimeout: try arguments.seconds(
-          "--claim-timeout", atMost: AppGroupMailboxLimits.claimTimeoutCeiling) ?? 600)
+        claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
   }
 
   static func overflow(_ arguments: ParsedArguments) throws(UsageError)

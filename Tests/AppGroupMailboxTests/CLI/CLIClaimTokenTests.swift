@@ -151,6 +151,21 @@ import Testing
     #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
   }
 
+  @Test(arguments: ["0", "31622401"])
+  func `Renew names the claim timeout's own bound, whichever check refuses the value`(
+    value: String
+  ) throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    let first = try #require(try claim(container).first)
+    let refused = try run("renew", container, ["--claim-timeout", value, first.token])
+    #expect(refused.status == 64)
+    #expect(
+      refused.stderr
+        == "mailboxctl: error: renew: --claim-timeout needs a number of seconds greater than 0 "
+        + "and at most 31622400, not '\(value)'\nRun 'mailboxctl renew --help' for usage.\n")
+  }
+
   @Test func `A token whose claim was recovered fails with 66 and leaves the new claim alone`()
     throws
   {

@@ -182,6 +182,17 @@ import Testing
         + "than the mailbox's message lifetime; it was not enqueued\n")
     #expect(container.names("pending").isEmpty)
     #expect(container.names("tmp").isEmpty)
+    // Without --id the refusal names no id: a generated one was never shown anywhere.
+    let generated = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + [
+        "--enqueued-at", "2020-01-01T00:00:00Z", "--data", "1",
+      ])
+    #expect(generated.status == 65)
+    #expect(
+      generated.stderr
+        == "mailboxctl: error: enqueue: the message is older than the mailbox's message "
+        + "lifetime; it was not enqueued\n")
+    #expect(container.names("pending").isEmpty)
   }
 
   @Test func `Enqueue --lines rejects invalid JSON with its line number and writes nothing`()

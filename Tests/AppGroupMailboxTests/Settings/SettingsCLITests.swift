@@ -98,6 +98,20 @@ import Testing
     #expect(try container.rawMailbox().limits.maxMessages == 7)
   }
 
+  @Test func `config shows a lifetime to the microsecond, as stored`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["create"] + location).status == 0)
+    for (value, shown) in [("0.000001", "0.000001"), ("1.5", "1.5"), ("2.0000004", "2")] {
+      let json = try Mailboxctl.run(
+        ["config"] + location + ["--message-lifetime", value, "--json"])
+      #expect(json.status == 0, "\(json.stderr)")
+      #expect(json.stdout.contains("\"messageLifetime\":\(shown),"), "\(json.stdout)")
+      let text = try Mailboxctl.run(["config"] + location)
+      #expect(text.stdout.contains("message lifetime:  \(shown) s\n"), "\(text.stdout)")
+    }
+  }
+
   @Test func `mailboxctl --version prints one line`() throws {
     let result = try Mailboxctl.run(["--version"])
     #expect(result.status == 0)

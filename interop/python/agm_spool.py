@@ -23,8 +23,9 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
             an existing mailbox whose settings differ they are ignored, with a note on stderr.
 
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
-2**31 - 1, an --id that is not a UUID, an invalid namespace or limit: one usage line and one
-error line, nothing written); 65 when a message is over the stored maxPayloadBytes (prints "too-large")
+2**31 - 1, an --id that is not a UUID, an invalid namespace, or a limit out of range such as
+--lifetime under 0.000001: one usage line and one error line, nothing written); 65 when a message
+is over the stored maxPayloadBytes (prints "too-large")
 or is not one JSON value as every consumer reads it (prints "not-json"; nothing written), or its
 header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the
 mailbox cannot be opened or used: its settings file cannot be used or has a format newer than 2,
@@ -67,7 +68,9 @@ def _spool(arguments):
     stored settings override (as mailboxctl notes them)."""
     given = {destination: getattr(arguments, destination)
              for destination, _, _, _ in SETTINGS_OPTIONS
-             if getattr(arguments, destination) not in (None, False)}
+             # `is not`: 0 (--max-quarantined 0) equals False and is a value given.
+             if getattr(arguments, destination) is not None
+             and getattr(arguments, destination) is not False}
     values = {destination: given.get(destination, default)
               for destination, _, _, default in SETTINGS_OPTIONS}
     spool = Spool(arguments.container, arguments.namespace, claim_timeout=arguments.claim_timeout,

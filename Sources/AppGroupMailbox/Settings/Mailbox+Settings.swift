@@ -18,8 +18,9 @@ extension AppGroupMailboxProtocol {
   /// - Returns: The settings now stored.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming the first invalid field, or
   ///   `"sharing"` when `change` altered the sharing mode (fixed when the mailbox is created);
-  ///   nothing is written then. ``AppGroupMailboxError/ioFailure(_:)`` (operation
-  ///   `"write settings"`).
+  ///   nothing is written then; also `"settings format N"` or `"settings: <why>"` when the
+  ///   file, read again under the lock, has a newer format or does not read (it is left as it
+  ///   is). ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
   @discardableResult
   public func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
     -> AppGroupMailboxSettings

@@ -185,6 +185,13 @@ extension Spool {
   {
     try mapIO("write settings") {
       try withStateLock { _ in
+        // The change applies to the file as it is now, read under the lock, never to the
+        // settings this spool read earlier: a file it cannot read (a newer format, or one
+        // damaged by hand) is refused with its reason rather than overwritten with the old
+        // values (a newer format's hold, or another process's change, would be undone).
+        if let current = try Self.readSettings(directories.namespace) {
+          settingsCache.withLock { $0 = current }
+        }
         // The sharing mode as the mailbox has it; written back so, a file that said private
         // in a group-shared namespace is mended.
         var updated = effective(settings)

@@ -156,3 +156,39 @@ struct PythonStoredSettingsTests {
         == String(decoding: SettingsText.encode(expected), as: UTF8.self))
   }
 }
+
+/// A lifetime under 1 µs is refused by both sides (found by an adversarial session: the Python
+/// side read and wrote 0.0000005 s, which the library refuses, and its consumer then deleted
+/// every message as expired while every Swift opener exited 69).
+@Suite(.enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+struct PythonLifetimeResolutionTests {
+  @Test func `A Python opener refuses a stored lifetime under a microsecond and deletes nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    try mailbox.enqueue(Data("1".utf8))
+    let settings = container.url.appendingPathComponent("AppGroupMailbox/jobs/settings")
+    let text = try String(contentsOf: settings, encoding: .utf8)
+    try Data(
+      text.replacingOccurrences(of: "\"messageLifetime\":86400", with: "\"messageLifetime\":5e-7")
+        .utf8
+    ).write(to: settings)
+    let refused = try PythonSpool.start("drain", container).finish()
+    #expect(refused.status == 69, "\(refused.stderr)")
+    #expect(refused.stderr.contains("'messageLifetime' is out of range"), "\(refused.stderr)")
+    #expect(container.names("pending").count == 1)
+  }
+
+  @Test func `A Python creator does not store a lifetime under a microsecond`() throws {
+    let container = try TemporaryContainer()
+    let refused = try PythonSpool.start(
+      "enqueue", container, ["--lifetime", "0.0000005"], stdin: Data("1".utf8)
+    ).finish()
+    #expect(refused.status == 2, "\(refused.stderr)")
+    #expect(refused.stderr.contains("'messageLifetime' is out of range"), "\(refused.stderr)")
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: container.url.appendingPathComponent("AppGroupMailbox/jobs/settings").path))
+  }
+}

@@ -148,3 +148,43 @@ import Testing
     }
   }
 }
+
+/// A change applies to the settings file as it is under the lock: a mailbox opened before a
+/// newer format's file was written refuses to change it instead of writing its own older
+/// values over it (found by an adversarial session: the format-3 file, held, was replaced by
+/// a format-1 file that was not held, and a drain delivered from the held mailbox).
+@Suite struct SettingsChangeRereadTests {
+  @Test func `A change refuses a settings file of a newer format and leaves it as it is`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let path = container.url.appendingPathComponent("AppGroupMailbox/jobs/settings")
+    let newer = Data(
+      ("{\"format\":3,\"maxMessages\":100,\"maxPayloadBytes\":65536,\"messageLifetime\":86400,"
+        + "\"maxQuarantinedFiles\":20,\"maxDeliveryAttempts\":null,"
+        + "\"overflowPolicy\":\"rejectNewest\",\"sharing\":\"private\",\"held\":true}\n").utf8)
+    // Written as another program would: a new file renamed over the old one.
+    let staged = container.url.appendingPathComponent("AppGroupMailbox/jobs/tmp/newer")
+    try newer.write(to: staged)
+    #expect(rename(staged.path, path.path) == 0)
+    #expect(throws: AppGroupMailboxError.invalidLimit("settings format 3")) {
+      try mailbox.updateSettings { $0.maxMessages = 7 }
+    }
+    #expect(throws: AppGroupMailboxError.invalidLimit("settings format 3")) {
+      try mailbox.pause()
+    }
+    #expect(try Data(contentsOf: path) == newer)
+  }
+
+  @Test func `A change made through another mailbox instance is kept by the next change`() throws {
+    let container = try TemporaryContainer()
+    let first = try container.rawMailbox()
+    let second = try container.rawMailbox()
+    _ = first.settings
+    try second.pause()
+    try second.updateSettings { $0.maxMessages = 9 }
+    let updated = try first.updateSettings { $0.maxQuarantinedFiles = 3 }
+    #expect(updated.maxMessages == 9)
+    #expect(updated.maxQuarantinedFiles == 3)
+    #expect(updated.isHeld)
+  }
+}

@@ -16,6 +16,7 @@ from .system import rename_noreplace, write_all
 FORMAT = 2  # the newest format read (and written: 2 only while held)
 MAX_BYTES = 4096
 PAYLOAD_CEILING = 64 * 1024 * 1024
+RESOLUTION = 0.000_001  # seconds: the shortest messageLifetime (1 µs)
 CREATOR_GRACE = 2.0  # seconds an opener waits for the settings of a namespace being created
 
 
@@ -55,7 +56,10 @@ class Settings:
             raise SettingsUnreadable("'maxMessages' is out of range")
         if not 1 <= self.max_payload_bytes <= PAYLOAD_CEILING:
             raise SettingsUnreadable("'maxPayloadBytes' is out of range")
-        if not 0 < self.lifetime < float("inf"):
+        # At least 1 µs, the unit of every stored time (as AppGroupMailboxLimits.resolution):
+        # a shorter lifetime reads as 0 microseconds, and a file the library refuses must not
+        # be one this side reads (or writes) and then expires every message by.
+        if not RESOLUTION <= self.lifetime < float("inf"):
             raise SettingsUnreadable("'messageLifetime' is out of range")
         if self.max_quarantined < 0:
             raise SettingsUnreadable("'maxQuarantinedFiles' is out of range")

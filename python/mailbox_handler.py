@@ -25,6 +25,7 @@ threads=N)`` handles up to N messages at once (start drain with ``--jobs N``). F
 """
 
 import json
+import math
 import os
 import sys
 import threading
@@ -33,6 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 PROTOCOL = "mailboxctl-handler"
 VERSION = 1
 CAPABILITIES = ["ack", "release", "retry", "deadletter"]
+# The longest retry delay drain accepts (docs/HANDLER-PROTOCOL.md): a longer one, or one that is
+# not a finite number, is a line drain refuses, which stops the handler and fails every message
+# it holds.
+MAX_RETRY_AFTER = 1e9
 
 __all__ = [
     "DeadLetter", "Message", "ProtocolError", "Retry", "Session", "run",
@@ -44,7 +49,8 @@ class ProtocolError(Exception):
 
 
 class Retry(Exception):
-    """Raised by a handler function: deliver the message again after ``after`` seconds."""
+    """Raised by a handler function: deliver the message again after ``after`` seconds (at
+    most 1e9, as drain allows: a longer delay, or infinity, is sent as 1e9)."""
 
     def __init__(self, after=0.0):
         super().__init__(f"retry after {after} s")
@@ -125,18 +131,36 @@ class Session:
         self._send({"id": message_id, "action": "release"})
 
     def retry(self, message_id, after):
-        """Deliver the message again after ``after`` seconds (0: at once)."""
-        self._send({"id": message_id, "action": "retry", "after": max(0.0, float(after))})
+        """Deliver the message again after ``after`` seconds (0: at once; at most 1e9, which
+        drain's protocol allows: a longer delay, or infinity, is sent as 1e9)."""
+        self._send({"id": message_id, "action": "retry", "after": _retry_seconds(after)})
 
     def dead_letter(self, message_id, reason=""):
         """Give up on the message: drain moves it to quarantine."""
-        self._send({"id": message_id, "action": "deadletter", "reason": str(reason)})
+        self._send({"id": message_id, "action": "deadletter", "reason": _text(reason)})
 
     def _send(self, obj):
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         with self._lock:
             self._out.write(data)
             self._out.flush()
+
+
+def _retry_seconds(after):
+    """``after`` as drain accepts it: a finite number from 0 to ``MAX_RETRY_AFTER``."""
+    seconds = float(after)
+    if math.isnan(seconds):
+        return 0.0
+    return min(MAX_RETRY_AFTER, max(0.0, seconds))
+
+
+def _text(value):
+    """``value`` as text that encodes to UTF-8. A lone surrogate (how os.fsdecode, os.listdir
+    and sys.argv carry a byte that is not UTF-8) becomes a backslash and its code in text,
+    as ``backslashreplace`` writes it: json.dumps would send it as a lone surrogate escape,
+    which drain refuses as no JSON text it can read, stopping the handler and failing every
+    message it holds."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _answer(session, handle, message):

@@ -157,6 +157,47 @@ import Testing
     #expect(window(1).contains(due[ids[2]] ?? .distantPast))
   }
 
+  /// Found by an adversarial session: `Retry(float("inf"))` or `Retry(1e12)` sent an `after`
+  /// drain refuses (more than 1e9, or `Infinity`, which is no JSON), and a `DeadLetter` reason
+  /// holding a byte that is not UTF-8 (a file name from os.fsdecode) a lone surrogate escape
+  /// drain cannot read: drain stopped the handler and failed every message it held, so a
+  /// retried message and its neighbours became dead letters under maxDeliveryAttempts.
+  @Test func `The Python helper sends a retry past 1e9 s and a reason that is not UTF-8 so drain accepts them`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 3).map { $0.uuidString.lowercased() }
+    let handler = try PythonHandler.write(
+      """
+      def handle(m):
+          n = m.message["n"]
+          if n == 0:
+              raise mailbox_handler.Retry(float("inf"))
+          if n == 1:
+              raise mailbox_handler.Retry(1e12)
+          raise mailbox_handler.DeadLetter("cannot read " + os.fsdecode(b"report-\\xff.csv"))
+      mailbox_handler.run(handle, threads=3)
+
+      """, in: container)
+    let started = Date()
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--jobs", "3"] + handler)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      drainSummary(result.stderr) == "mailboxctl: drain: delivered 0, released 2, quarantined 1")
+    #expect(!result.stderr.contains("--coprocess handler"), "\(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: drain: message \(ids[2]): dead-lettered by the handler: "
+          + "cannot read report-\\udcff.csv\n"))
+    let left = try container.remaining()
+    #expect(Set(left.map { $0.id?.uuidString.lowercased() }) == [ids[0], ids[1]])
+    for entry in left {
+      #expect(entry.state == .delayed)
+      #expect(entry.deliveryCount == 0)
+      #expect((entry.dueAt ?? .distantPast) >= started.addingTimeInterval(1e9 - 1))
+    }
+  }
+
   @Test func `A handler that speaks another protocol version is refused with exit 76`() throws {
     let container = try TemporaryContainer()
     try container.enqueueNumbered(count: 2)

@@ -162,7 +162,9 @@ import Testing
   /// holding a byte that is not UTF-8 (a file name from os.fsdecode) a lone surrogate escape
   /// drain cannot read: drain stopped the handler and failed every message it held, so a
   /// retried message and its neighbours became dead letters under maxDeliveryAttempts.
-  @Test func `The Python helper sends a retry past 1e9 s and a reason that is not UTF-8 so drain accepts them`()
+  @Test
+  func
+    `The Python helper sends a retry past 1e9 s and a reason that is not UTF-8 so drain accepts them`()
     throws
   {
     let container = try TemporaryContainer()

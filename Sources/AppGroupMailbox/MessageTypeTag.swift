@@ -67,7 +67,7 @@ extension Spool {
   /// or the index listed) costs one lstat(2) (``stillPassedOver(_:_:)``), so a new file under
   /// the name, such as a keyed replacement, is read and claimed. - Complexity: O(1).
   func passesOver(_ name: PendingName, _ mark: PassedOverMarks.Mark) -> Bool {
-    guard now - name.key.micros < limits.messageLifetime.microseconds else { return false }
+    guard !isExpired(name, at: now) else { return false }
     return mark.confirmed || stillPassedOver(name, mark)
   }
 

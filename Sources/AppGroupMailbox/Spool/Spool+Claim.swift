@@ -215,7 +215,7 @@ extension Spool {
     _ name: PendingName, _ entryName: String, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Taken {
     let clock = now
-    if clock - name.key.micros >= limits.messageLifetime.microseconds {
+    if isExpired(name, at: clock) {
       let left = try mapIO("claim") {
         try expire(directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
       }
@@ -225,7 +225,7 @@ extension Spool {
       }
       return .removed
     }
-    if name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts) {
+    if isDeadLetter(name) {
       return quarantine(
         from: directories.pending, entryName, id: name.id, reason: .deadletter,
         diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)

@@ -2,6 +2,21 @@ import Foundation
 import Glibc
 
 extension Spool {
+  /// Whether the message of `name` has outlived ``AppGroupMailboxLimits/messageLifetime`` at
+  /// `clock` (microseconds): its enqueue time, which every name carries, is the lifetime or more
+  /// ago. The one rule for every area and reader (docs/FORMAT.md, "Lifetime").
+  func isExpired(_ name: PendingName, at clock: Int64) -> Bool {
+    clock - name.key.micros >= limits.messageLifetime.microseconds
+  }
+
+  /// Whether the pending message of `name` has been claimed as often as
+  /// ``AppGroupMailboxLimits/maxDeliveryAttempts`` allows (or as a name can count,
+  /// ``PendingName/maxAttempts``): the next claim quarantines it as a dead letter instead of
+  /// delivering it.
+  func isDeadLetter(_ name: PendingName) -> Bool {
+    name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts)
+  }
+
   /// Deletes the entry `name` of `directory`, a message that outlived
   /// ``AppGroupMailboxLimits/messageLifetime`` (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   /// The one expiry of the spool: claims, recovery, promotion and maintenance all expire through

@@ -27,7 +27,8 @@ extension Spool {
 
   /// Decides a keyed enqueue under the lock, before the depth bound is applied
   /// (docs/FORMAT.md, "Keys"): finds the pending message the key's index entry names, from the
-  /// names in `pending/` alone. Without one, records `id` as the key's message and returns nil:
+  /// names in `pending/` alone, unless that message will never be delivered (expired, or a
+  /// dead letter by its delivery count). Without one, records `id` as the key's message and returns nil:
   /// the enqueue goes on as any other. With one, `keep` returns ``EnqueueOutcome/kept(_:)``
   /// (nothing is written) and `replace` swaps the new file into the pending message's name
   /// (``replacePending(_:with:diagnostics:)``). Where the filesystem cannot swap, the new
@@ -43,8 +44,13 @@ extension Spool {
   ) throws -> EnqueueOutcome? {
     let keysFile = try keysDirectory()
     let keys = keysFile.rawValue
+    // A holder no claim will deliver (past its lifetime, or claimed as often as the bound
+    // allows) is no holder: kept, or replaced under its name (keeping its time and delivery
+    // count), the new message would be deleted or dead-lettered unseen. It stays for a claim
+    // to expire or quarantine, and the new message is enqueued as any other.
     if let holder = try indexedID(keys, request.key),
-      let pending = try pendingName(of: holder)
+      let pending = try pendingName(of: holder),
+      !isExpired(pending, at: now), !isDeadLetter(pending)
     {
       guard request.replace else { return .kept(holder) }
       try rewrite(holder)

@@ -71,7 +71,7 @@ extension Spool {
         // dropped or quarantined and the depth rebuilt; the message stays once.
         if try restore(
           directories.claimed, entry.name, as: claimed.message,
-          expired: clock - claimed.message.key.micros >= limits.messageLifetime.microseconds,
+          expired: isExpired(claimed.message, at: clock),
           diagnostics: &diagnostics)
         {
           recovered += 1
@@ -101,7 +101,7 @@ extension Spool {
           diagnostics: &diagnostics)
       }
       for (name, entry) in names
-      where clock - name.key.micros >= limits.messageLifetime.microseconds {
+      where isExpired(name, at: clock) {
         // An area that refuses the deletion is the claims' and enqueues' error to report.
         _ = try? expire(directories.pending, entry.name, id: name.id, diagnostics: &diagnostics)
       }

@@ -50,6 +50,38 @@ import Testing
     #expect(container.names("tmp").isEmpty)
   }
 
+  @Test(arguments: [AppGroupMailboxKeyPolicy.keep, .replace])
+  func `A pending message with the key that will never be delivered is no holder`(
+    policy: AppGroupMailboxKeyPolicy
+  ) throws {
+    // Expired: kept, or replaced under its name (keeping its enqueue time), the new message
+    // was deleted unseen by the next claim, after the enqueue had said "kept" or "replaced".
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let expiring: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(messageLifetime: 60), clock: clock, diagnostics: recorder)
+    let old = try expiring.enqueue("old", key: "k", onConflict: policy)
+    clock.advance(61)
+    let fresh = try expiring.enqueue("new", key: "k", onConflict: policy)
+    guard case .enqueued(let freshID) = fresh else { throw KeyFailure(fresh) }
+    #expect(freshID != old.id)
+    #expect(try expiring.claimPending().map(\.message) == ["new"])
+    #expect(recorder.all == [.expiredMessageRemoved])
+    // A dead letter by its delivery count: replaced, it kept that count and was quarantined.
+    let other = try TemporaryContainer()
+    let once: AppGroupMailbox<String> = try other.mailbox(
+      limits: .init(maxDeliveryAttempts: 1), clock: clock, diagnostics: recorder)
+    let first = try once.enqueue("first", key: "k", onConflict: policy)
+    try #require(try once.claimPending().first).release()
+    let second = try once.enqueue("second", key: "k", onConflict: policy)
+    guard case .enqueued(let secondID) = second else { throw KeyFailure(second) }
+    #expect(secondID != first.id)
+    let delivered = try once.claimPending()
+    #expect(delivered.map(\.message) == ["second"])
+    #expect(delivered.map(\.deliveryCount) == [1])
+    #expect(other.quarantined().map(\.id) == [first.id])
+    #expect(other.quarantineReasons() == ["deadletter"])
+  }
+
   @Test func `A symlink or FIFO in keys/ counts as no entry and is replaced, its target untouched`()
     throws
   {

@@ -271,7 +271,7 @@ private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: B
   if mailbox.settings.overflowPolicy == .discardOldest {
     text +=
       " (discard-oldest deletes only a pending message of this message's priority level or "
-      + "lower, and none was pending)"
+      + "lower, and no such message was pending)"
   }
   if !lines { text += "; nothing was enqueued" }
   return CommandFailure(.temporaryFailure, text)

@@ -28,6 +28,9 @@ final class CoprocessHandler {
   /// The errno that ended writing to its stdin (EPIPE: it closed it), once one did.
   private(set) var writeError: Int32?
   private let inbox: Inbox
+  /// The write end of the reader thread's stop pipe: closing it (``abandonOutput()``) ends the
+  /// reader even while a process the handler left behind keeps its stdout open; -1 once closed.
+  private var stopReader: Int32
   /// Whether the greeting was answered and checked.
   var greeted = false
   /// Why it is being stopped (it exited, garbage, a hang, a refused greeting, a shutdown), once
@@ -49,43 +52,56 @@ final class CoprocessHandler {
     executable: URL, arguments: [String], environment: [String: String], greeting: String,
     wakeup: Wakeup
   ) throws(CommandFailure) {
-    let toChild = try ChildProcess.pipe()
-    let fromChild: (read: Int32, write: Int32)
+    var pipes: [(read: Int32, write: Int32)] = []
     do {
-      fromChild = try ChildProcess.pipe()
+      for _ in 0..<3 { pipes.append(try ChildProcess.pipe()) }
     } catch {
-      close(toChild.read)
-      close(toChild.write)
+      for pipe in pipes { close(pipe.read); close(pipe.write) }
       throw error
     }
+    let (toChild, fromChild, stop) = (pipes[0], pipes[1], pipes[2])
     do {
       process = try ChildProcess(
         executable: executable.path, arguments: arguments, environment: environment,
         stdin: toChild.read, stdout: fromChild.write, exited: { wakeup.signal() })
     } catch {
-      for fd in [toChild.read, toChild.write, fromChild.read, fromChild.write] { close(fd) }
+      for pipe in pipes { close(pipe.read); close(pipe.write) }
       throw error
     }
     close(toChild.read)
     close(fromChild.write)
+    stopReader = stop.write
     input = toChild.write
     _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
     let inbox = Inbox()
     self.inbox = inbox
     let output = fromChild.read
-    Thread.detachNewThread { Self.read(output, into: inbox, wakeup: wakeup) }
+    let stopped = stop.read
+    Thread.detachNewThread { Self.read(output, stop: stopped, into: inbox, wakeup: wakeup) }
     send(greeting + "\n")
   }
 
   /// The reader thread: splits stdout into lines (a line longer than
-  /// ``HandlerProtocol/maximumLine`` marks the inbox overlong) until end of file.
-  private static func read(_ fd: Int32, into inbox: Inbox, wakeup: Wakeup) {
+  /// ``HandlerProtocol/maximumLine`` marks the inbox overlong) until end of file, or until the
+  /// stop pipe `stop` ends (``abandonOutput()``). Closes both descriptors when it returns.
+  private static func read(_ fd: Int32, stop: Int32, into inbox: Inbox, wakeup: Wakeup) {
     var buffer = [UInt8](repeating: 0, count: 65536)
     var partial = Data()
     // The rest of a line already found too long is dropped up to its line break, never read
     // as a line of its own.
     var discarding = false
+    defer { close(stop) }
     while true {
+      // Wait for output or the stop (poll(2): end of file and a closed writer both count as
+      // readable); the read below then never blocks for ever on a pipe whose writer a process
+      // in another session keeps open.
+      var watched = [
+        pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
+      ]
+      let ready = poll(&watched, 2, -1)
+      if ready < 0 && Errno.current == .interrupted { continue }
+      if ready < 0 || (watched[1].revents != 0 && watched[0].revents == 0) { break }
       let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
       if count < 0 && Errno.current == .interrupted { continue }
       guard count > 0 else { break }
@@ -189,11 +205,23 @@ final class CoprocessHandler {
     close(input)
   }
 
+  /// Ends the reader thread once drain is done with this handler, so a process the handler left
+  /// in another session holding its stdout keeps neither a thread nor a descriptor of drain's.
+  /// Lines not taken by then are dropped.
+  func abandonOutput() {
+    guard stopReader >= 0 else { return }
+    close(stopReader)
+    stopReader = -1
+  }
+
   /// Closes its stdin and stops its process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
     closeInput()
     process.stop(grace: grace, now: now)
   }
 
-  deinit { closeInput() }
+  deinit {
+    closeInput()
+    abandonOutput()
+  }
 }

@@ -309,6 +309,7 @@ final class CoprocessDelivery: DeliveryMode {
       }
     }
     flights = [:]
+    handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }
     deaths += 1

@@ -201,6 +201,54 @@ import Testing
     #expect(left.map(\.state) == [.delayed])
   }
 
+  /// The pipe (`pipe:[inode]`) that descriptor `fd` of `pid` is, or nil.
+  func pipe(_ pid: pid_t, _ fd: Int32) -> String? {
+    try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")
+  }
+
+  /// Whether any descriptor of `pid` is the pipe `target`.
+  func holds(_ pid: pid_t, _ target: String) -> Bool {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+    return fds.contains { pipe(pid, Int32($0) ?? -1) == target }
+  }
+
+  @Test func `A following drain lets go of a handler's stdout that a process outside it holds`()
+    throws
+  {
+    // Found by an adversarial session: drain's reader thread stayed blocked reading such a
+    // pipe for as long as the process held it, one thread and one descriptor per handler run,
+    // in a drain --follow that runs for months.
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 1)
+    let children = container.url.appendingPathComponent("children")
+    let arguments = try handler(
+      """
+      for line in sys.stdin:
+          ack(json.loads(line)["id"])
+          child = subprocess.Popen(
+              ["sleep", "300"], start_new_session=True, stderr=subprocess.DEVNULL)
+          with open(\(JSONText.string(children.path)), "a") as f:
+              f.write(f"{child.pid}\\n")
+          os._exit(0)
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow"] + arguments)
+    defer {
+      drain.signal(SIGKILL)
+      for pid in (try? pids(children)) ?? [] { kill(pid, SIGKILL) }
+    }
+    #expect(waitUntil(deadline: 60) { ((try? pids(children)) ?? []).count == 1 })
+    let sleeper = try #require(try pids(children).first)
+    let held = try #require(pipe(sleeper, 1))
+    #expect(held.hasPrefix("pipe:"))
+    // Drain waits the grace (6 s) for the handler's last lines, then lets the pipe go.
+    #expect(
+      waitUntil(deadline: 60) { !holds(drain.process.processIdentifier, held) },
+      "drain still reads \(held)")
+    #expect(try container.remaining().isEmpty)
+  }
+
   @Test func `An answer for a message the handler does not hold is ignored; the others go on`()
     throws
   {

@@ -101,11 +101,20 @@ enum MailboxOptions {
     case (let directory?, nil):
       return Location(container: URL(fileURLWithPath: directory), namespace: namespace)
     case (nil, let group?):
+      guard AppGroupContainer.isValid(group) else {
+        throw CommandFailure(
+          .usage,
+          "invalid app group identifier '\(group)': use 1 to 255 of A-Z a-z 0-9 . _ -, not "
+            + "starting with '.'")
+      }
       do {
         return Location(
           container: try AppGroupContainer.url(forIdentifier: group), namespace: namespace)
       } catch {
-        throw CommandFailure(.usage, "invalid app group identifier '\(group)'")
+        throw CommandFailure(
+          .usage,
+          "no container root for app group '\(group)': set APP_GROUP_CONTAINER_ROOT, "
+            + "XDG_DATA_HOME or HOME, or give --container DIR")
       }
     case (nil, nil):
       throw CommandFailure(.usage, "give --container DIR or --app-group ID")

@@ -26,6 +26,8 @@ let namespacesCommand = Subcommand(
       """),
   run: { arguments in
     let container = try MailboxOptions.location(arguments).container
+    // A bad value is a usage error before anything is listed, not every namespace unreadable.
+    _ = try MailboxOptions.limits(arguments)
     let names: [String]
     do {
       names = try AppGroupMailboxNamespace.all(inContainer: container)

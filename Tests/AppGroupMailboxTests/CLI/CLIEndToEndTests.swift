@@ -318,6 +318,21 @@ import Testing
     let pending = container.url.appendingPathComponent(
       "group.com.example.app/AppGroupMailbox/default/pending")
     #expect(try FileManager.default.contentsOfDirectory(atPath: pending.path).count == 1)
+    let invalid = try Mailboxctl.run(["status", "--app-group", ".hidden"])
+    #expect(invalid.status == 64)
+    #expect(
+      invalid.stderr.hasPrefix(
+        "mailboxctl: error: status: invalid app group identifier '.hidden': use 1 to 255 of "
+          + "A-Z a-z 0-9 . _ -, not starting with '.'\n"))
+    // A valid identifier with no root to put it under says so (it said "invalid").
+    let rootless = try Mailboxctl.run(
+      ["status", "--app-group", "group.x"],
+      environment: ["APP_GROUP_CONTAINER_ROOT": "", "XDG_DATA_HOME": "", "HOME": ""])
+    #expect(rootless.status == 64)
+    #expect(
+      rootless.stderr.hasPrefix(
+        "mailboxctl: error: status: no container root for app group 'group.x': set "
+          + "APP_GROUP_CONTAINER_ROOT, XDG_DATA_HOME or HOME, or give --container DIR\n"))
   }
 
   @Test func `Maintain recovers an abandoned claim and reports what it did`() throws {

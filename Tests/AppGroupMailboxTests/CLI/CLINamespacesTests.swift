@@ -81,6 +81,10 @@ import Testing
         + "\n")
     let refused = try Mailboxctl.run(["namespaces"] + location + ["--namespace", "jobs"])
     #expect(refused.status == 64)
+    // A bad per-process value is a usage error, not every namespace listed as unreadable.
+    let badTimeout = try Mailboxctl.run(["namespaces"] + location + ["--claim-timeout", "0"])
+    #expect(badTimeout.status == 64, "\(badTimeout.stderr)")
+    #expect(badTimeout.stdout == "")
     withExtendedLifetime(claims) {}
   }
 

@@ -101,7 +101,9 @@ final class CoprocessHandler {
       ]
       let ready = poll(&watched, 2, -1)
       if ready < 0 && Errno.current == .interrupted { continue }
-      if ready < 0 || (watched[1].revents != 0 && watched[0].revents == 0) { break }
+      // Stopped: drain is done with this handler, so nothing more it reads would be used (and
+      // a process that keeps writing could otherwise keep the thread reading for ever).
+      if ready < 0 || watched[1].revents != 0 { break }
       let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
       if count < 0 && Errno.current == .interrupted { continue }
       guard count > 0 else { break }

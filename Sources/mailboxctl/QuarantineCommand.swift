@@ -96,8 +96,13 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
         names += found
       }
     }
+    // The id each file's name carries, for the outcome lines (nil: "unknown" in the name).
+    let ids = Dictionary(
+      entries.compactMap { entry in entry.id.map { (entry.fileName, $0) } },
+      uniquingKeysWith: { first, _ in first })
     return try action == "purge"
-      ? purge(names, inspector, json: json) : requeue(names, inspector, json: json)
+      ? purge(names, inspector, ids: ids, json: json)
+      : requeue(names, inspector, ids: ids, json: json)
   }
 }
 
@@ -123,9 +128,9 @@ private func report(_ name: String, _ id: UUID?, _ outcome: String, json: Bool)
   }
 }
 
-private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
-  -> ExitStatus
-{
+private func requeue(
+  _ names: [String], _ inspector: AppGroupMailboxInspector, ids: [String: UUID], json: Bool
+) throws -> ExitStatus {
   try forEachName(names, "requeue", inspector.requeueQuarantined) { name, outcome, status in
     switch outcome {
     case .requeued(let id): try report(name, id, "requeued", json: json)
@@ -133,13 +138,14 @@ private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, j
       try report(name, id, "alreadyPresent", json: json)
       Output.note("quarantine: message \(id.uuidString.lowercased()) is already pending or claimed")
     case .notFound:
-      try report(name, nil, "notFound", json: json)
+      try report(name, ids[name], "notFound", json: json)
       status = .noInput
     case .notAMessage:
-      try report(name, nil, "notAMessage", json: json)
+      try report(name, ids[name], "notAMessage", json: json)
       Output.note(
         "quarantine: \(name) stays in quarantine: it is not a message this mailbox can deliver "
-          + "(not a regular file, malformed, a newer format, or larger than the payload limit); "
+          + "(not a regular file, malformed, a newer format, larger than the payload limit, or "
+          + "not one JSON value); "
           + "'quarantine show' tells which, 'mailboxctl config --max-payload-bytes' raises the "
           + "limit")
       status = .dataError
@@ -147,11 +153,11 @@ private func requeue(_ names: [String], _ inspector: AppGroupMailboxInspector, j
   }
 }
 
-private func purge(_ names: [String], _ inspector: AppGroupMailboxInspector, json: Bool) throws
-  -> ExitStatus
-{
+private func purge(
+  _ names: [String], _ inspector: AppGroupMailboxInspector, ids: [String: UUID], json: Bool
+) throws -> ExitStatus {
   try forEachName(names, "purge", inspector.purgeQuarantined) { name, removed, status in
-    try report(name, nil, removed ? "purged" : "notFound", json: json)
+    try report(name, ids[name], removed ? "purged" : "notFound", json: json)
     if !removed { status = .noInput }
   }
 }

@@ -421,15 +421,22 @@ import Testing
     #expect(
       notAMessage.stderr
         == "mailboxctl: quarantine: \(malformed) stays in quarantine: it is not a message this "
-        + "mailbox can deliver (not a regular file, malformed, a newer format, or larger than "
-        + "the payload limit); 'quarantine show' tells which, 'mailboxctl config "
-        + "--max-payload-bytes' raises the limit\n")
+        + "mailbox can deliver (not a regular file, malformed, a newer format, larger than "
+        + "the payload limit, or not one JSON value); 'quarantine show' tells which, "
+        + "'mailboxctl config --max-payload-bytes' raises the limit\n")
     let missing = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["purge", UUID().uuidString])
     #expect(missing.status == 66)
-    let purge = try Mailboxctl.run(["quarantine"] + container.arguments() + ["purge", "--all"])
+    let purge = try Mailboxctl.run(
+      ["quarantine"] + container.arguments() + ["purge", "--all", "--json"])
     #expect(purge.status == 0)
-    #expect(purge.stdout == "purged \(malformed)\n")
+    // The id its name carries, as requeue's lines give it (it was always null).
+    let malformedID = try #require(
+      entries.first { $0["fileName"] as? String == malformed }?["id"] as? String)
+    let purged = try jsonLines(purge.stdout)
+    #expect(purged.map { $0["outcome"] as? String } == ["purged"])
+    #expect(purged.map { $0["fileName"] as? String } == [malformed])
+    #expect(purged.map { $0["id"] as? String } == [malformedID])
     #expect(container.names("quarantine").isEmpty)
     let empty = try Mailboxctl.run(["quarantine"] + container.arguments() + ["list"])
     #expect(empty.lines.count == 1)

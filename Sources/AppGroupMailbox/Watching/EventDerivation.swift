@@ -13,14 +13,20 @@ enum EventArea: Sendable, Hashable {
 /// A rename within the areas shows as `IN_MOVED_FROM` then `IN_MOVED_TO` with one cookie
 /// (inotify(7)); the two are paired here, and the pair of names says what happened. A
 /// `IN_MOVED_TO` without its other half came from outside the areas (`tmp/`), a `IN_MOVED_FROM`
-/// whose other half does not arrive by the end of the next read left them. Not thread-safe: one
-/// reader thread feeds it.
+/// whose other half does not arrive by the end of the next read left them. A keyed replacement
+/// swaps a file from `tmp/` with a pending name (renameat2(2) `RENAME_EXCHANGE`), which shows in
+/// `pending/` as an unpaired `IN_MOVED_TO` of the name at once followed by an unpaired
+/// `IN_MOVED_FROM` of the same name: the arrival gives `enqueued`, and the departure, the old
+/// file leaving for `tmp/`, gives nothing (the message stays pending under its name). Not
+/// thread-safe: one reader thread feeds it.
 struct EventDerivation {
   private struct HeldMove {
     var cookie: UInt32
     var area: EventArea
     var name: String
     var reads: Int
+    /// The old half of an exchange (see above): it leaves no removal when it goes unpaired.
+    var exchanged = false
   }
 
   /// The message lifetime in microseconds (from the mailbox's settings), to tell an expiry
@@ -38,7 +44,11 @@ struct EventDerivation {
   {
     var out: [AppGroupMailboxEvent] = []
     let date = Date(timeIntervalSince1970: Double(now) / 1_000_000)
+    // The area and name of the event just before, when it was an unpaired `IN_MOVED_TO`.
+    var lastArrival: (EventArea, String)?
     for (area, event) in batch {
+      let arrivedBefore = lastArrival
+      lastArrival = nil
       guard let area else {
         held.removeAll()
         if out.last?.kind != .overflowed {
@@ -48,13 +58,16 @@ struct EventDerivation {
       }
       guard let name = event.name else { continue }
       if event.has(IN_MOVED_FROM) {
-        held.append(HeldMove(cookie: event.cookie, area: area, name: name, reads: 0))
+        let exchanged = arrivedBefore.map { $0.0 == area && $0.1 == name } ?? false
+        held.append(
+          HeldMove(cookie: event.cookie, area: area, name: name, reads: 0, exchanged: exchanged))
       } else if event.has(IN_MOVED_TO) {
         if let index = held.firstIndex(where: { $0.cookie == event.cookie }) {
           let from = held.remove(at: index)
           out += move(from.area, from.name, area, name, now, date)
         } else {
           out += arrival(area, name, date)
+          lastArrival = (area, name)
         }
       } else if event.has(IN_CREATE) {
         out += arrival(area, name, date)
@@ -63,9 +76,11 @@ struct EventDerivation {
       }
     }
     // A half not paired within the next read left the areas.
-    for move in held where move.reads >= 1 { out += removal(move.area, move.name, now, date) }
+    for move in held where move.reads >= 1 && !move.exchanged {
+      out += removal(move.area, move.name, now, date)
+    }
     held = held.filter { $0.reads < 1 }.map {
-      HeldMove(cookie: $0.cookie, area: $0.area, name: $0.name, reads: 1)
+      HeldMove(cookie: $0.cookie, area: $0.area, name: $0.name, reads: 1, exchanged: $0.exchanged)
     }
     return out
   }

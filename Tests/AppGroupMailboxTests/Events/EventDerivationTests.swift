@@ -54,6 +54,35 @@ import Testing
     #expect(events.allSatisfy { $0.date == Date(timeIntervalSince1970: 1_795_000_000) })
   }
 
+  @Test func `A keyed replacement's exchange gives a second enqueued and no removal`() {
+    // renameat2(RENAME_EXCHANGE) of tmp/<x> and pending/<name>: in pending/, the new file's
+    // IN_MOVED_TO then the old file's IN_MOVED_FROM, each paired only with a half in tmp/.
+    var derivation = EventDerivation(lifetimeMicros: Self.lifetime)
+    let lease = Self.now + 60_000_000
+    #expect(
+      derive(
+        [
+          (.pending, Self.event(IN_MOVED_TO, Self.pending(0), cookie: 1)),
+          (.pending, Self.event(IN_MOVED_TO, Self.pending(0), cookie: 2)),
+          (.pending, Self.event(IN_MOVED_FROM, Self.pending(0), cookie: 3)),
+        ], &derivation) == [.enqueued, .enqueued])
+    #expect(
+      derive(
+        [
+          (.pending, Self.event(IN_MOVED_FROM, Self.pending(0), cookie: 4)),
+          (.claimed, Self.event(IN_MOVED_TO, Self.claimed(1, lease: lease), cookie: 4)),
+        ], &derivation) == [.claimed])
+    #expect(derive([], &derivation) == [])
+    // A departure after an arrival of another name is not an exchange: it left the areas.
+    #expect(
+      derive(
+        [
+          (.pending, Self.event(IN_MOVED_TO, Self.pending(1), cookie: 5)),
+          (.pending, Self.event(IN_MOVED_FROM, Self.pending(0), cookie: 6)),
+        ], &derivation) == [.enqueued])
+    #expect(derive([], &derivation) == [.removed])
+  }
+
   @Test func `A claim back in pending is recovered after its lease, put back with its old count`() {
     var derivation = EventDerivation(lifetimeMicros: Self.lifetime)
     let over = Self.now - 1

@@ -98,7 +98,11 @@ final class PendingAreaTarget: WakeUpTarget {
   func classify(_ event: InotifyEvent) -> WakeUpStateMachine.Input? {
     if let common = classifyCommon(event) { return common }
     guard let name = event.name else { return nil }
-    if name == "pending", event.mask & InotifyMask.areaChanges != 0 { return .watchLost }
+    // `delayed/` as `pending/`: a waiter holding the old one would compute due times from, and
+    // promote out of, a directory no producer writes to any more.
+    if name == "pending" || name == "delayed", event.mask & InotifyMask.areaChanges != 0 {
+      return .watchLost
+    }
     // A new settings file (renamed into place): a hold or resume, so a held drain wakes.
     if name == Spool.settingsName, event.has(IN_MOVED_TO) { return .changed }
     guard event.mask & InotifyMask.arrivals != 0 else { return nil }
@@ -113,6 +117,7 @@ final class PendingAreaTarget: WakeUpTarget {
 
   private var isFollowable: Bool {
     isSameDirectory(directories.pending, at: pendingPath)
+      && isSameDirectory(directories.delayed, at: delayedPath)
       && isSameDirectory(directories.namespace, at: directories.path)
   }
 

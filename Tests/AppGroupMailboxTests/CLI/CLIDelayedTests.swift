@@ -347,4 +347,26 @@ import Testing
         "mailboxctl: error: drain: The mailbox directory was deleted, moved or replaced; "
           + "open the mailbox again.\n"))
   }
+
+  @Test(arguments: ["pending", "delayed"])
+  func `A follow drain exits 66 when an area it follows is replaced`(area: String) throws {
+    // Found by an adversarial session: with delayed/ replaced, the drain kept the old one and
+    // never delivered a delayed message enqueued into the new one.
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
+    #expect(
+      waitUntil(deadline: 30) {
+        WatchSupport.inotifyWatchCount(pid: drain.process.processIdentifier) >= 3
+      })
+    let old = container.area(area)
+    try FileManager.default.moveItem(at: old, to: old.appendingPathExtension("old"))
+    try FileManager.default.createDirectory(at: old, withIntermediateDirectories: false)
+    let drained = try drain.finish()
+    #expect(drained.status == 66, "\(drained.stderr)")
+    #expect(
+      drained.stderr.hasSuffix(
+        "mailboxctl: error: drain: The mailbox directory was deleted, moved or replaced; "
+          + "open the mailbox again.\n"))
+  }
 }

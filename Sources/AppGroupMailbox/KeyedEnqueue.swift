@@ -2,8 +2,8 @@ public import Foundation
 
 /// What a keyed enqueue does when a pending message already has its key (a Linux addition). A
 /// pending message that will never be delivered (past its lifetime, or claimed
-/// ``AppGroupMailboxLimits/maxDeliveryAttempts`` times) does not count: the new message is
-/// enqueued as any other, and a claim deletes or dead-letters the old one.
+/// ``AppGroupMailboxLimits/maxDeliveryAttempts`` times) does not count: the enqueue deletes or
+/// dead-letters it, as a claim would, and the new message is enqueued as any other.
 public enum AppGroupMailboxKeyPolicy: String, Sendable, Equatable, Hashable, CaseIterable {
   /// The pending message stays; the new one is not written.
   case keep

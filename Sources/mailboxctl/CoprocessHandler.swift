@@ -84,7 +84,7 @@ final class CoprocessHandler {
   /// The reader thread: splits stdout into lines (a line longer than
   /// ``HandlerProtocol/maximumLine`` marks the inbox overlong) until end of file, or until the
   /// stop pipe `stop` ends (``abandonOutput()``). Closes both descriptors when it returns.
-  private static func read(_ fd: Int32, stop: Int32, into inbox: Inbox, wakeup: Wakeup) {
+  static func read(_ fd: Int32, stop: Int32, into inbox: Inbox, wakeup: Wakeup) {
     var buffer = [UInt8](repeating: 0, count: 65536)
     var partial = Data()
     // The rest of a line already found too long is dropped up to its line break, never read

@@ -27,8 +27,9 @@ extension Spool {
 
   /// Decides a keyed enqueue under the lock, before the depth bound is applied
   /// (docs/FORMAT.md, "Keys"): finds the pending message the key's index entry names, from the
-  /// names in `pending/` alone, unless that message will never be delivered (expired, or a
-  /// dead letter by its delivery count). Without one, records `id` as the key's message and returns nil:
+  /// names in `pending/` alone. One that will never be delivered (expired, or a dead letter by
+  /// its delivery count) is expired or quarantined here, as a claim would, and counts as none.
+  /// Without one, records `id` as the key's message and returns nil:
   /// the enqueue goes on as any other. With one, `keep` returns ``EnqueueOutcome/kept(_:)``
   /// (nothing is written) and `replace` swaps the new file into the pending message's name
   /// (``replacePending(_:with:diagnostics:)``). Where the filesystem cannot swap, the new
@@ -44,14 +45,24 @@ extension Spool {
   ) throws -> EnqueueOutcome? {
     let keysFile = try keysDirectory()
     let keys = keysFile.rawValue
+    var found = try indexedID(keys, request.key).flatMap { try pendingName(of: $0) }
     // A holder no claim will deliver (past its lifetime, or claimed as often as the bound
     // allows) is no holder: kept, or replaced under its name (keeping its time and delivery
-    // count), the new message would be deleted or dead-lettered unseen. It stays for a claim
-    // to expire or quarantine, and the new message is enqueued as any other.
-    if let holder = try indexedID(keys, request.key),
-      let pending = try pendingName(of: holder),
-      !isExpired(pending, at: now), !isDeadLetter(pending)
-    {
+    // count), the new message would be deleted or dead-lettered unseen. It is expired or
+    // dead-lettered here, as the next claim would (left pending, a later raise of the bound
+    // would deliver it beside the new one), and the new message is enqueued as any other.
+    if let doomed = found, isExpired(doomed, at: now) || isDeadLetter(doomed) {
+      if isExpired(doomed, at: now) {
+        try expire(directories.pending, doomed.fileName, id: doomed.id, diagnostics: &diagnostics)
+      } else {
+        quarantine(
+          from: directories.pending, doomed.fileName, id: doomed.id, reason: .deadletter,
+          diagnostics: &diagnostics)
+      }
+      found = nil
+    }
+    if let pending = found {
+      let holder = pending.id
       guard request.replace else { return .kept(holder) }
       try rewrite(holder)
       switch try replacePending(pending, with: temporary, diagnostics: &diagnostics) {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -247,6 +248,26 @@ import Testing
       waitUntil(deadline: 60) { !holds(drain.process.processIdentifier, held) },
       "drain still reads \(held)")
     #expect(try container.remaining().isEmpty)
+  }
+
+  @Test func `A stopped reader reads nothing more, though output is waiting and its writer open`()
+    throws
+  {
+    // Found by a review: the reader went on reading while the pipe had output, so a process
+    // the handler left writing to its stdout as fast as it could (yes(1)) kept the reader
+    // thread, its descriptor and every line it read (memory without bound, taken by no one).
+    let output = try ChildProcess.pipe()
+    let stop = try ChildProcess.pipe()
+    defer { close(output.write) }
+    let lines = Data(repeating: 0x0A, count: 4096)
+    #expect(lines.withUnsafeBytes { write(output.write, $0.baseAddress, $0.count) } == 4096)
+    close(stop.write)
+    let inbox = CoprocessHandler.Inbox()
+    // Returns at once: output waits, but drain is done with the handler.
+    CoprocessHandler.read(output.read, stop: stop.read, into: inbox, wakeup: Wakeup())
+    let (taken, ended) = inbox.state.withLock { ($0.lines.count, $0.ended) }
+    #expect(taken == 0)
+    #expect(ended)
   }
 
   @Test func `An answer for a message the handler does not hold is ignored; the others go on`()

@@ -64,8 +64,10 @@ import Testing
     let fresh = try expiring.enqueue("new", key: "k", onConflict: policy)
     guard case .enqueued(let freshID) = fresh else { throw KeyFailure(fresh) }
     #expect(freshID != old.id)
-    #expect(try expiring.claimPending().map(\.message) == ["new"])
+    // Taken out by the enqueue, as a claim would: at most one pending message has the key.
+    #expect(container.names("pending").count == 1)
     #expect(recorder.all == [.expiredMessageRemoved])
+    #expect(try expiring.claimPending().map(\.message) == ["new"])
     // A dead letter by its delivery count: replaced, it kept that count and was quarantined.
     let other = try TemporaryContainer()
     let once: AppGroupMailbox<String> = try other.mailbox(
@@ -75,6 +77,9 @@ import Testing
     let second = try once.enqueue("second", key: "k", onConflict: policy)
     guard case .enqueued(let secondID) = second else { throw KeyFailure(second) }
     #expect(secondID != first.id)
+    #expect(other.quarantineReasons() == ["deadletter"])
+    // A bound raised afterwards does not bring the old message back beside the new one.
+    try once.updateSettings { $0.maxDeliveryAttempts = 5 }
     let delivered = try once.claimPending()
     #expect(delivered.map(\.message) == ["second"])
     #expect(delivered.map(\.deliveryCount) == [1])

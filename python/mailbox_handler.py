@@ -54,7 +54,7 @@ class Retry(Exception):
 
     def __init__(self, after=0.0):
         super().__init__(f"retry after {after} s")
-        self.after = float(after)
+        self.after = _retry_seconds(after)
 
 
 class DeadLetter(Exception):
@@ -148,7 +148,10 @@ class Session:
 
 def _retry_seconds(after):
     """``after`` as drain accepts it: a finite number from 0 to ``MAX_RETRY_AFTER``."""
-    seconds = float(after)
+    try:
+        seconds = float(after)
+    except OverflowError:  # an integer past a float's range (10**400)
+        seconds = math.inf if after > 0 else 0.0
     if math.isnan(seconds):
         return 0.0
     return min(MAX_RETRY_AFTER, max(0.0, seconds))

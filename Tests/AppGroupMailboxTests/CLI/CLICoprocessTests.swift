@@ -158,7 +158,8 @@ import Testing
   }
 
   /// Found by an adversarial session: `Retry(float("inf"))` or `Retry(1e12)` sent an `after`
-  /// drain refuses (more than 1e9, or `Infinity`, which is no JSON), and a `DeadLetter` reason
+  /// drain refuses (more than 1e9, or `Infinity`, which is no JSON; `Retry(10**400)`, found by a
+  /// review, raised OverflowError and failed the message), and a `DeadLetter` reason
   /// holding a byte that is not UTF-8 (a file name from os.fsdecode) a lone surrogate escape
   /// drain cannot read: drain stopped the handler and failed every message it held, so a
   /// retried message and its neighbours became dead letters under maxDeliveryAttempts.
@@ -176,7 +177,7 @@ import Testing
           if n == 0:
               raise mailbox_handler.Retry(float("inf"))
           if n == 1:
-              raise mailbox_handler.Retry(1e12)
+              raise mailbox_handler.Retry(10**400)  # past a float, as 1e12 is past 1e9
           raise mailbox_handler.DeadLetter("cannot read " + os.fsdecode(b"report-\\xff.csv"))
       mailbox_handler.run(handle, threads=3)
 

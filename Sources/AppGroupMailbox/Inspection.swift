@@ -190,21 +190,25 @@ public struct AppGroupMailboxInspector: Sendable {
   let spool: Spool
 
   /// Counts and ages of the namespace.
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
+  ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
+  ///   its areas was deleted.
   /// - Complexity: one listing of each area and one fstatat(2) per entry, O(n).
   public func status() throws -> AppGroupMailboxStatus {
-    try mapIO("status") { try spool.inspectStatus() }
+    try spool.removalReported { try mapIO("status") { try spool.inspectStatus() } }
   }
 
   /// The entries in `states`: pending, then claimed, each in claim order (the highest priority
   /// level first, oldest first within a level), then delayed by due time, then
   /// quarantined by quarantine time.
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
+  ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
+  ///   its areas was deleted.
   /// - Complexity: O(n log n) in the listed entries, one fstatat(2) each.
   public func entries(
     in states: Set<AppGroupMailboxEntry.State> = Set(AppGroupMailboxEntry.State.allCases)
   ) throws -> [AppGroupMailboxEntry] {
-    try mapIO("list") { try spool.inspectEntries(states) }
+    try spool.removalReported { try mapIO("list") { try spool.inspectEntries(states) } }
   }
 
   /// The envelope of the file named by `selector`: a message id (any case; the first match in

@@ -27,6 +27,10 @@ import Testing
     try FileManager.default.removeItem(at: container.area(""))
     clock.advance(2)  // the recovery sweep is due: it lists claimed/
     #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
+    // So do the inspector's listings (mailboxctl watch exited 74 naming ENOENT, not 66).
+    let inspector = mailbox.inspector
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try inspector.status() }
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try inspector.entries() }
   }
 
   /// A recursive removal (`rm -r`, `FileManager.removeItem`) deletes the areas before the
@@ -44,6 +48,10 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: container.area("").path))
     clock.advance(2)  // the recovery sweep is due: it lists claimed/
     #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
+    // So do the inspector's listings (mailboxctl watch exited 74 naming ENOENT, not 66).
+    let inspector = mailbox.inspector
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try inspector.status() }
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try inspector.entries() }
   }
 
   @Test func `An I/O failure in a namespace still there keeps its cause`() throws {

@@ -327,12 +327,8 @@ import Testing
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()
     let watch = try Mailboxctl.start(["watch"] + container.arguments())
-    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
+    let drain = try WatchSupport.startFollowingDrain(container)
     #expect(waitUntil(deadline: 30) { watch.stderr.contains("watch: waiting") })
-    #expect(
-      waitUntil(deadline: 30) {
-        WatchSupport.inotifyWatchCount(pid: drain.process.processIdentifier) >= 3
-      })
     try FileManager.default.removeItem(at: container.url.appendingPathComponent("AppGroupMailbox"))
     let watched = try watch.finish()
     #expect(watched.status == 66)
@@ -354,11 +350,7 @@ import Testing
     // never delivered a delayed message enqueued into the new one.
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()
-    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
-    #expect(
-      waitUntil(deadline: 30) {
-        WatchSupport.inotifyWatchCount(pid: drain.process.processIdentifier) >= 3
-      })
+    let drain = try WatchSupport.startFollowingDrain(container)
     let old = container.area(area)
     try FileManager.default.moveItem(at: old, to: old.appendingPathExtension("old"))
     try FileManager.default.createDirectory(at: old, withIntermediateDirectories: false)

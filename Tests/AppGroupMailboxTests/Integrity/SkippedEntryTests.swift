@@ -36,11 +36,7 @@ import Testing
   {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()
-    let drain = try Mailboxctl.start(["drain"] + container.arguments() + ["--follow"])
-    #expect(
-      waitUntil(deadline: 30) {
-        WatchSupport.inotifyWatchCount(pid: drain.process.processIdentifier) >= 3
-      })
+    let drain = try WatchSupport.startFollowingDrain(container)
     let (id, planted) = try Self.plantLinkedPair(container)
     // No further event: only the timer can make drain look again.
     let delivered = waitUntil(deadline: Self.bound) { drain.stdout.contains("\n") }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Testing
 
 /// Helpers for the wake-up tests: a worker's line log, wall-clock micros, the wake-up deadline.
 enum WatchSupport {
@@ -33,6 +34,19 @@ enum WatchSupport {
       let state = stat[stat.index(after: close)...].split(separator: " ").first
       return state == "T" || state == "t"
     }
+  }
+
+  /// Starts `mailboxctl drain --follow` on `container` (with `arguments`) and returns once it
+  /// watches its three directories (the namespace, `pending/` and `delayed/`), so a change made
+  /// next is one it sees happen.
+  static func startFollowingDrain(
+    _ container: TemporaryContainer, _ arguments: [String] = []
+  ) throws -> StreamingProcess {
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow"] + arguments)
+    #expect(
+      waitUntil(deadline: 30) { inotifyWatchCount(pid: drain.process.processIdentifier) >= 3 })
+    return drain
   }
 
   /// How many inotify watches process `pid` holds (the `inotify wd:` lines of its descriptors'

@@ -185,11 +185,11 @@ extension Spool {
   {
     try mapIO("write settings") {
       try withStateLock { _ in
-        // The change applies to the file as it is now, read under the lock, never to the
-        // settings this spool read earlier: a file it cannot read (a newer format, or one
-        // damaged by hand) is refused with its reason rather than overwritten with the old
-        // values (a newer format's hold, or another process's change, would be undone).
-        if let current = try Self.readSettings(directories.namespace) {
+        // The change applies to the file as it is now: withStateLock refreshed the cache from
+        // it. A file that refresh could not read (a newer format, or one damaged by hand) is
+        // refused here with its reason, rather than overwritten with the values this spool
+        // read earlier (a newer format's hold would be undone). Read again only then.
+        if !refreshSettings(), let current = try Self.readSettings(directories.namespace) {
           settingsCache.withLock { $0 = current }
         }
         // The sharing mode as the mailbox has it; written back so, a file that said private

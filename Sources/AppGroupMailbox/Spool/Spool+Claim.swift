@@ -215,20 +215,16 @@ extension Spool {
     _ name: PendingName, _ entryName: String, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Taken {
     let clock = now
-    if isExpired(name, at: clock) {
-      let left = try mapIO("claim") {
-        try expire(directories.pending, entryName, id: name.id, diagnostics: &diagnostics)
-      }
-      guard left else {
-        let there = (try? Syscall.lstat(directories.pending, entryName)) != nil
-        return there ? .skipped(clock + Self.recheckInterval) : .vanished
-      }
-      return .removed
+    let retired = try mapIO("claim") {
+      try retireUndeliverable(name, entryName, at: clock, diagnostics: &diagnostics)
     }
-    if isDeadLetter(name) {
-      return quarantine(
-        from: directories.pending, entryName, id: name.id, reason: .deadletter,
-        diagnostics: &diagnostics) ? .removed : .skipped(clock + Self.recheckInterval)
+    switch retired {
+    case .expired(left: false):
+      let there = (try? Syscall.lstat(directories.pending, entryName)) != nil
+      return there ? .skipped(clock + Self.recheckInterval) : .vanished
+    case .deadLettered(left: false): return .skipped(clock + Self.recheckInterval)
+    case .expired(left: true), .deadLettered(left: true): return .removed
+    case nil: break
     }
     let info: stat
     do {

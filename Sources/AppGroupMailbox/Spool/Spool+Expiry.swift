@@ -17,6 +17,36 @@ extension Spool {
     name.attempts >= min(limits.maxDeliveryAttempts ?? Int.max, PendingName.maxAttempts)
   }
 
+  /// What ``retireUndeliverable(_:_:at:diagnostics:)`` did with a pending message.
+  enum Retirement {
+    /// Past its lifetime: expired; `left` as ``expire(_:_:id:diagnostics:)`` returns it.
+    case expired(left: Bool)
+    /// Claimed as often as the bound allows: quarantined as a dead letter; `left` as
+    /// ``quarantine(from:_:id:reason:diagnostics:)`` returns it.
+    case deadLettered(left: Bool)
+  }
+
+  /// Takes the pending message `name`, the entry `entryName` of `pending/`, out of the line when
+  /// no claim will deliver it: expires it when ``isExpired(_:at:)`` at `clock`, else quarantines
+  /// it as a dead letter when ``isDeadLetter(_:)``. The one decision of a claim and of a keyed
+  /// enqueue that finds such a message holding its key.
+  /// - Returns: nil when the message is deliverable (nothing was done).
+  /// - Throws: ``SystemCallError`` as ``expire(_:_:id:diagnostics:)`` does.
+  func retireUndeliverable(
+    _ name: PendingName, _ entryName: String, at clock: Int64,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Retirement? {
+    if isExpired(name, at: clock) {
+      return .expired(
+        left: try expire(directories.pending, entryName, id: name.id, diagnostics: &diagnostics))
+    }
+    guard isDeadLetter(name) else { return nil }
+    return .deadLettered(
+      left: quarantine(
+        from: directories.pending, entryName, id: name.id, reason: .deadletter,
+        diagnostics: &diagnostics))
+  }
+
   /// Deletes the entry `name` of `directory`, a message that outlived
   /// ``AppGroupMailboxLimits/messageLifetime`` (``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   /// The one expiry of the spool: claims, recovery, promotion and maintenance all expire through

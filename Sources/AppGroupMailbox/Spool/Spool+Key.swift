@@ -51,14 +51,9 @@ extension Spool {
     // count), the new message would be deleted or dead-lettered unseen. It is expired or
     // dead-lettered here, as the next claim would (left pending, a later raise of the bound
     // would deliver it beside the new one), and the new message is enqueued as any other.
-    if let doomed = found, isExpired(doomed, at: now) || isDeadLetter(doomed) {
-      if isExpired(doomed, at: now) {
-        try expire(directories.pending, doomed.fileName, id: doomed.id, diagnostics: &diagnostics)
-      } else {
-        quarantine(
-          from: directories.pending, doomed.fileName, id: doomed.id, reason: .deadletter,
-          diagnostics: &diagnostics)
-      }
+    if let doomed = found,
+      try retireUndeliverable(doomed, doomed.fileName, at: now, diagnostics: &diagnostics) != nil
+    {
       found = nil
     }
     if let pending = found {

@@ -121,6 +121,7 @@ private func printSettings(
     object.add("maxDeliveryAttempts", settings.maxDeliveryAttempts)
     object.add("overflow", overflow)
     object.add("sharing", sharing)
+    object.add("held", settings.isHeld)
     try Output.data(object.text + "\n")
     return
   }
@@ -133,6 +134,7 @@ private func printSettings(
     ("max deliveries", settings.maxDeliveryAttempts.map(String.init) ?? "unlimited"),
     ("overflow", overflow),
     ("sharing", sharing),
+    ("held", settings.isHeld ? "yes" : "no"),
   ]
   try Output.data(
     rows.map { $0.0 + ":" + String(repeating: " ", count: 18 - $0.0.count) + $0.1 + "\n" }

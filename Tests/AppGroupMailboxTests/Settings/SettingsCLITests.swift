@@ -62,7 +62,7 @@ import Testing
       created.stdout
         == "namespace:         jobs\nmax messages:      5\nmax payload bytes: 65536\n"
         + "message lifetime:  86400 s\nmax quarantined:   20\nmax deliveries:    unlimited\n"
-        + "overflow:          discard-oldest\nsharing:           private\n")
+        + "overflow:          discard-oldest\nsharing:           private\nheld:              no\n")
     let again = try Mailboxctl.run(["create"] + location)
     #expect(again.status == 73)
     #expect(
@@ -76,9 +76,16 @@ import Testing
       changed.stdout
         == "{\"namespace\":\"jobs\",\"maxMessages\":7,\"maxPayloadBytes\":65536,"
         + "\"messageLifetime\":86400,\"maxQuarantinedFiles\":20,\"maxDeliveryAttempts\":3,"
-        + "\"overflow\":\"discard-oldest\",\"sharing\":\"private\"}\n")
+        + "\"overflow\":\"discard-oldest\",\"sharing\":\"private\",\"held\":false}\n")
     let shown = try Mailboxctl.run(["config"] + location + ["--json"])
     #expect(shown.stdout == changed.stdout)
+    // A hold is in the same file, and config shows it.
+    #expect(try Mailboxctl.run(["hold"] + location).status == 0)
+    let held = try Mailboxctl.run(["config"] + location + ["--json"])
+    #expect(held.stdout.hasSuffix(",\"held\":true}\n"), "\(held.stdout)")
+    #expect(
+      try Mailboxctl.run(["config"] + location).stdout.hasSuffix("\nheld:              yes\n"))
+    #expect(try Mailboxctl.run(["resume"] + location).status == 0)
     let unbounded = try Mailboxctl.run(
       ["config"] + location + ["--max-delivery-attempts", "unlimited", "--json"])
     #expect(unbounded.status == 0)

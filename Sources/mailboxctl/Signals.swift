@@ -10,6 +10,9 @@ nonisolated(unsafe) private var signalPipeWrite: Int32 = -1
 /// interrupted in a blocked write(2) sees it as soon as the call returns.
 private let stopsReceived = Atomic<Int>(0)
 private let firstStop = Atomic<Int32>(0)
+/// The thread that installed the handlers (the command's own), whose blocking calls a stop must
+/// interrupt; set once, before any handler runs.
+nonisolated(unsafe) private var commandThread = pthread_t()
 
 /// SIGINT, SIGTERM and SIGHUP as a stop request, and a wake-up that every wait in the command
 /// uses. SIGHUP (a closed terminal or SSH session) is handled like SIGTERM.
@@ -20,7 +23,17 @@ private let firstStop = Atomic<Int32>(0)
 /// wakes waiters. It is installed without `SA_RESTART`: a write(2) the signal interrupts (to a
 /// stdout pipe whose reader stalls, a FIFO nobody reads) returns instead of blocking on, and the
 /// writers that can stop (``FileDescriptorWriter/writeAll(_:_:stoppable:)``) give up.
+///
+/// The kernel delivers a signal sent to the process to any thread that does not block it
+/// (signal(7)), often not the command's thread blocked in that write(2) or open(2). A handler
+/// that runs on another thread therefore sends ``interruptSignal`` to the command's thread with
+/// pthread_kill(3) (async-signal-safe, signal-safety(7)); its empty handler, also without
+/// `SA_RESTART`, makes the blocked call return `EINTR` there.
 final class Signals: Sendable {
+  /// The signal that interrupts the command's thread on behalf of a stop signal another thread
+  /// took: SIGURG, ignored by default and used for nothing else here.
+  static let interruptSignal = SIGURG
+
   let wakeup = Wakeup()
 
   /// Whether a stop signal has been received (readable from any thread, at once).
@@ -39,12 +52,21 @@ final class Signals: Sendable {
     signalPipeWrite = fds[1]
     // Initialised here, not first in the handler (a global's first use runs its initialiser).
     _ = stopsReceived.load(ordering: .relaxed) + Int(firstStop.load(ordering: .relaxed))
+    commandThread = pthread_self()
+    var interrupt = sigaction()
+    interrupt.__sigaction_handler.sa_handler = { _ in }
+    sigemptyset(&interrupt.sa_mask)
+    interrupt.sa_flags = 0
+    sigaction(interruptSignal, &interrupt, nil)
     var action = sigaction()
     action.__sigaction_handler.sa_handler = { number in
       _ = firstStop.compareExchange(expected: 0, desired: number, ordering: .relaxed)
       stopsReceived.add(1, ordering: .releasing)
       var byte = UInt8(truncatingIfNeeded: number)
       _ = Glibc.write(signalPipeWrite, &byte, 1)
+      if pthread_equal(pthread_self(), commandThread) == 0 {
+        _ = pthread_kill(commandThread, Signals.interruptSignal)
+      }
     }
     sigemptyset(&action.sa_mask)
     action.sa_flags = 0
@@ -52,7 +74,7 @@ final class Signals: Sendable {
     // A parent may have started us with these blocked (the mask is inherited): unblock them.
     var unblock = sigset_t()
     sigemptyset(&unblock)
-    for number in stopSignals { sigaddset(&unblock, number) }
+    for number in stopSignals + [interruptSignal] { sigaddset(&unblock, number) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     let reader = fds[0]
     let thread = Thread {

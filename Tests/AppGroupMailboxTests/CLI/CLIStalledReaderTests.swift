@@ -1,3 +1,4 @@
+import CMailboxShims
 import Foundation
 import Glibc
 import Testing
@@ -92,6 +93,38 @@ import Testing
     #expect(
       waitUntil(deadline: 60) { sleepingIn(process.processIdentifier) == "wait_for_partner" })
     process.terminate()  // SIGTERM
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(stderr.contains("stopped by SIGTERM while opening \(fifo.path); nothing was claimed"))
+    #expect(try container.remaining().map(\.id) == ids)
+  }
+
+  @Test func `A stop signal another thread takes still ends the open of a FIFO nobody reads`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 3)
+    let fifo = container.url.appendingPathComponent("fifo")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    let (process, errors) = try start(
+      ["drain"] + container.arguments() + ["--output", fifo.path], stdout: .nullDevice,
+      in: container)
+    let pid = process.processIdentifier
+    #expect(waitUntil(deadline: 60) { sleepingIn(pid) == "wait_for_partner" })
+    // SIGTERM to a thread other than the one blocked in open(2) (tgkill(2)), as the kernel may
+    // pick for a signal sent to the process: one that does not block it (libdispatch's threads
+    // do), such as the signals' reader thread, started before.
+    func blocksTerm(_ tid: Int32) -> Bool {
+      let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8))
+      let mask = status?.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }
+        .flatMap { UInt64($0.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) }
+      return mask.map { $0 & (1 << (UInt64(SIGTERM) - 1)) != 0 } ?? true
+    }
+    let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+    let other = try #require(
+      tasks.compactMap { Int32($0) }.first { $0 != pid && !blocksTerm($0) })
+    #expect(cmailbox_tgkill(pid, other, SIGTERM) == 0)
     let status = try finish(process, deadline: 30)
     let stderr = try String(contentsOf: errors, encoding: .utf8)
     #expect(status == 0, "\(stderr)")

@@ -24,10 +24,13 @@ let hardeningCommands: [WorkerCommand] = [
     func descriptors() -> [String] {  // /proc/self/fd (proc(5)), its own descriptor too
       let runtime = ["anon_inode:[eventpoll]", "anon_inode:[eventfd]", "anon_inode:[timerfd]"]
       let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+      // A descriptor gone before its readlink (the listing's own, or one another thread opened
+      // and closed meanwhile) is none held: a leaked one stays and reads back.
       return names.compactMap { name in
-        let target =
-          (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))
-          ?? ""
+        guard
+          let target = try? FileManager.default.destinationOfSymbolicLink(
+            atPath: "/proc/self/fd/" + name)
+        else { return nil }
         return runtime.contains(target) ? nil : target
       }
     }

@@ -73,7 +73,7 @@ struct ParsedArguments: Equatable, Sendable {
   func seconds(_ name: String) throws(UsageError) -> Double? {
     let ceiling = Self.secondsCeiling(name)
     guard let text = value(name) else { return nil }
-    guard let number = Double(text), number > 0, number.isFinite, number <= ceiling else {
+    guard let number = Self.decimal(text), number > 0, number.isFinite, number <= ceiling else {
       throw UsageError(
         message: "\(name) needs a number of seconds greater than 0 and at most \(Int(ceiling)), "
           + "not '\(text)'")
@@ -85,6 +85,15 @@ struct ParsedArguments: Equatable, Sendable {
           + "not '\(text)'")
     }
     return number
+  }
+
+  /// `text` as a decimal number (`1.5`, `1e3`, `-2`), or nil: `Double(_:)` also reads
+  /// hexadecimal (`0x10`, `0x1p3`), `inf` and `nan`, which the options do not take.
+  static func decimal(_ text: String) -> Double? {
+    guard text.utf8.allSatisfy({ Array("0123456789.eE+-".utf8).contains($0) }) else {
+      return nil
+    }
+    return Double(text)
   }
 
   /// The largest value of the seconds option `name`: `--claim-timeout` the library's

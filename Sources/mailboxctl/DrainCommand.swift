@@ -159,7 +159,7 @@ extension Drainer {
     }
     var jitter = 0.1
     if let text = arguments.value("--retry-jitter") {
-      guard let value = Double(text), (0...1).contains(value) else {
+      guard let value = ParsedArguments.decimal(text), (0...1).contains(value) else {
         throw UsageError(message: "--retry-jitter needs a fraction from 0 to 1, not '\(text)'")
       }
       jitter = value

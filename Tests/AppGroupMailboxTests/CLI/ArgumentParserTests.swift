@@ -75,6 +75,18 @@ import Testing
         message: "--limit needs a number of seconds greater than 0 and at most 1000000000, not '-1'"
       )
     ) { try seconds.seconds("--limit") }
+    // Decimal only: Double(_:) would read hexadecimal (0x10 as 16 s, 0x1p3 as 8 s).
+    for text in ["0x10", "0x1p3", "inf", "nan", "1_0", " 5"] {
+      let parsed = try ArgumentParser.parse(["--limit", text], spec: spec)
+      #expect(
+        throws: UsageError(
+          message: "--limit needs a number of seconds greater than 0 and at most 1000000000, "
+            + "not '\(text)'")
+      ) { try parsed.seconds("--limit") }
+    }
+    for (text, value) in [("1.5", 1.5), ("1e3", 1e3), ("2E-3", 0.002), (".5", 0.5)] {
+      #expect(try ArgumentParser.parse(["--limit", text], spec: spec).seconds("--limit") == value)
+    }
   }
 
   @Test func `Help is requested anywhere before a rest option and skips the positional check`()

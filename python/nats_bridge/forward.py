@@ -160,9 +160,17 @@ class Forwarder:
         server can never take (larger than its max_payload)."""
         timeout = self.arguments.publish_timeout
         try:
-            await self.js.publish(
+            ack = await self.js.publish(
                 self.arguments.subject, data, timeout=timeout, stream=self.arguments.stream,
                 headers=headers)
+            # Any subscriber of the subject may answer the request, and the first answer wins:
+            # only an acknowledgement that names a stream (the one --stream names) and a
+            # sequence number says the message is stored.
+            wanted = self.arguments.stream
+            if not (isinstance(ack.stream, str) and ack.stream and (not wanted or ack.stream == wanted)
+                    and isinstance(ack.seq, int) and not isinstance(ack.seq, bool) and ack.seq > 0):
+                raise ValueError(f"an answer that is no acknowledgement of stream "
+                                 f"{wanted or 'any'}: stream {ack.stream!r}, seq {ack.seq!r}")
         except nats.errors.MaxPayloadError as error:
             log.record(f"message {message_id} is larger than the server takes ({error}): "
                        "dead letter")

@@ -19,6 +19,7 @@ headers:
 - ``Mailbox-Priority``: the message's priority level, 0 to 9, absent for the default 5.
 """
 
+import asyncio
 import datetime
 import os
 import re
@@ -164,21 +165,52 @@ def add_connection_arguments(parser):
     parser.add_argument("--creds", default=None, help="a NATS user credentials file")
 
 
+FIRST_CONNECT_ATTEMPTS = 3  # per server, 0.5 s apart, each bounded by the 2 s connect timeout
+
+
 async def connect(arguments, name):
     """Connects to the servers of ``arguments`` and keeps reconnecting forever after a loss (the
-    client buffers publishes meanwhile). Raises what ``nats.connect`` raises when no server
-    answers the first time."""
+    client buffers publishes meanwhile). When no server answers the first time (each tried
+    FIRST_CONNECT_ATTEMPTS times: a few seconds for a refused connection), raises
+    ConnectionError naming the servers and the last error; ``connect_retrying`` tries again
+    until a server answers."""
     import nats
+    import nats.errors
 
     servers = arguments.server or [os.environ.get("NATS_URL", "nats://127.0.0.1:4222")]
+    last = []  # the last error, for the one that says why the first connection failed
 
     async def on_error(error):
+        last[:] = [error]
         log.say(f"NATS: {type(error).__name__}: {error}")
 
-    return await nats.connect(
-        servers=servers, name=name, user_credentials=arguments.creds,
-        max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=2,
-        error_cb=on_error, allow_reconnect=True)
+    # nats-py retries the first connection like a reconnect: for ever with
+    # max_reconnect_attempts=-1 (it would never raise). So the first connection gets a few
+    # attempts, and the unbounded reconnects are set once it succeeded (the client reads the
+    # option on each reconnect).
+    try:
+        nc = await nats.connect(
+            servers=servers, name=name, user_credentials=arguments.creds,
+            max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS - 1, reconnect_time_wait=0.5,
+            connect_timeout=2, error_cb=on_error, allow_reconnect=True)
+    except nats.errors.NoServersError as error:
+        why = f": {type(last[0]).__name__}: {last[0]}" if last else ""
+        raise ConnectionError(f"no NATS server answers at {', '.join(servers)}{why}") from error
+    nc.options["max_reconnect_attempts"] = -1
+    return nc
+
+
+async def connect_retrying(arguments, name):
+    """``connect``, tried again (0.1 s apart, doubling up to 5 s) until a server answers; each
+    failure is logged as "cannot connect yet"."""
+    delay = 0.1
+    while True:
+        try:
+            return await connect(arguments, name)
+        except Exception as error:  # noqa: BLE001 - keep trying
+            log.say(f"cannot connect yet: {type(error).__name__}: {error}", kind="connect")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
 
 class Log:

@@ -168,10 +168,10 @@ class Consumer:
             loop.add_signal_handler(number, self.stopping.set)
         # A parent may have started us with them blocked (the mask is inherited across exec).
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
-        # The first connection is tried until it succeeds (the client retries for ever) or a
-        # stop signal comes, which ends the program at once: nothing was taken yet.
+        # The first connection is tried until it succeeds or a stop signal comes, which ends
+        # the program at once: nothing was taken yet.
         connected, nc = await self.unless_stopped(
-            common.connect(self.arguments, "mailbox-consume"))
+            common.connect_retrying(self.arguments, "mailbox-consume"))
         if not connected:
             return 0
         js = nc.jetstream()

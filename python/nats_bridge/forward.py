@@ -13,6 +13,8 @@ handler answer "ack", and drain deletes the message. A publish that fails or is 
 within ``--publish-timeout`` seconds is answered "retry after ``--retry-after`` seconds": the
 message stays in the mailbox and is published again later; a second publish inside the
 stream's duplicate window is dropped by JetStream, so the stream holds each message once.
+Until the first connection succeeds (tried again and again, logged "cannot connect yet"), and
+while a lost one is being restored, messages are answered "retry" the same way.
 
 Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
 come back (in any order). Needs the ``nats-py`` package (PyPI).
@@ -183,17 +185,10 @@ class Forwarder:
             self.session.ack(message_id)
 
     async def connect(self):
-        delay = 0.1
-        while True:
-            try:
-                self.nc = await common.connect(self.arguments, "mailbox-forward")
-                self.js = self.nc.jetstream()
-                self.connected.set()
-                return
-            except Exception as error:  # noqa: BLE001 - keep trying; messages get "retry"
-                log.say(f"cannot connect yet: {type(error).__name__}: {error}", kind="connect")
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        """Connects (trying again until a server answers; messages get "retry" meanwhile)."""
+        self.nc = await common.connect_retrying(self.arguments, "mailbox-forward")
+        self.js = self.nc.jetstream()
+        self.connected.set()
 
     async def run(self):
         self.connecting = asyncio.create_task(self.connect())

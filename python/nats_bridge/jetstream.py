@@ -10,7 +10,8 @@
 ``publish`` reads JSON Lines ``{"id", "message"[, "enqueuedAt"][, "headers"]}`` (the message's
 JSON is sent as is; ``headers`` an object of more headers) and publishes each with
 ``Nats-Msg-Id`` = id, waiting for every acknowledgement; it prints
-``{"published": N, "seconds": S}``. Exit status 0, or 1 with the reason on standard error.
+``{"published": N, "seconds": S}``. Exit status 0, or 1 with the reason on standard error,
+also when no server answers (each ``--server`` tried 3 times, half a second apart).
 """
 
 import argparse
@@ -107,7 +108,10 @@ async def publish(js, arguments):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Set up and inspect the bridge's JetStream side.")
+    parser = argparse.ArgumentParser(
+        description="Set up and inspect the bridge's JetStream side.",
+        epilog="Exit status 0, or 1 with the reason on standard error, also when no server "
+        "answers (each --server tried 3 times, half a second apart).")
     common.add_connection_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     create = commands.add_parser("create-stream", help="create or update a stream")

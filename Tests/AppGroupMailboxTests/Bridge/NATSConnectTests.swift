@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// The bridge's first connection (found by an adversarial session): common.connect asked
+/// nats-py to reconnect for ever, which it does for the first connection too, so it never
+/// raised: `jetstream.py` against a server that is down hung printing ConnectionRefusedError
+/// instead of exiting 1, and forward.py's "cannot connect yet" path never ran.
+@Suite struct NATSConnectTests {
+  /// A server URL whose port a server just left: connections to it are refused.
+  func refusedURL(in container: TemporaryContainer) throws -> String {
+    try NATSBridge.requireSetUp()
+    let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
+    server.stop()
+    return server.url
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `jetstream.py exits 1 with the reason when no server answers`() throws {
+    let container = try TemporaryContainer()
+    let url = try refusedURL(in: container)
+    // 60 s: a bound on the hang (it never ended), not a latency figure.
+    let result = try Processes.start(
+      NATSBridge.python,
+      [NATSBridge.script("jetstream.py"), "--server", url, "info", "--name", "H1"]
+    ).finish(deadline: 60)
+    #expect(result.status == 1)
+    #expect(result.stdout.isEmpty)
+    #expect(
+      result.stderr.contains(
+        "jetstream.py info: ConnectionError: no NATS server answers at \(url): "
+          + "ConnectionRefusedError"), "\(result.stderr)")
+    #expect(!result.stderr.contains("Traceback"))
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `forward.py answers retry while it cannot connect, and says so`() throws {
+    let container = try TemporaryContainer()
+    let url = try refusedURL(in: container)
+    let outgoing = try container.rawMailbox(namespace: "out")
+    let ids = try (1...3).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server", url,
+        "--subject", "mailbox.jobs",
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    #expect(
+      forwarded.stderr.contains(
+        "forward.py: cannot connect yet: ConnectionError: no NATS server answers at \(url)"),
+      "\(forwarded.stderr)")
+    #expect(forwarded.stderr.contains("ConnectionError: not connected to NATS"))
+    // Nothing was stored anywhere, so every message stays, waiting for its retry.
+    let status = try outgoing.inspector.status()
+    #expect(status.depth == ids.count)
+    #expect(status.delayed == ids.count)
+  }
+}

@@ -10,7 +10,8 @@ Each message is published to ``--subject`` with ``Nats-Msg-Id`` set to the messa
 headers of common.py), as the message's JSON bytes exactly as stored. Only after JetStream's
 publish acknowledgement (the message is stored, on every replica the stream asks for) does the
 handler answer "ack", and drain deletes the message. A publish that fails or is not acknowledged
-within ``--publish-timeout`` seconds is answered "retry after ``--retry-after`` seconds": the
+within ``--publish-timeout`` seconds (0.1 to 600, default 5) is answered "retry after
+``--retry-after`` seconds" (0.1 to 86400, default 2; another value of either exits 2): the
 message stays in the mailbox and is published again later; a second publish inside the
 stream's duplicate window is dropped by JetStream, so the stream holds each message once.
 Until the first connection succeeds (tried again and again, logged "cannot connect yet"), and
@@ -90,6 +91,23 @@ def split(line):
     return json.loads(line[:key] + b"}"), line[key + len(MESSAGE_KEY):end - 1]
 
 
+def seconds(low, high):
+    """An argparse type: a number of seconds from ``low`` to ``high`` (finite)."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        if not low <= value <= high:  # also false for nan
+            raise argparse.ArgumentTypeError(f"{text} is not from {low:g} to {high:g} seconds")
+        return value
+    return parse
+
+
+PUBLISH_TIMEOUT = (0.1, 600.0)
+RETRY_AFTER = (0.1, 86400.0)
+
+
 def parse_arguments():
     parser = argparse.ArgumentParser(
         description="Forward mailboxctl drain --coprocess messages into NATS JetStream.")
@@ -99,11 +117,13 @@ def parse_arguments():
         "--stream", default=None,
         help="the stream that must store it (sent as Nats-Expected-Stream; default any)")
     parser.add_argument(
-        "--publish-timeout", type=float, default=5.0,
-        help="seconds to wait for the publish acknowledgement (default 5)")
+        "--publish-timeout", type=seconds(*PUBLISH_TIMEOUT), default=5.0, metavar="SECONDS",
+        help="seconds to wait for the publish acknowledgement, %g to %g (default 5)"
+        % PUBLISH_TIMEOUT)
     parser.add_argument(
-        "--retry-after", type=float, default=2.0,
-        help="seconds after which a message whose publish failed is delivered again (default 2)")
+        "--retry-after", type=seconds(*RETRY_AFTER), default=2.0, metavar="SECONDS",
+        help="seconds after which a message whose publish failed is delivered again, %g to %g "
+        "(default 2; keep it under the stream's duplicate window)" % RETRY_AFTER)
     return parser.parse_args()
 
 

@@ -45,7 +45,8 @@ __all__ = [
 
 
 class ProtocolError(Exception):
-    """drain spoke something this library does not understand (another protocol version)."""
+    """drain spoke something this library does not understand (another protocol version), or
+    was gone before the handshake ended."""
 
 
 class Retry(Exception):
@@ -101,6 +102,8 @@ class Session:
             sys.stdout = sys.stderr  # print() must not corrupt the protocol
         self._lock = threading.Lock()
         line = self._in.readline()
+        if not line:
+            raise ProtocolError("stdin ended before drain's greeting (drain is gone)")
         try:
             greeting = json.loads(line)
         except ValueError:
@@ -112,7 +115,10 @@ class Session:
                 f"drain speaks versions {greeting.get('versions')}; this library speaks {VERSION}")
         self.jobs = greeting.get("jobs", 1)
         self.capabilities = greeting.get("capabilities", [])
-        self._send({"protocol": PROTOCOL, "version": VERSION, "capabilities": CAPABILITIES})
+        try:
+            self._send({"protocol": PROTOCOL, "version": VERSION, "capabilities": CAPABILITIES})
+        except OSError as error:  # a broken pipe: drain died after its greeting
+            raise ProtocolError(f"drain is gone before the handshake ended: {error}") from None
 
     def __iter__(self):
         while True:
@@ -199,7 +205,7 @@ def run(handle, threads=1):
     message, ``Retry``/``DeadLetter`` do what they say, any other exception releases it.
     With ``threads`` above 1, up to that many messages are handled at once (answers go out in
     the order they finish). Returns 0 (an exit status); raises ``ProtocolError`` on a greeting
-    it does not understand."""
+    it does not understand, or when drain is gone before the handshake ended."""
     session = Session()
     if threads <= 1:
         for message in session:

@@ -18,7 +18,9 @@ Until the first connection succeeds (tried again and again, logged "cannot conne
 while a lost one is being restored, messages are answered "retry" the same way.
 
 Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
-come back (in any order). Needs the ``nats-py`` package (PyPI).
+come back (in any order). A drain gone before the handshake ended (or one speaking another
+protocol version) is said in one line on standard error, with exit status 1. Needs the
+``nats-py`` package (PyPI).
 """
 
 import argparse
@@ -235,7 +237,11 @@ class Forwarder:
 
 def main():
     arguments = parse_arguments()
-    session = AsyncSession()
+    try:
+        session = AsyncSession()
+    except mailbox_handler.ProtocolError as error:  # one line, not a trace
+        log.record(str(error))
+        return 1
     asyncio.run(Forwarder(arguments, session).run())
     return 0
 

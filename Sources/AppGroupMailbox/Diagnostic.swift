@@ -20,10 +20,9 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// ``AppGroupMailboxOverflowPolicy/discardOldest`` deleted the oldest pending message of the
   /// lowest priority level.
   case oldestMessageDiscarded
-  /// An entry could be neither moved on, moved to quarantine, nor deleted: a directory another
-  /// user owns and keeps read-only (which only its owner may move to another directory or empty),
-  /// or a message file whose own flags or ownership refuse it (an immutable or append-only file,
-  /// chattr(1); another user's file in a sticky directory). It is left where it is and passed over, and delivery goes
+  /// An entry that is not a message file (for example a directory another user owns and keeps
+  /// read-only, which only its owner may move to another directory or empty) could be neither
+  /// moved to quarantine nor deleted. It is left where it is and passed over, and delivery goes
   /// on; it is met, and reported, again on later passes until its owner or root removes it
   /// (docs/SECURITY.md).
   case unsafeEntryLeftInPlace

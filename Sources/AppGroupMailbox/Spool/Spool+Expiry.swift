@@ -94,7 +94,7 @@ extension Spool {
       }
       return try lockedMove(
         area, name, to: directories.pending, message.fileName, id: message.id,
-        passingOverRefusals: true, diagnostics: &diagnostics) == .moved
+        diagnostics: &diagnostics) == .moved
     } catch let error as SystemCallError where error.isNotFound {
       return false
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// What ``Spool/move(_:_:to:_:id:freshTarget:passingOverRefusals:diagnostics:)`` did with one entry.
+/// What ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)`` did with one entry.
 enum MoveOutcome: Equatable, Sendable {
   /// The entry now has the target name.
   case moved
@@ -16,10 +16,10 @@ enum MoveOutcome: Equatable, Sendable {
   /// regular file whose rename was refused: it went to quarantine with reason `unsafe` (or was
   /// deleted).
   case conflict
-  /// Its rename was refused (`EACCES` or `EPERM`) for a reason of its own (a directory that only
-  /// its owner may move to another parent; with `passingOverRefusals`, an immutable regular file)
-  /// and it could be neither quarantined nor deleted: it stays where it is
-  /// (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``). Callers pass over it.
+  /// The source is not a regular file, its rename was refused (`EACCES` or `EPERM`: a directory
+  /// that only its owner may move to another parent), and it could be neither quarantined nor
+  /// deleted: it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``).
+  /// Callers pass over it.
   case stuck
 
   /// Whether the source left its area without arriving at the target (a counted message may have
@@ -42,16 +42,11 @@ extension Spool {
   ///   gets no error.
   /// - Source vanished (ENOENT): nothing changed; the caller decides what that means (another
   ///   consumer won, the claim was recovered).
-  /// - Rename refused (EACCES, EPERM) for a reason of the entry's own: it goes to quarantine as
-  ///   `unsafe`, or stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted. Never
-  ///   an error that stops the caller's other entries. The entry's own reason is that it is not a
-  ///   regular file (a directory another user owns and keeps read-only), or, with
-  ///   `passingOverRefusals` (the passes over entries other processes wrote: a claim, a
-  ///   promotion, a recovery), a regular file refused while this process may change both
-  ///   directories (``Syscall/allowsEntryChanges(_:)``): an immutable or append-only file
-  ///   (chattr(1)), or another user's file in a sticky directory (rename(2), `EPERM`). Otherwise
-  ///   the refusal is thrown: the directories' permissions are wrong, or this process's own file
-  ///   (a publish, a holder's release or renewal, a requeue) cannot be moved.
+  /// - Rename refused (EACCES, EPERM) and the source is not a regular file (a hostile entry: a
+  ///   directory another user owns and keeps read-only): it goes to quarantine as `unsafe`, or
+  ///   stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted. Never an error that
+  ///   stops the caller's other entries. The same errors for a regular file are thrown (the
+  ///   directories' permissions are wrong).
   ///
   /// Quarantine itself is not a move through here: its targets are fresh names, and a collision
   /// draws a new nonce (see ``quarantine(from:_:id:reason:diagnostics:)``).
@@ -60,8 +55,7 @@ extension Spool {
   ///   ``AppGroupMailboxLimits/maxPayloadBytes`` plus one byte each).
   func move(
     _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
-    freshTarget: Bool = false, passingOverRefusals: Bool = false,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> MoveOutcome {
     do {
       try Syscall.renameNoReplace(from, name, to, target, linkFallback: !freshTarget)
@@ -74,11 +68,7 @@ extension Spool {
     } catch let error as SystemCallError
       where error.errno == .permissionDenied || error.errno == .notPermitted
     {
-      guard let info = try? Syscall.lstat(from, name),
-        info.st_mode & S_IFMT != S_IFREG
-          || (passingOverRefusals && Syscall.allowsEntryChanges(from)
-            && Syscall.allowsEntryChanges(to))
-      else {
+      guard let info = try? Syscall.lstat(from, name), info.st_mode & S_IFMT != S_IFREG else {
         throw error
       }
       if quarantine(from: from, name, id: id, reason: .unsafe, diagnostics: &diagnostics) {
@@ -99,19 +89,17 @@ extension Spool {
     return left ? .conflict : .vanished
   }
 
-  /// Runs ``move(_:_:to:_:id:freshTarget:passingOverRefusals:diagnostics:)`` holding the namespace lock (see
+  /// Runs ``move(_:_:to:_:id:freshTarget:diagnostics:)`` holding the namespace lock (see
   /// ``lockedMove(_:)`` for why), rebuilding the depth counter when the source was dropped or
   /// quarantined.
   func lockedMove(
     _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
-    freshTarget: Bool = false, passingOverRefusals: Bool = false,
-    diagnostics: inout [AppGroupMailboxDiagnostic]
+    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> MoveOutcome {
     var events: [AppGroupMailboxDiagnostic] = []
     let outcome = try withStateLock { counters -> MoveOutcome in
       let outcome = try move(
-        from, name, to: to, target, id: id, freshTarget: freshTarget,
-        passingOverRefusals: passingOverRefusals, diagnostics: &events)
+        from, name, to: to, target, id: id, freshTarget: freshTarget, diagnostics: &events)
       if outcome.removedSource { counters = try recount(stored: counters) }
       return outcome
     }

@@ -139,7 +139,7 @@ enum Syscall {
   /// moved; when the unlink fails otherwise, the new link is removed again while the source is
   /// still there, so an error means "not moved". With `linkFallback` false it falls back to renameat(2) instead, which is atomic but
   /// replaces: only for a destination that carries a fresh random token (a claim, a renewal).
-  /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:passingOverRefusals:diagnostics:)``.
+  /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``.
   static func renameNoReplace(
     _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String, linkFallback: Bool = true
   ) throws {
@@ -242,15 +242,6 @@ enum Syscall {
   /// fchmod(2): sets exact permission bits, whatever the umask did.
   static func chmod(_ fd: Int32, _ mode: mode_t) throws {
     _ = try retrying("fchmod", at: fd) { fchmod(fd, mode) }
-  }
-
-  /// Whether this process may add and remove entries in `directory`: faccessat(2) of `"."`
-  /// with `W_OK | X_OK` and `AT_EACCESS` (the effective ids, as rename(2) and unlink(2) use).
-  /// False also for an immutable directory (`EPERM`) or a read-only filesystem (`EROFS`).
-  static func allowsEntryChanges(_ directory: Int32) -> Bool {
-    (try? retrying("faccessat", at: directory) {
-      faccessat(directory, ".", W_OK | X_OK, AT_EACCESS)
-    }) != nil
   }
 
   /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`).

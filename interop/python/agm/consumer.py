@@ -104,7 +104,7 @@ class Consumer:
             return None
         except PermissionError as error:
             # Replaced by a directory another user owns since the look, say (EACCES, EPERM).
-            outcome = self._refused("pending", name.file, name.id, error, "claimed")
+            outcome = self._refused("pending", name.file, name.id, error)
             return "removed" if outcome == "unsafe" else None
         failure = self._read(claimed)
         if isinstance(failure, Claim):
@@ -203,8 +203,7 @@ class Consumer:
             if now - claimed.name.micros >= self.settings.lifetime_micros:
                 self.expire("claimed", entry, claimed.name.id)
                 continue
-            if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id,
-                         passing=True) == "moved":
+            if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id) == "moved":
                 recovered += 1
         if recovered:
             self.fsync_area("pending")
@@ -220,21 +219,20 @@ class Consumer:
             if now - delayed[1].micros >= self.settings.lifetime_micros:
                 self.expire("delayed", entry, delayed[1].id)
                 continue
-            if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id,
-                         passing=True) == "moved":
+            if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id) == "moved":
                 promoted += 1
         if promoted:
             self.fsync_area("pending")
         return promoted
 
-    def move(self, area, entry, to_area, target, id, passing=False):
+    def move(self, area, entry, to_area, target, id):
         """One move by FORMAT.md "Moves", under the lock: "moved"; "vanished" (the source was
         gone); or, when the target name is taken, "duplicate" (the same file or the same bytes:
         the source is deleted) or "conflict" (the source goes to quarantine), the counters then
         rebuilt. The message stays once, so it is never delivered twice from one move. A move
-        refused (EACCES, EPERM) for a reason of the source's own is "unsafe" (quarantined) or
-        "skipped" (left in place), see _refused; `passing` is true for the passes over entries
-        other processes wrote (a promotion, a recovery)."""
+        refused (EACCES, EPERM) for a source that is not a regular file (a directory another
+        user owns) is "unsafe" (quarantined) or "skipped" (left in place); for a regular file
+        the error is raised (the area's permissions are wrong)."""
         source, destination = self.area(area, entry), self.area(to_area, target)
 
         def body(counters):
@@ -246,7 +244,7 @@ class Consumer:
             except FileExistsError:
                 pass
             except PermissionError as error:
-                return self._refused(area, entry, id, error, to_area if passing else None)
+                return self._refused(area, entry, id, error)
             if same_entry(source, destination, self.settings.max_payload_bytes):
                 outcome = "duplicate" if self.remove(source) else "vanished"
             elif self.quarantine(area, entry, id, "conflict"):
@@ -273,29 +271,18 @@ class Consumer:
                 raise
         return self.quarantine(area, entry, id, "unsafe")
 
-    def _refused(self, area, entry, id, error, to_area=None):
-        """After a move of entry into to_area was refused (EACCES, EPERM): "vanished" when it
-        is gone; when the refusal is the entry's own, "unsafe" when it went to quarantine and
-        "skipped" when it stays (it can be neither moved nor deleted); else the error is raised
-        again. The entry's own: it is not a regular file (a directory another user owns), or,
-        in a pass over entries other processes wrote (to_area given: a claim, a promotion, a
-        recovery), a regular file while this process may change both areas (an immutable or
-        append-only file; another user's file in a sticky directory), as SECURITY.md says. A
-        regular file otherwise says the area's permissions are wrong, or is this process's own."""
+    def _refused(self, area, entry, id, error):
+        """After a move of entry was refused (EACCES, EPERM): "vanished" when it is gone,
+        "unsafe" when it is not a regular file and went to quarantine, "skipped" when it is not
+        one and stays (it cannot be moved or emptied); raises the error again for a regular file
+        (the area's permissions are wrong, not the entry)."""
         try:
             info = os.lstat(self.area(area, entry))
         except FileNotFoundError:
             return "vanished"
-        if stat.S_ISREG(info.st_mode) and not (
-                to_area is not None and self._changeable(area) and self._changeable(to_area)):
+        if stat.S_ISREG(info.st_mode):
             raise error
         return "unsafe" if self.quarantine(area, entry, id, "unsafe") else "skipped"
-
-    def _changeable(self, area):
-        """Whether this process may add and remove entries in area (faccessat(2) with W_OK |
-        X_OK and the effective ids; false for an immutable directory or a read-only
-        filesystem)."""
-        return os.access(self.area(area), os.W_OK | os.X_OK, effective_ids=True)
 
     def quarantine(self, area, entry, id, reason):
         """Moves an entry into quarantine/ (or deletes it); True when it left its area."""

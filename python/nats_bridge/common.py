@@ -202,12 +202,14 @@ async def connect(arguments, name):
 
 async def connect_retrying(arguments, name):
     """``connect``, tried again (0.1 s apart, doubling up to 5 s) until a server answers; each
-    failure is logged as "cannot connect yet"."""
+    failure is logged as "cannot connect yet". Only a server that does not answer is tried
+    again: any other error (a credentials file that is missing, the ``nkeys`` module missing
+    for ``--creds``, an authorization refused) is raised, as trying again cannot mend it."""
     delay = 0.1
     while True:
         try:
             return await connect(arguments, name)
-        except Exception as error:  # noqa: BLE001 - keep trying
+        except ConnectionError as error:
             log.say(f"cannot connect yet: {type(error).__name__}: {error}", kind="connect")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

@@ -14,8 +14,10 @@ within ``--publish-timeout`` seconds (0.1 to 600, default 5) is answered "retry 
 ``--retry-after`` seconds" (0.1 to 86400, default 2; another value of either exits 2): the
 message stays in the mailbox and is published again later; a second publish inside the
 stream's duplicate window is dropped by JetStream, so the stream holds each message once.
-Until the first connection succeeds (tried again and again, logged "cannot connect yet"), and
-while a lost one is being restored, messages are answered "retry" the same way.
+Until the first connection succeeds (tried again and again while no server answers, logged
+"cannot connect yet"), and while a lost one is being restored, messages are answered "retry"
+the same way. An error trying again cannot mend (a missing ``--creds`` file or ``nkeys``
+module, an authorization refused) is one line on standard error and exit status 78.
 
 Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
 come back (in any order). A drain gone before the handshake ended (or one speaking another
@@ -207,8 +209,16 @@ class Forwarder:
             self.session.ack(message_id)
 
     async def connect(self):
-        """Connects (trying again until a server answers; messages get "retry" meanwhile)."""
-        self.nc = await common.connect_retrying(self.arguments, "mailbox-forward")
+        """Connects (trying again until a server answers; messages get "retry" meanwhile). An
+        error trying again cannot mend (see ``common.connect_retrying``) ends the program with
+        exit 78 (EX_CONFIG) and one line on stderr: drain releases what it held and, after the
+        handler's repeated ends, gives up (exit 69)."""
+        try:
+            self.nc = await common.connect_retrying(self.arguments, "mailbox-forward")
+        except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
+            log.record(f"cannot connect: {type(error).__name__}: {error}")
+            sys.stderr.flush()
+            os._exit(CONFIGURATION_ERROR)
         self.js = self.nc.jetstream()
         self.connected.set()
 
@@ -233,6 +243,9 @@ class Forwarder:
                 await self.nc.close()
             except Exception as error:  # noqa: BLE001 - every answer is written already
                 log.say(f"closing the connection: {type(error).__name__}: {error}")
+
+
+CONFIGURATION_ERROR = 78  # EX_CONFIG, sysexits(3): as consume.py for a wrong set-up
 
 
 def main():

@@ -57,4 +57,29 @@ import Testing
     #expect(status.depth == ids.count)
     #expect(status.delayed == ids.count)
   }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `forward.py ends with exit 78 on an error that trying again cannot mend`() throws {
+    let container = try TemporaryContainer()
+    let url = try refusedURL(in: container)
+    let outgoing = try container.rawMailbox(namespace: "out")
+    let ids = try (1...3).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
+    // A credentials file that is not there (or nats-py's nkeys module missing for --creds):
+    // before, it was logged as "cannot connect yet" and tried for ever.
+    let missing = container.url.appendingPathComponent("missing.creds").path
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server", url,
+        "--creds", missing, "--subject", "mailbox.jobs",
+      ])
+    // 75 when drain ran out of messages to hand the restarted handler, 69 when it gave up on a
+    // handler that kept ending: either way it ends, and nothing was acknowledged.
+    #expect([69, 75].contains(forwarded.status), "\(forwarded.stderr)")
+    #expect(forwarded.stderr.contains("forward.py: cannot connect: "), "\(forwarded.stderr)")
+    #expect(forwarded.stderr.contains("exit status 78"), "\(forwarded.stderr)")
+    #expect(!forwarded.stderr.contains("cannot connect yet"), "\(forwarded.stderr)")
+    #expect(!forwarded.stderr.contains("Traceback"), "\(forwarded.stderr)")
+    let status = try outgoing.inspector.status()
+    #expect(status.depth == ids.count)
+  }
 }

@@ -31,7 +31,10 @@ let migrateCommand = Subcommand(
       changes nothing; run it again before starting consumers (acknowledged ids leave no
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages move to
-      quarantine/ (reason foreign). The mailbox's stored settings apply as to enqueue; when the
+      quarantine/ (reason foreign); an old message whose id the mailbox already holds with
+      another payload or type tag (a second old file with that id, or a message of this format)
+      moves there as it was (reason conflict); only the same message already there (an
+      interrupted run wrote it) counts as already present. The mailbox's stored settings apply as to enqueue; when the
       directory holds no mailbox of this format yet, migrate creates it with the default
       settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
       messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config

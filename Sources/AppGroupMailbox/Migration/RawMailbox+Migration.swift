@@ -5,7 +5,8 @@ import Glibc
 package struct LegacyMigrationReport: Sendable, Equatable {
   /// Messages written into this mailbox.
   package var imported = 0
-  /// Messages whose id this mailbox already held (an earlier, interrupted run wrote them).
+  /// Messages this mailbox already held, the same id with the same payload and type tag (an
+  /// earlier, interrupted run wrote them, or the old spool held the message twice).
   package var alreadyPresent = 0
   /// Messages whose enqueue date (kept on import) is already the mailbox's `messageLifetime`
   /// old: nothing was written for them and their old files stay where they are, so no message
@@ -13,8 +14,9 @@ package struct LegacyMigrationReport: Sendable, Equatable {
   package var expired = 0
   /// The enqueue date of the oldest message counted in ``expired``; nil when there is none.
   package var oldestExpired: Date?
-  /// Old quarantined files and entries that were not readable messages, moved into
-  /// `quarantine/` (reason `foreign`).
+  /// Old files moved into `quarantine/`, kept as they were: old quarantined files and entries
+  /// that were not readable messages (reason `foreign`), and messages whose id this mailbox
+  /// already held with another payload or type tag (reason `conflict`).
   package var quarantined = 0
 }
 
@@ -36,7 +38,10 @@ extension AppGroupRawMailbox {
   /// the old order (`enqueuedAt`, then pending name) with their id and `enqueuedAt` and the type
   /// tag `messageType`: a pending file with delivery count 0, a claimed one with 1 (it was handed
   /// out and not finished; the old holder's acknowledge then finds nothing). Each old file is
-  /// deleted only after its message was written and flushed (or found already present). A
+  /// deleted only after its message was written and flushed (or found already present: the
+  /// same id with the same payload and type tag). An old message whose id this mailbox already
+  /// holds with another payload or type tag (another old file with that id, or a message of
+  /// this format) is not written and its old file goes to `quarantine/` (reason `conflict`). A
   /// message whose enqueue date is already `messageLifetime` old is not written (it would only
   /// expire) and its old file stays, counted in ``LegacyMigrationReport/expired``: raise the
   /// lifetime and run again. An import finds the id already present after an interrupted run
@@ -89,7 +94,19 @@ extension AppGroupRawMailbox {
       // earlier run.
       switch outcome {
       case .published, .delayed, .replaced: report.imported += 1
-      case .duplicate: report.alreadyPresent += 1
+      case .duplicate:
+        // Already present only when it is this very message (a rerun after a crash): another
+        // message under the same id is kept in quarantine, never deleted.
+        guard try holdsSame(message, messageType: messageType) else {
+          if spool.quarantine(
+            from: directory, entry.name, id: message.id, reason: .conflict,
+            diagnostics: &diagnostics)
+          {
+            report.quarantined += 1
+          }
+          continue
+        }
+        report.alreadyPresent += 1
       case .expired:
         // Nothing written and nothing removed (so no `expiredMessageRemoved`): the old file
         // stays for a run with a longer lifetime.
@@ -124,6 +141,31 @@ extension AppGroupRawMailbox {
       guard case .text(let name) = entry.exactName else { return nil }
       return LegacyEntry(name: name)
     }
+  }
+
+  /// Whether a file of this mailbox with the id of `message` (pending, claimed, delayed or
+  /// quarantined) holds its payload with the type tag `messageType`, as an import writes it.
+  /// - Complexity: O(n) in the mailbox's entries, and one read per file with that id.
+  private func holdsSame(_ message: LegacyMessage, messageType: String) throws -> Bool {
+    let areas = spool.directories
+    let ids: [(Int32, (String) -> UUID?)] = [
+      (areas.pending, { PendingName(parsing: $0)?.id }),
+      (areas.claimed, { ClaimedName(parsing: $0)?.message.id }),
+      (areas.delayed, { DelayedName(parsing: $0)?.message.id }),
+      (areas.quarantine, { QuarantineName(parsing: $0)?.id }),
+    ]
+    let payload = Array(message.payload)
+    for (area, id) in ids {
+      for entry in try mapIO("migrate", { try Syscall.list(area) })
+      where id(entry.name) == message.id {
+        let read = try mapIO("migrate") { try spool.readEntry(area, entry.exactName) }
+        guard case .success(let (_, file)) = read else { continue }
+        let bytes = file.array
+        guard let (header, range) = try? Envelope.decode(bytes) else { continue }
+        if header.messageType == messageType, bytes[range].elementsEqual(payload) { return true }
+      }
+    }
+    return false
   }
 
   /// Throws when `name` is a regular file this process may not read (`EACCES`: another user's

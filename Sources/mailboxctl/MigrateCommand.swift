@@ -30,8 +30,8 @@ let migrateCommand = Subcommand(
       again neither loses nor duplicates a message, and a run with nothing left to convert
       changes nothing; run it again before starting consumers (acknowledged ids leave no
       trace, so an imported message acknowledged before its old file was deleted would come
-      back). Old quarantined files and files that are not readable messages move to
-      quarantine/ (reason foreign); an old message whose id the mailbox already holds with
+      back). Old quarantined files and files that are not readable messages (names that
+      are not UTF-8 included) move to quarantine/ (reason foreign); an old message whose id the mailbox already holds with
       another payload or type tag (a second old file with that id, or a message of this format)
       moves there as it was (reason conflict); only the same message already there (an
       interrupted run wrote it) counts as already present. The mailbox's stored settings apply as to enqueue; when the

@@ -22,8 +22,12 @@ struct LegacyEntry: Sendable, Equatable {
   }
 
   var kind: Kind
-  /// The entry's name in the namespace directory.
+  /// The entry's name in the namespace directory; for a name that is not valid UTF-8, a
+  /// repaired copy (see ``exactName``).
   var name: String
+  /// The name to hand to system calls: differs from ``name`` only for invalid UTF-8 (never a
+  /// name the old format wrote: such an entry is not a readable message).
+  var exactName: EntryName
   /// The pending name: `name` itself, or a claim's original name (the whole name when the claim's
   /// name does not parse).
   var originalName: String
@@ -31,9 +35,11 @@ struct LegacyEntry: Sendable, Equatable {
   /// The lock file every operation of the old format holds.
   static let lockName = ".mailbox.lock"
 
-  /// Classifies `name`; nil for names the old format does not write (our areas, hidden files).
-  init?(name: String) {
+  /// Classifies `name` (`exactName` its bytes when they are not valid UTF-8); nil for names the
+  /// old format does not write (our areas, hidden files).
+  init?(name: String, exactName: EntryName? = nil) {
     self.name = name
+    self.exactName = exactName ?? .text(name)
     if name.hasPrefix("pending-") {
       kind = .pending
       originalName = name
@@ -46,6 +52,13 @@ struct LegacyEntry: Sendable, Equatable {
     } else {
       return nil
     }
+  }
+
+  /// The old-format entries of the directory at `directory` (an open descriptor), names that
+  /// are not valid UTF-8 included: what `mailboxctl migrate` converts, and what the other
+  /// commands count to refuse an unconverted directory. - Complexity: O(n) in its entries.
+  static func list(_ directory: Int32) throws -> [LegacyEntry] {
+    try Syscall.list(directory).compactMap { LegacyEntry(name: $0.name, exactName: $0.exactName) }
   }
 
   /// `claimed-<36-character UUID>-<pending-….json>` gives the pending name; nil otherwise.

@@ -66,17 +66,22 @@ extension AppGroupRawMailbox {
     var messages: [(LegacyEntry, LegacyMessage)] = []
     var unreadable: [LegacyEntry] = []
     for entry in try legacyEntries(directory) {
-      if entry.kind != .quarantined, let message = try legacyMessage(directory, entry.name) {
+      // An old quarantined file, or a name the old format never wrote (not UTF-8), is moved
+      // unread: whoever may read it.
+      guard entry.kind != .quarantined, case .text(let name) = entry.exactName else {
+        unreadable.append(entry)
+        continue
+      }
+      if let message = try legacyMessage(directory, name) {
         messages.append((entry, message))
       } else {
-        // An old quarantined file is moved unread: whoever may read it.
-        if entry.kind != .quarantined { try refuseUnpermitted(directory, entry.name) }
+        try refuseUnpermitted(directory, name)
         unreadable.append(entry)
       }
     }
     for entry in unreadable
     where spool.quarantine(
-      from: directory, entry.name, id: nil, reason: .foreign, diagnostics: &diagnostics)
+      from: directory, entry.exactName, id: nil, reason: .foreign, diagnostics: &diagnostics)
     {
       report.quarantined += 1
     }
@@ -99,7 +104,7 @@ extension AppGroupRawMailbox {
         // message under the same id is kept in quarantine, never deleted.
         guard try holdsSame(message, messageType: messageType) else {
           if spool.quarantine(
-            from: directory, entry.name, id: message.id, reason: .conflict,
+            from: directory, entry.exactName, id: message.id, reason: .conflict,
             diagnostics: &diagnostics)
           {
             report.quarantined += 1
@@ -118,29 +123,30 @@ extension AppGroupRawMailbox {
         continue
       }
       diagnostics += written
-      try mapIO("migrate") { try Syscall.unlink(directory, entry.name) }
+      try mapIO("migrate") { try Syscall.unlink(directory, entry.exactName) }
     }
     try mapIO("migrate") { try spool.flushDirectory(directory) }
     if report.imported > 0 { spool.configuration.onPending?() }
     return report
   }
 
-  /// The number of old-format files (pending, claimed and quarantined, see ``LegacyEntry``) in
-  /// the namespace directory at `directory`, which ``migrateLegacySpool(messageType:)``
-  /// converts; 0 when there are none or the directory cannot be listed. Only reads the
-  /// directory (nothing is opened for writing or followed below it); safe from any thread.
+  /// The number of old-format files (pending, claimed and quarantined, see ``LegacyEntry``,
+  /// names that are not UTF-8 included) in the namespace directory at `directory`, which
+  /// ``migrateLegacySpool(messageType:)`` converts, the same listing; 0 when there are none or
+  /// the directory cannot be listed. Only reads the directory (nothing is opened for writing or
+  /// followed below it); safe from any thread.
   /// - Complexity: O(n) in the directory's entries.
   package static func legacySpoolFileCount(in directory: URL) -> Int {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    return names.filter { LegacyEntry(name: $0) != nil }.count
+    guard
+      let opened = try? FileDescriptor.open(
+        AT_FDCWD, directory.path, O_RDONLY | O_DIRECTORY, role: .namespaceDirectory)
+    else { return 0 }
+    return (try? LegacyEntry.list(opened.rawValue).count) ?? 0
   }
 
   /// The old-format entries of the namespace directory.
   private func legacyEntries(_ directory: Int32) throws -> [LegacyEntry] {
-    try mapIO("migrate") { try Syscall.list(directory) }.compactMap { entry in
-      guard case .text(let name) = entry.exactName else { return nil }
-      return LegacyEntry(name: name)
-    }
+    try mapIO("migrate") { try LegacyEntry.list(directory) }
   }
 
   /// Whether a file of this mailbox with the id of `message` (pending, claimed, delayed or

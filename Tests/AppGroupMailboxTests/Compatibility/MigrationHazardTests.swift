@@ -101,4 +101,35 @@ import Testing
     #expect(container.quarantined().map(\.reason) == [.conflict])
     #expect(try Self.pendingPayloads(container) == [#"{"w":"A"}"#])
   }
+
+  @Test func `An old-format name that is not UTF-8 goes to quarantine and unlocks the directory`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try Self.writeOld(container, "pending-00000000000000000001-A.json", message: #"{"w":"A"}"#)
+    // pending-\xff.json, which the old format never writes.
+    let path =
+      Array(Self.namespace(container).path.utf8) + Array("/pending-".utf8) + [0xFF]
+      + Array(".json".utf8) + [0]
+    let fd = path.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer {
+      open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    }
+    #expect(fd >= 0)
+    #expect(write(fd, "odd", 3) == 3)
+    close(fd)
+    let refused = try Mailboxctl.run(["status"] + container.arguments())
+    #expect(refused.status == 69)
+    #expect(refused.stderr.contains("holds 2 files of the old format"), "\(refused.stderr)")
+    let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stdout == "{\"imported\":1,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":1}\n")
+    #expect(try Self.quarantinedBytes(container, .foreign) == [Data("odd".utf8)])
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: Self.namespace(container).path)
+        .allSatisfy { !$0.hasPrefix("pending-") })
+    let status = try Mailboxctl.run(["status"] + container.arguments())
+    #expect(status.status == 0, "\(status.stderr)")
+    #expect(try Self.pendingPayloads(container) == [#"{"w":"A"}"#])
+  }
 }

@@ -34,13 +34,16 @@ let migrateCommand = Subcommand(
       are not UTF-8 included) move to quarantine/ (reason foreign); an old message whose id the mailbox already holds with
       another payload or type tag (a second old file with that id, or a message of this format)
       moves there as it was (reason conflict); only the same message already there (an
-      interrupted run wrote it) counts as already present. The mailbox's stored settings apply as to enqueue; when the
+      interrupted run wrote it) counts as already present. A message dated before 1970 or after
+      2286-11-20, which this format cannot store, moves to quarantine/ too (reason foreign), its
+      date never changed. The mailbox's stored settings apply as to enqueue; when the
       directory holds no mailbox of this format yet, migrate creates it with the default
       settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
       messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
       and run again. Messages keep their enqueue dates: one already as old as the mailbox's
       messageLifetime (default one day) is not imported and its old file stays (exit 65, with
-      the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again); give
+      the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again; or
+      saying none imports it, for one older than the longest, 1e9 s); give
       the lifetime room for the time consumers take, as a message expires once its age reaches
       it. Prints the imported, already present, expired (left in place) and quarantined counts
       (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}). Until migrate has
@@ -81,18 +84,26 @@ let migrateCommand = Subcommand(
 
 /// The failure (``ExitStatus/dataError``, 65) for `count` messages not imported because their
 /// enqueue dates, the oldest `oldest`, are already `lifetime` seconds old; it names a lifetime
-/// that imports them with a day to spare, rounded up to whole days (at most the 1e9 s that
-/// --message-lifetime takes).
+/// that imports them with a day to spare, rounded up to whole days, when --message-lifetime
+/// (at most 1e9 s) can give one; otherwise it says that none it takes imports the oldest.
 private func expiredFailure(_ count: Int, oldest: Date, lifetime: Double, location: String)
   -> CommandFailure
 {
   let age = max(Date().timeIntervalSince(oldest), 0)
-  let days = min((age / 86_400).rounded(.up) + 1, 11_574)
+  let days = (age / 86_400).rounded(.up) + 1
+  let stated =
+    "\(count) message\(count == 1 ? " is" : "s are") older than the mailbox's message lifetime "
+    + "(\(Drainer.format(seconds: lifetime)) s) and would expire at once: not imported, "
+    + "\(count == 1 ? "its old file stays" : "their old files stay")"
+  guard days <= 11_574 else {
+    return CommandFailure(
+      .dataError,
+      stated + "; the oldest is \(Int(age)) s old, older than the longest lifetime "
+        + "mailboxctl config sets (1000000000 s), so no --message-lifetime imports it")
+  }
   return CommandFailure(
     .dataError,
-    "\(count) message\(count == 1 ? " is" : "s are") older than the mailbox's message lifetime "
-      + "(\(Drainer.format(seconds: lifetime)) s) and would expire at once: not imported, "
-      + "\(count == 1 ? "its old file stays" : "their old files stay"); raise the lifetime "
-      + "(the oldest is \(Int(age)) s old), for example 'mailboxctl config\(location) "
-      + "--message-lifetime \(Int(days) * 86_400)', and run migrate again")
+    stated + "; raise the lifetime (the oldest is \(Int(age)) s old), for example "
+      + "'mailboxctl config\(location) --message-lifetime \(Int(days) * 86_400)', and run "
+      + "migrate again")
 }

@@ -81,6 +81,14 @@ struct LegacyMessage: Sendable, Equatable {
   /// The bytes of the `message` value exactly as stored: the encoded message.
   var payload: Data
 
+  /// The enqueue date in microseconds since 1970 as this format stores it; nil when it lies
+  /// outside what it can store (before 1970-01-01, or after ``MessageKey/maxMicros``,
+  /// 2286-11-20), which an import would have to change.
+  var micros: Int64? {
+    let micros = Date(timeIntervalSinceReferenceDate: enqueuedAt).timeIntervalSince1970.microseconds
+    return (0...MessageKey.maxMicros).contains(micros) ? micros : nil
+  }
+
   /// Decodes an old-format message file; nil when it is not one (not a JSON object, a missing or
   /// invalid `id`, `enqueuedAt` or `message`). - Complexity: O(n) in the bytes.
   init?(decoding bytes: [UInt8]) {

@@ -14,8 +14,9 @@ package struct LegacyMigrationReport: Sendable, Equatable {
   package var expired = 0
   /// The enqueue date of the oldest message counted in ``expired``; nil when there is none.
   package var oldestExpired: Date?
-  /// Old files moved into `quarantine/`, kept as they were: old quarantined files and entries
-  /// that were not readable messages (reason `foreign`), and messages whose id this mailbox
+  /// Old files moved into `quarantine/`, kept as they were: old quarantined files, entries that
+  /// were not readable messages and messages dated outside what this format stores (before
+  /// 1970, after 2286-11-20) (reason `foreign`), and messages whose id this mailbox
   /// already held with another payload or type tag (reason `conflict`).
   package var quarantined = 0
 }
@@ -41,7 +42,9 @@ extension AppGroupRawMailbox {
   /// deleted only after its message was written and flushed (or found already present: the
   /// same id with the same payload and type tag). An old message whose id this mailbox already
   /// holds with another payload or type tag (another old file with that id, or a message of
-  /// this format) is not written and its old file goes to `quarantine/` (reason `conflict`). A
+  /// this format) is not written and its old file goes to `quarantine/` (reason `conflict`); so
+  /// is a message dated before 1970 or after 2286-11-20, which this format cannot store (reason
+  /// `foreign`: the date is never changed). A
   /// message whose enqueue date is already `messageLifetime` old is not written (it would only
   /// expire) and its old file stays, counted in ``LegacyMigrationReport/expired``: raise the
   /// lifetime and run again. An import finds the id already present after an interrupted run
@@ -73,7 +76,12 @@ extension AppGroupRawMailbox {
         continue
       }
       if let message = try legacyMessage(directory, name) {
-        messages.append((entry, message))
+        // A date this format cannot store is never clamped: the old file is kept in quarantine.
+        if message.micros == nil {
+          unreadable.append(entry)
+        } else {
+          messages.append((entry, message))
+        }
       } else {
         try refuseUnpermitted(directory, name)
         unreadable.append(entry)
@@ -93,7 +101,7 @@ extension AppGroupRawMailbox {
       var written: [AppGroupMailboxDiagnostic] = []
       let outcome = try spool.enqueue(
         payload: message.payload, id: message.id, messageType: messageType, payloadVersion: 1,
-        explicitMicros: date.timeIntervalSince1970.microseconds, unique: true,
+        explicitMicros: message.micros, unique: true,
         attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &written)
       // The old file goes only when the message is in this mailbox: written now, or by an
       // earlier run.

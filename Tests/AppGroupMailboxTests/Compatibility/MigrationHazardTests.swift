@@ -132,4 +132,36 @@ import Testing
     #expect(status.status == 0, "\(status.stderr)")
     #expect(try Self.pendingPayloads(container) == [#"{"w":"A"}"#])
   }
+
+  @Test func `Old messages dated before 1970 or after 2286 go to quarantine, never clamped`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try Self.writeOld(container, "pending-00000000000000000001-A.json", message: #"{"w":"A"}"#)
+    // Seconds since 2001-01-01: the year 1684 and the year 2317.
+    let early = try Self.writeOld(
+      container, "pending-00000000000000000002-B.json", id: UUID(), seconds: -1e10, message: "1")
+    let late = try Self.writeOld(
+      container, "pending-00000000000000000003-C.json", id: UUID(), seconds: 1e10, message: "2")
+    let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stdout == "{\"imported\":1,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":2}\n")
+    #expect(Set(try Self.quarantinedBytes(container, .foreign)) == [early, late])
+    #expect(try Self.oldNames(container).isEmpty)
+    #expect(try Mailboxctl.run(["status"] + container.arguments()).status == 0)
+    #expect(try Self.pendingPayloads(container) == [#"{"w":"A"}"#])
+  }
+
+  @Test func `Migrate suggests no lifetime for a message older than any it can set`() throws {
+    let container = try TemporaryContainer()
+    // 1975: older than the longest lifetime config sets (1e9 s, 31.7 years).
+    try Self.writeOld(
+      container, "pending-00000000000000000001-A.json", seconds: -820_000_000, message: "1")
+    let result = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(result.status == 65)
+    #expect(result.stderr.contains("no --message-lifetime imports it"), "\(result.stderr)")
+    #expect(!result.stderr.contains("run migrate again"))
+    #expect(try Self.oldNames(container).count == 1)
+  }
 }

@@ -36,11 +36,13 @@ let migrateCommand = Subcommand(
       moves there as it was (reason conflict); only the same message already there (an
       interrupted run wrote it) counts as already present. A message dated before 1970 or after
       2286-11-20, which this format cannot store, moves to quarantine/ too (reason foreign), its
-      date never changed. The mailbox's stored settings apply as to enqueue; when the
+      date never changed. migrate never deletes an old file: when quarantine/ cannot take what
+      it holds and what the run would move there within maxQuarantinedFiles, it stops before
+      any change (exit 65, naming mailboxctl config --max-quarantined-files N). The mailbox's stored settings apply as to enqueue; when the
       directory holds no mailbox of this format yet, migrate creates it with the default
       settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
       messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
-      and run again. Messages keep their enqueue dates: one already as old as the mailbox's
+      and run again; an old file over 64 MiB stops it before any change (exit 65). Messages keep their enqueue dates: one already as old as the mailbox's
       messageLifetime (default one day) is not imported and its old file stays (exit 65, with
       the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again; or
       saying none imports it, for one older than the longest, 1e9 s); give
@@ -66,6 +68,14 @@ let migrateCommand = Subcommand(
     } catch LegacyMigrationError.unsafeLock {
       throw CommandFailure(
         .dataError, "\(location.directory.path)/.mailbox.lock is not a regular file")
+    } catch LegacyMigrationError.quarantineFull(let needed, let held) {
+      throw CommandFailure(
+        .dataError,
+        "\(needed) old file\(needed == 1 ? "" : "s") would go to quarantine/, which holds "
+          + "\(held) of at most \(mailbox.settings.maxQuarantinedFiles) (maxQuarantinedFiles), "
+          + "and migrate never deletes an old file: none was moved; raise the bound, for example "
+          + "'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
+          + "--max-quarantined-files \(held + needed)', and run migrate again")
     } catch {
       throw CommandFailure(error, while: "")
     }

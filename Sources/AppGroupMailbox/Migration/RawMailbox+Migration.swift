@@ -27,6 +27,10 @@ package enum LegacyMigrationError: Error, Equatable {
   case lockHeld
   /// `.mailbox.lock` is not a regular file with one link (a symlink, a directory...).
   case unsafeLock
+  /// `needed` old files would go to `quarantine/`, which holds `held` entries and takes at most
+  /// `maxQuarantinedFiles`: a migration never deletes an old file, so nothing was moved (raise
+  /// the bound to `held + needed` and run again).
+  case quarantineFull(needed: Int, held: Int)
 }
 
 extension AppGroupRawMailbox {
@@ -87,14 +91,16 @@ extension AppGroupRawMailbox {
         unreadable.append(entry)
       }
     }
-    for entry in unreadable
-    where spool.quarantine(
-      from: directory, entry.exactName, id: nil, reason: .foreign, diagnostics: &diagnostics)
-    {
-      report.quarantined += 1
-    }
     messages.sort {
       ($0.1.enqueuedAt, $0.0.originalName) < ($1.1.enqueuedAt, $1.0.originalName)
+    }
+    try reserveQuarantine(
+      unreadable.count + conflictCount(messages.map(\.1), messageType: messageType))
+    for entry in unreadable
+    where try quarantineKept(
+      directory, entry.exactName, id: nil, reason: .foreign, diagnostics: &diagnostics)
+    {
+      report.quarantined += 1
     }
     for (entry, message) in messages {
       let date = Date(timeIntervalSinceReferenceDate: message.enqueuedAt)
@@ -111,8 +117,8 @@ extension AppGroupRawMailbox {
         // Already present only when it is this very message (a rerun after a crash): another
         // message under the same id is kept in quarantine, never deleted.
         guard try holdsSame(message, messageType: messageType) else {
-          if spool.quarantine(
-            from: directory, entry.exactName, id: message.id, reason: .conflict,
+          if try quarantineKept(
+            directory, entry.exactName, id: message.id, reason: .conflict,
             diagnostics: &diagnostics)
           {
             report.quarantined += 1
@@ -160,7 +166,7 @@ extension AppGroupRawMailbox {
   /// Whether a file of this mailbox with the id of `message` (pending, claimed, delayed or
   /// quarantined) holds its payload with the type tag `messageType`, as an import writes it.
   /// - Complexity: O(n) in the mailbox's entries, and one read per file with that id.
-  private func holdsSame(_ message: LegacyMessage, messageType: String) throws -> Bool {
+  func holdsSame(_ message: LegacyMessage, messageType: String) throws -> Bool {
     let areas = spool.directories
     let ids: [(Int32, (String) -> UUID?)] = [
       (areas.pending, { PendingName(parsing: $0)?.id }),
@@ -239,9 +245,14 @@ extension AppGroupRawMailbox {
   /// (``Spool/readEntry(_:_:limit:singleLink:extent:unchanged:)``: no links followed, nothing
   /// that is not a regular file with one link, at most the payload ceiling); nil when it is not
   /// a readable message or its message is not what an enqueue stores (UTF-8 JSON text).
+  /// - Throws: ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)`` for a file
+  ///   over the ceiling, which may be a message: it is neither read nor moved.
   private func legacyMessage(_ directory: Int32, _ name: String) throws -> LegacyMessage? {
-    let read = try mapIO("migrate") {
-      try spool.readEntry(directory, name, limit: AppGroupMailboxLimits.payloadCeiling)
+    let ceiling = AppGroupMailboxLimits.payloadCeiling
+    let read = try mapIO("migrate") { try spool.readEntry(directory, name, limit: ceiling) }
+    if case .failure(.oversized) = read {
+      let size = (try? Syscall.lstat(directory, name).st_size).map { Int($0) } ?? ceiling + 1
+      throw AppGroupMailboxError.payloadTooLarge(actualBytes: size, maximumBytes: ceiling)
     }
     guard case .success(let (_, bytes)) = read, let message = LegacyMessage(decoding: bytes.array),
       Self.isJSON(message.payload)

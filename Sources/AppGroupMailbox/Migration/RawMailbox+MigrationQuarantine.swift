@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+
+extension AppGroupRawMailbox {
+  /// The number of `messages` (in import order) that an import of this run would move to
+  /// quarantine as conflicts: a second message with an earlier one's id and other bytes, or
+  /// one whose id the mailbox holds with another payload or type tag.
+  /// - Complexity: O(n) in the messages, and a duplicate check by id (O(m) in the mailbox's
+  ///   entries) for each.
+  func conflictCount(_ messages: [LegacyMessage], messageType: String) throws -> Int {
+    var first: [UUID: Data] = [:]
+    var conflicts = 0
+    for message in messages {
+      if let earlier = first[message.id] {
+        if earlier != message.payload { conflicts += 1 }
+        continue
+      }
+      first[message.id] = message.payload
+      let present = try mapIO("migrate") { try spool.containsMessage(id: message.id) }
+      if present, try !holdsSame(message, messageType: messageType) { conflicts += 1 }
+    }
+    return conflicts
+  }
+
+  /// Throws ``LegacyMigrationError/quarantineFull(needed:held:)`` unless `quarantine/` can take
+  /// `count` more entries within ``AppGroupMailboxLimits/maxQuarantinedFiles`` (a migration
+  /// never trims: that would delete old files).
+  func reserveQuarantine(_ count: Int) throws {
+    guard count > 0 else { return }
+    let held = try mapIO("migrate") { try Syscall.list(spool.directories.quarantine).count }
+    guard held + count <= spool.limits.maxQuarantinedFiles else {
+      throw LegacyMigrationError.quarantineFull(needed: count, held: held)
+    }
+  }
+
+  /// Moves the old file `name` of `directory` into `quarantine/` under a fresh quarantine name,
+  /// as ``Spool/quarantine(from:_:id:reason:diagnostics:)`` does but never deleting it: no trim
+  /// (``reserveQuarantine(_:)`` first: a full quarantine throws), and a move that fails throws.
+  /// - Returns: false when the file had vanished.
+  func quarantineKept(
+    _ directory: Int32, _ name: EntryName, id: UUID?, reason: QuarantineReason,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) throws -> Bool {
+    try reserveQuarantine(1)
+    while true {
+      let target = QuarantineName(
+        micros: spool.now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
+      do {
+        try Syscall.renameNoReplace(directory, name, spool.directories.quarantine, target.fileName)
+        diagnostics.append(reason.diagnostic)
+        return true
+      } catch let error as SystemCallError where error.isNotFound {
+        return false
+      } catch let error as SystemCallError where error.errno == .fileExists {
+        continue
+      } catch let error as SystemCallError {
+        throw error.mailboxError("migrate")
+      }
+    }
+  }
+}

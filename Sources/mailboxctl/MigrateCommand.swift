@@ -21,7 +21,8 @@ let migrateCommand = Subcommand(
       The namespace directory of the Apple package holds every file flat: pending-ORDINAL-ID.json,
       claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on
       .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
-      a process of the old format holds it: stop those processes first (the mailbox of this
+      another process (one of the old format, or another migrate) holds it, and exits 65 when
+      .mailbox.lock is not a regular file (a symlink, a directory): stop those processes first (the mailbox of this
       format is created before, when missing: choose its settings with create first, or
       change them with config). Messages are imported
       oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
@@ -63,8 +64,8 @@ let migrateCommand = Subcommand(
     } catch LegacyMigrationError.lockHeld {
       throw CommandFailure(
         .temporaryFailure,
-        "a process of the old format holds \(location.directory.path)/.mailbox.lock; "
-          + "stop it and run again")
+        "another process (one of the old format, or another migrate) holds "
+          + "\(location.directory.path)/.mailbox.lock; stop it and run again")
     } catch LegacyMigrationError.unsafeLock {
       throw CommandFailure(
         .dataError, "\(location.directory.path)/.mailbox.lock is not a regular file")

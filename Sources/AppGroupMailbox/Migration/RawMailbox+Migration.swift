@@ -23,7 +23,7 @@ package struct LegacyMigrationReport: Sendable, Equatable {
 
 /// Why a migration did not run.
 package enum LegacyMigrationError: Error, Equatable {
-  /// A process using the old format holds `.mailbox.lock`.
+  /// Another process holds `.mailbox.lock`: one of the old format, or another migration.
   case lockHeld
   /// `.mailbox.lock` is not a regular file with one link (a symlink, a directory...).
   case unsafeLock
@@ -58,7 +58,9 @@ extension AppGroupRawMailbox {
   /// files and entries that are not readable messages go to `quarantine/` as they are (never
   /// followed or opened).
   ///
-  /// - Throws: ``LegacyMigrationError``; ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
+  /// - Throws: ``LegacyMigrationError`` (``LegacyMigrationError/quarantineFull(needed:held:)``
+  ///   before any change); ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)``
+  ///   (an old file over the 64 MiB ceiling: before any change)
   ///   or ``AppGroupMailboxError/mailboxFull`` (raise the limits and run again: what was imported
   ///   stays, the rest stays in the old layout); ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n) imports, each O(n) for its duplicate check by name.

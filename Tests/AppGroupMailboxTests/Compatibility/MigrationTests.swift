@@ -148,6 +148,7 @@ import Testing
     let refused = try Mailboxctl.run(["migrate"] + container.arguments() + Self.longLived)
     #expect(refused.status == 75)
     #expect(refused.stderr.contains(".mailbox.lock; stop it and run again"))
+    #expect(refused.stderr.contains("another process (one of the old format, or another migrate)"))
     #expect(try Self.legacyNames(container).sorted() == before)
     #expect(container.names("pending").isEmpty)
     #expect(flock(lock, LOCK_UN) == 0)

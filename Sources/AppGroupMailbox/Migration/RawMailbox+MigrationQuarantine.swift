@@ -42,20 +42,14 @@ extension AppGroupRawMailbox {
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Bool {
     try reserveQuarantine(1)
-    while true {
-      let target = QuarantineName(
-        micros: spool.now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
-      do {
-        try Syscall.renameNoReplace(directory, name, spool.directories.quarantine, target.fileName)
-        diagnostics.append(reason.diagnostic)
-        return true
-      } catch let error as SystemCallError where error.isNotFound {
-        return false
-      } catch let error as SystemCallError where error.errno == .fileExists {
-        continue
-      } catch let error as SystemCallError {
-        throw error.mailboxError("migrate")
-      }
+    let moved = try mapIO("migrate") { () throws -> Bool in
+      // Every fresh name taken (8 draws of a 32-bit nonce): said as the rename's EEXIST.
+      guard
+        let moved = try spool.renameIntoQuarantine(from: directory, name, id: id, reason: reason)
+      else { throw SystemCallError(call: "renameat2", errno: .fileExists) }
+      return moved
     }
+    if moved { diagnostics.append(reason.diagnostic) }
+    return moved
   }
 }

@@ -26,20 +26,10 @@ extension Spool {
   ) -> Bool {
     if limits.maxQuarantinedFiles > 0 {
       try? trimQuarantine(keeping: limits.maxQuarantinedFiles - 1, diagnostics: &diagnostics)
-      for _ in 0..<8 {
-        let target = QuarantineName(
-          micros: now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
-        do {
-          try Syscall.renameNoReplace(directory, name, directories.quarantine, target.fileName)
-          diagnostics.append(reason.diagnostic)
-          return true
-        } catch let error as SystemCallError where error.isNotFound {
-          return false
-        } catch let error as SystemCallError where error.errno == .fileExists {
-          continue
-        } catch {
-          break
-        }
+      // Any failure but "gone" falls through to the delete below.
+      if let moved = try? renameIntoQuarantine(from: directory, name, id: id, reason: reason) {
+        if moved { diagnostics.append(reason.diagnostic) }
+        return moved
       }
     }
     do {
@@ -53,6 +43,31 @@ extension Spool {
     diagnostics.append(reason.diagnostic)
     if limits.maxQuarantinedFiles > 0 { diagnostics.append(.quarantinedFileDiscarded) }
     return true
+  }
+
+  /// Renames the entry `name` of `directory` into `quarantine/` under a fresh quarantine name
+  /// that keeps `id`, `reason` and the time, drawing a new nonce while a name is taken (8 tries).
+  /// No trim, no delete: the callers decide (``quarantine(from:_:id:reason:diagnostics:)``, and a
+  /// migration, which never deletes an old file).
+  /// - Returns: true when moved, false when the entry was gone (ENOENT); nil when all 8 names
+  ///   were taken.
+  /// - Throws: ``SystemCallError`` of any other failure of the rename.
+  func renameIntoQuarantine(
+    from directory: Int32, _ name: some SystemName, id: UUID?, reason: QuarantineReason
+  ) throws -> Bool? {
+    for _ in 0..<8 {
+      let target = QuarantineName(
+        micros: now, reason: reason, id: id, nonce: UInt32.random(in: .min ... .max))
+      do {
+        try Syscall.renameNoReplace(directory, name, directories.quarantine, target.fileName)
+        return true
+      } catch let error as SystemCallError where error.isNotFound {
+        return false
+      } catch let error as SystemCallError where error.errno == .fileExists {
+        continue
+      }
+    }
+    return nil
   }
 
   /// Deletes the oldest quarantined entries beyond `keeping` (default: the bound), in

@@ -19,6 +19,7 @@ headers:
 - ``Mailbox-Priority``: the message's priority level, 0 to 9, absent for the default 5.
 """
 
+import argparse
 import asyncio
 import datetime
 import os
@@ -163,6 +164,32 @@ def add_connection_arguments(parser):
         "--server", action="append", default=None,
         help="a NATS server URL (repeat for a cluster; default $NATS_URL or nats://127.0.0.1:4222)")
     parser.add_argument("--creds", default=None, help="a NATS user credentials file")
+
+
+def seconds(low, high):
+    """An argparse type: a number of seconds from ``low`` to ``high`` (finite)."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        if not low <= value <= high:  # also false for nan
+            raise argparse.ArgumentTypeError(f"{text} is not from {low:g} to {high:g} seconds")
+        return value
+    return parse
+
+
+def integer(low, high):
+    """An argparse type: an integer from ``low`` to ``high``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is not from {low} to {high}")
+        return value
+    return parse
 
 
 FIRST_CONNECT_ATTEMPTS = 3  # per server, 0.5 s apart, each bounded by the 2 s connect timeout

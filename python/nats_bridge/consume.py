@@ -58,14 +58,16 @@ def parse_arguments():
     parser.add_argument("--durable", required=True, help="the durable consumer's name")
     parser.add_argument("--subject", default="", help="a filter subject (default: the whole stream)")
     parser.add_argument("--mailboxctl", default="mailboxctl", help="the mailboxctl to run")
-    parser.add_argument("--batch", type=int, default=64, help="messages per fetch (default 64)")
-    parser.add_argument("--parallel", type=int, default=4,
-                        help="enqueues running at once (default 4)")
-    parser.add_argument("--ack-wait", type=float, default=30.0,
+    parser.add_argument("--batch", type=common.integer(1, 4096), default=64,
+                        help="messages per fetch (1 to 4096, default 64)")
+    parser.add_argument("--parallel", type=common.integer(1, 256), default=4,
+                        help="enqueues running at once (1 to 256, default 4)")
+    parser.add_argument("--ack-wait", type=common.seconds(1, 86400), default=30.0,
                         help="seconds before JetStream redelivers an unacknowledged message "
-                             "(set when the consumer is created; default 30)")
-    parser.add_argument("--retry-after", type=float, default=2.0,
-                        help="seconds before a message that failed to enqueue comes again")
+                             "(set when the consumer is created; 1 to 86400, default 30)")
+    parser.add_argument("--retry-after", type=common.seconds(0.1, 86400), default=2.0,
+                        help="seconds before a message that failed to enqueue comes again "
+                             "(0.1 to 86400, default 2)")
     arguments = parser.parse_args(argv)
     arguments.enqueue = enqueue
     return arguments

@@ -95,19 +95,6 @@ def split(line):
     return json.loads(line[:key] + b"}"), line[key + len(MESSAGE_KEY):end - 1]
 
 
-def seconds(low, high):
-    """An argparse type: a number of seconds from ``low`` to ``high`` (finite)."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-        if not low <= value <= high:  # also false for nan
-            raise argparse.ArgumentTypeError(f"{text} is not from {low:g} to {high:g} seconds")
-        return value
-    return parse
-
-
 PUBLISH_TIMEOUT = (0.1, 600.0)
 RETRY_AFTER = (0.1, 86400.0)
 
@@ -121,11 +108,11 @@ def parse_arguments():
         "--stream", default=None,
         help="the stream that must store it (sent as Nats-Expected-Stream; default any)")
     parser.add_argument(
-        "--publish-timeout", type=seconds(*PUBLISH_TIMEOUT), default=5.0, metavar="SECONDS",
+        "--publish-timeout", type=common.seconds(*PUBLISH_TIMEOUT), default=5.0, metavar="SECONDS",
         help="seconds to wait for the publish acknowledgement, %g to %g (default 5)"
         % PUBLISH_TIMEOUT)
     parser.add_argument(
-        "--retry-after", type=seconds(*RETRY_AFTER), default=2.0, metavar="SECONDS",
+        "--retry-after", type=common.seconds(*RETRY_AFTER), default=2.0, metavar="SECONDS",
         help="seconds after which a message whose publish failed is delivered again, %g to %g "
         "(default 2; keep it under the stream's duplicate window)" % RETRY_AFTER)
     return parser.parse_args()

@@ -136,7 +136,9 @@ def main():
     dumping.add_argument("--name", required=True)
     sending = commands.add_parser("publish", help="publish JSON Lines {id, message} from stdin")
     sending.add_argument("--subject", required=True)
-    sending.add_argument("--in-flight", type=int, default=64)
+    sending.add_argument(
+        "--in-flight", type=common.integer(1, 65536), default=64,
+        help="publishes awaiting their acknowledgement at once (1 to 65536, default 64)")
     sending.add_argument("--input", default=None, help="read this file instead of stdin")
     arguments = parser.parse_args()
     action = {"create-stream": create_stream, "create-consumer": create_consumer, "info": info,

@@ -33,8 +33,6 @@ int cmailbox_random_bytes(void *buffer, unsigned long length) {
 
 int cmailbox_flock(int fd, int operation) { return flock(fd, operation); }
 
-int cmailbox_tgkill(int tgid, int tid, int sig) { return (int)syscall(SYS_tgkill, tgid, tid, sig); }
-
 int cmailbox_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC | O_NONBLOCK); }
 
 long cmailbox_getdents64(int fd, void *buffer, unsigned long size) {

@@ -27,11 +27,6 @@ int cmailbox_pipe_cloexec(int fds[2]);
 /// when `size` cannot hold the next entry). Swift cannot call the variadic syscall(2).
 long cmailbox_getdents64(int fd, void *buffer, unsigned long size);
 
-/// tgkill(2): sends `sig` to the thread `tid` of the process `tgid` (Swift's Glibc lacks it). The
-/// tests use it to hand a stop signal to a chosen thread of a `mailboxctl` process, as the kernel
-/// may for a signal sent to the whole process. Returns 0 or -1 with errno.
-int cmailbox_tgkill(int tgid, int tid, int sig);
-
 /// Tells ThreadSanitizer that the lock at `address` was acquired (after locking) or is about to
 /// be released (before unlocking); no-ops unless the ThreadSanitizer runtime is linked in.
 void cmailbox_tsan_acquire(void *address);

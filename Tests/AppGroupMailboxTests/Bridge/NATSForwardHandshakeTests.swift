@@ -9,9 +9,13 @@ import Testing
 /// ended it with a BrokenPipeError traceback; a drain gone before the greeting, with a
 /// ProtocolError traceback. It now says so in one line and exits 1.
 @Suite struct NATSForwardHandshakeTests {
-  static let greeting = Data(
-    (#"{"protocol":"mailboxctl-handler","versions":[1],"capabilities":["ack","release","retry","#
-      + #""deadletter"],"jobs":4}"# + "\n").utf8)
+  /// Computed, not a stored `static let`: LeakSanitizer reports a global `Data` as leaked (it
+  /// cannot see the storage through the spare bits of its representation).
+  static var greeting: Data {
+    Data(
+      (#"{"protocol":"mailboxctl-handler","versions":[1],"capabilities":["ack","release","retry","#
+        + #""deadletter"],"jobs":4}"# + "\n").utf8)
+  }
 
   /// Runs forward.py with `stdin` as its input and, when `readerGone`, a stdout pipe whose
   /// reading end is closed before it starts (as a SIGKILLed drain leaves it); returns its exit

@@ -166,30 +166,29 @@ def add_connection_arguments(parser):
     parser.add_argument("--creds", default=None, help="a NATS user credentials file")
 
 
-def seconds(low, high):
-    """An argparse type: a number of seconds from ``low`` to ``high`` (finite)."""
+def _bounded(convert, low, high, what, unit, shown):
+    """An argparse type: ``convert(text)`` from ``low`` to ``high`` (``what`` names the kind in
+    the error, ``unit`` follows the bounds, ``shown`` formats them)."""
     def parse(text):
         try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
         if not low <= value <= high:  # also false for nan
-            raise argparse.ArgumentTypeError(f"{text} is not from {low:g} to {high:g} seconds")
+            raise argparse.ArgumentTypeError(
+                f"{text} is not from {shown(low)} to {shown(high)}{unit}")
         return value
     return parse
+
+
+def seconds(low, high):
+    """An argparse type: a number of seconds from ``low`` to ``high`` (finite)."""
+    return _bounded(float, low, high, "a number of seconds", " seconds", lambda v: f"{v:g}")
 
 
 def integer(low, high):
     """An argparse type: an integer from ``low`` to ``high``."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is not from {low} to {high}")
-        return value
-    return parse
+    return _bounded(int, low, high, "an integer", "", str)
 
 
 FIRST_CONNECT_ATTEMPTS = 3  # per server, 0.5 s apart, each bounded by the 2 s connect timeout

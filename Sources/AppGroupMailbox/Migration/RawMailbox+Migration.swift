@@ -63,7 +63,8 @@ extension AppGroupRawMailbox {
   ///   (an old file over the 64 MiB ceiling: before any change)
   ///   or ``AppGroupMailboxError/mailboxFull`` (raise the limits and run again: what was imported
   ///   stays, the rest stays in the old layout); ``AppGroupMailboxError/ioFailure(_:)``.
-  /// - Complexity: O(n) imports, each O(n) for its duplicate check by name.
+  /// - Complexity: O(n log n) in the old files (the sort), plus one listing of each area of this
+  ///   mailbox (``MigrationPresence``) and one read per file whose id an old message has.
   package func migrateLegacySpool(messageType: String = "") throws -> LegacyMigrationReport {
     let directory = spool.directories.namespace
     guard try !legacyEntries(directory).isEmpty else { return LegacyMigrationReport() }
@@ -96,8 +97,10 @@ extension AppGroupRawMailbox {
     messages.sort {
       ($0.1.enqueuedAt, $0.0.originalName) < ($1.1.enqueuedAt, $1.0.originalName)
     }
+    var present = try mapIO("migrate") { try MigrationPresence(spool) }
     try reserveQuarantine(
-      unreadable.count + conflictCount(messages.map(\.1), messageType: messageType))
+      unreadable.count
+        + conflictCount(messages.map(\.1), messageType: messageType, present: present))
     for entry in unreadable
     where try quarantineKept(
       directory, entry.exactName, id: nil, reason: .foreign, diagnostics: &diagnostics)
@@ -109,16 +112,18 @@ extension AppGroupRawMailbox {
       var written: [AppGroupMailboxDiagnostic] = []
       let outcome = try spool.enqueue(
         payload: message.payload, id: message.id, messageType: messageType, payloadVersion: 1,
-        explicitMicros: message.micros, unique: true,
+        explicitMicros: message.micros, unique: true, isPresent: { present.contains($0) },
         attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &written)
       // The old file goes only when the message is in this mailbox: written now, or by an
       // earlier run.
       switch outcome {
-      case .published, .delayed, .replaced: report.imported += 1
+      case .published, .delayed, .replaced:
+        report.imported += 1
+        present.wrote(message.id, payload: message.payload)
       case .duplicate:
         // Already present only when it is this very message (a rerun after a crash): another
         // message under the same id is kept in quarantine, never deleted.
-        guard try holdsSame(message, messageType: messageType) else {
+        guard try present.holdsSame(message, messageType: messageType, in: spool) else {
           if try quarantineKept(
             directory, entry.exactName, id: message.id, reason: .conflict,
             diagnostics: &diagnostics)
@@ -163,31 +168,6 @@ extension AppGroupRawMailbox {
   /// The old-format entries of the namespace directory.
   private func legacyEntries(_ directory: Int32) throws -> [LegacyEntry] {
     try mapIO("migrate") { try LegacyEntry.list(directory) }
-  }
-
-  /// Whether a file of this mailbox with the id of `message` (pending, claimed, delayed or
-  /// quarantined) holds its payload with the type tag `messageType`, as an import writes it.
-  /// - Complexity: O(n) in the mailbox's entries, and one read per file with that id.
-  func holdsSame(_ message: LegacyMessage, messageType: String) throws -> Bool {
-    let areas = spool.directories
-    let ids: [(Int32, (String) -> UUID?)] = [
-      (areas.pending, { PendingName(parsing: $0)?.id }),
-      (areas.claimed, { ClaimedName(parsing: $0)?.message.id }),
-      (areas.delayed, { DelayedName(parsing: $0)?.message.id }),
-      (areas.quarantine, { QuarantineName(parsing: $0)?.id }),
-    ]
-    let payload = Array(message.payload)
-    for (area, id) in ids {
-      for entry in try mapIO("migrate", { try Syscall.list(area) })
-      where id(entry.name) == message.id {
-        let read = try mapIO("migrate") { try spool.readEntry(area, entry.exactName) }
-        guard case .success(let (_, file)) = read else { continue }
-        let bytes = file.array
-        guard let (header, range) = try? Envelope.decode(bytes) else { continue }
-        if header.messageType == messageType, bytes[range].elementsEqual(payload) { return true }
-      }
-    }
-    return false
   }
 
   /// Throws when `name` is a regular file this process may not read (`EACCES`: another user's

@@ -5,9 +5,11 @@ extension AppGroupRawMailbox {
   /// The number of `messages` (in import order) that an import of this run would move to
   /// quarantine as conflicts: a second message with an earlier one's id and other bytes, or
   /// one whose id the mailbox holds with another payload or type tag.
-  /// - Complexity: O(n) in the messages, and a duplicate check by id (O(m) in the mailbox's
-  ///   entries) for each.
-  func conflictCount(_ messages: [LegacyMessage], messageType: String) throws -> Int {
+  /// - Complexity: O(n) in the messages, and one read per file of the mailbox whose id one of
+  ///   them has (`present`, ``MigrationPresence/holdsSame(_:messageType:in:)``).
+  func conflictCount(
+    _ messages: [LegacyMessage], messageType: String, present: MigrationPresence
+  ) throws -> Int {
     var first: [UUID: Data] = [:]
     var conflicts = 0
     for message in messages {
@@ -16,8 +18,11 @@ extension AppGroupRawMailbox {
         continue
       }
       first[message.id] = message.payload
-      let present = try mapIO("migrate") { try spool.containsMessage(id: message.id) }
-      if present, try !holdsSame(message, messageType: messageType) { conflicts += 1 }
+      if present.contains(message.id),
+        try !present.holdsSame(message, messageType: messageType, in: spool)
+      {
+        conflicts += 1
+      }
     }
     return conflicts
   }

@@ -40,6 +40,11 @@ extension Spool {
   /// explicit enqueue date is already `messageLifetime` old, expires at once (nothing written,
   /// ``AppGroupMailboxDiagnostic/expiredMessageRemoved``).
   ///
+  /// With `unique`, a message whose id the mailbox holds already is not written
+  /// (``EnqueueOutcome/duplicate``): `isPresent` answers that under the namespace lock when
+  /// given (a migration keeps its own index of the ids), ``containsMessage(id:inQuarantine:)``
+  /// otherwise.
+  ///
   /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
   /// migration carries over deliveries made in another format). `level` is the priority level
   /// (validated by the caller, ``AppGroupMailboxPriority/levels``), stored in the name.
@@ -50,7 +55,7 @@ extension Spool {
   /// key, or is published as any other.
   func enqueue(
     payload: Data, id: UUID, messageType: String, payloadVersion: Int, explicitMicros: Int64?,
-    unique: Bool,
+    unique: Bool, isPresent: ((UUID) throws -> Bool)? = nil,
     notBeforeMicros: Int64? = nil, attempts: Int = 0, key: KeyRequest? = nil,
     level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
@@ -94,7 +99,7 @@ extension Spool {
         try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
         if isDurable { try Syscall.fsync(fd) }
         return try withStateLock { counters -> (EnqueueOutcome, Int) in
-          if unique, try containsMessage(id: id) { return (.duplicate, 0) }
+          if unique, try isPresent?(id) ?? containsMessage(id: id) { return (.duplicate, 0) }
           func rewrite(_ id: UUID) throws {
             file = try encodeChecked(
               id: id, micros: micros, type: messageType, payloadVersion: payloadVersion,
@@ -212,18 +217,29 @@ extension Spool {
   /// false) quarantined, from names alone.
   /// - Complexity: O(n) in the entries of those areas.
   func containsMessage(id: UUID, inQuarantine: Bool = true) throws -> Bool {
-    for entry in try Syscall.list(directories.pending) {
-      if PendingName(parsing: entry.name)?.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.claimed) {
-      if ClaimedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    for entry in try Syscall.list(directories.delayed) {
-      if DelayedName(parsing: entry.name)?.message.id == id { return true }
-    }
-    guard inQuarantine else { return false }
-    for entry in try Syscall.list(directories.quarantine) {
-      if QuarantineName(parsing: entry.name)?.id == id { return true }
+    try firstMessageFile(inQuarantine: inQuarantine) { _, _, found in found == id }
+  }
+
+  /// Hands every entry of `pending/`, `claimed/`, `delayed/` and (unless `inQuarantine` is
+  /// false) `quarantine/` whose name carries a message id to `body`, with its area's descriptor,
+  /// in that order, from one listing of each area; stops at the first for which `body` returns
+  /// true. Names alone: nothing is opened.
+  /// - Returns: Whether `body` returned true.
+  /// - Complexity: O(n) in the entries of those areas.
+  func firstMessageFile(
+    inQuarantine: Bool = true, where body: (Int32, DirectoryEntry, UUID) throws -> Bool
+  ) throws -> Bool {
+    let areas: [(Int32, (String) -> UUID?)] = [
+      (directories.pending, { PendingName(parsing: $0)?.id }),
+      (directories.claimed, { ClaimedName(parsing: $0)?.message.id }),
+      (directories.delayed, { DelayedName(parsing: $0)?.message.id }),
+    ]
+    let quarantine: [(Int32, (String) -> UUID?)] =
+      inQuarantine ? [(directories.quarantine, { QuarantineName(parsing: $0)?.id })] : []
+    for (area, id) in areas + quarantine {
+      for entry in try Syscall.list(area) {
+        if let found = id(entry.name), try body(area, entry, found) { return true }
+      }
     }
     return false
   }

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// The input of `mailboxctl enqueue`, read whole and cut into messages by the rules the man page
-/// states (ENQUEUE INPUT):
+/// states (SUBCOMMANDS, `enqueue`):
 /// - a UTF-8 byte order mark at the start of the input, and with `--lines` at the start of a
 ///   line, is dropped (RFC 8259 section 8.1 lets a parser ignore it; it is not part of the
 ///   value);

@@ -22,7 +22,7 @@ let migrateCommand = Subcommand(
       claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on
       .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
       another process (one of the old format, or another migrate) holds it, and exits 65 when
-      .mailbox.lock is not a regular file (a symlink, a directory): stop those processes first (the mailbox of this
+      .mailbox.lock is not a regular file with one link (a symlink, a directory): stop those processes first (the mailbox of this
       format is created before, when missing: choose its settings with create first, or
       change them with config). Messages are imported
       oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
@@ -68,7 +68,7 @@ let migrateCommand = Subcommand(
           + "\(location.directory.path)/.mailbox.lock; stop it and run again")
     } catch LegacyMigrationError.unsafeLock {
       throw CommandFailure(
-        .dataError, "\(location.directory.path)/.mailbox.lock is not a regular file")
+        .dataError, "\(location.directory.path)/.mailbox.lock is not a regular file with one link")
     } catch LegacyMigrationError.quarantineFull(let needed, let held) {
       throw CommandFailure(
         .dataError,

@@ -39,7 +39,7 @@ enum KernelRandom {
     }
   }
 
-  /// The name of a new temporary file: `<pid>-<16 hex digits><suffix>` (`suffix` such as
+  /// The name of a new temporary file: `<pid>-<1 to 16 hex digits><suffix>` (`suffix` such as
   /// `.tmp`), unique across processes with `O_EXCL`.
   static func temporaryName(_ suffix: String) -> String {
     "\(getpid())-\(String(next(), radix: 16))\(suffix)"

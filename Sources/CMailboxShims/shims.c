@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,14 @@ int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
 
 int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
   return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_EXCHANGE);
+}
+
+long long cmailbox_move_refusing_attributes(int dirfd, const char *path) {
+  struct statx info;
+  if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_TYPE, &info) != 0)
+    return -1;
+  unsigned long long wanted = STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND;
+  return (long long)(info.stx_attributes & info.stx_attributes_mask & wanted);
 }
 
 int cmailbox_random_bytes(void *buffer, unsigned long length) {

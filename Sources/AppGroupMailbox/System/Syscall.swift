@@ -127,6 +127,20 @@ enum Syscall {
     return info
   }
 
+  /// The bits of `STATX_ATTR_IMMUTABLE` and `STATX_ATTR_APPEND` that the entry `name` of
+  /// `directory` carries (statx(2) with `AT_SYMLINK_NOFOLLOW`, the entry itself, never a link's
+  /// target; only bits the filesystem reports in `stx_attributes_mask`): nonzero when its own
+  /// inode flags (chattr(1) `+i`, `+a`) refuse every rename, link and unlink of it, whatever the
+  /// directories allow. A flag of the directory is not seen here.
+  static func moveRefusingAttributes(_ directory: Int32, _ name: some SystemName) throws -> UInt64 {
+    let bits = try name.withSystemName { path in
+      try retrying("statx", at: directory) {
+        cmailbox_move_refusing_attributes(directory, path)
+      }
+    }
+    return UInt64(bits)
+  }
+
   /// renameat(2): replaces an existing destination.
   static func rename(_ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String) throws {
     try twoNameCall("renameat", from, old, to, new) { renameat(from, $0, to, new) }
@@ -139,7 +153,7 @@ enum Syscall {
   /// moved; when the unlink fails otherwise, the new link is removed again while the source is
   /// still there, so an error means "not moved". With `linkFallback` false it falls back to renameat(2) instead, which is atomic but
   /// replaces: only for a destination that carries a fresh random token (a claim, a renewal).
-  /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``.
+  /// Spool code moves entries through ``Spool/move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``.
   static func renameNoReplace(
     _ from: Int32, _ old: some SystemName, _ to: Int32, _ new: String, linkFallback: Bool = true
   ) throws {

@@ -12,6 +12,13 @@ int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
 /// errno (EINVAL or ENOSYS where the filesystem or kernel lacks the flag).
 int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 
+/// The inode flags that refuse every rename, link and unlink of the entry `path` (relative to
+/// `dirfd`, never following a symbolic link), read with statx(2) and `AT_SYMLINK_NOFOLLOW`:
+/// of STATX_ATTR_IMMUTABLE (0x10) and STATX_ATTR_APPEND (0x20) the bits set in `stx_attributes`
+/// that the filesystem also reports in `stx_attributes_mask` (see chattr(1) `+i`, `+a`).
+/// Returns those bits (0 when neither is set or the filesystem cannot say), or -1 with errno.
+long long cmailbox_move_refusing_attributes(int dirfd, const char *path);
+
 /// Fills `buffer` with `length` random bytes from getrandom(2). Returns 0 or -1 with errno.
 int cmailbox_random_bytes(void *buffer, unsigned long length);
 

@@ -48,7 +48,8 @@ extension AppGroupMailboxProtocol {
   public func claimPending() throws -> [Claim] { try claimPending(limit: nil) }
 
   /// The earliest time a delayed message becomes due, or nil when none waits. A consumer with
-  /// nothing pending can sleep until then.
+  /// nothing pending can sleep until then. A due message that promotion passes over because its
+  /// file is immutable or append-only (chattr(1); docs/SECURITY.md) counts for no due time.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   /// - Complexity: O(n) in the delayed messages (one listing of `delayed/`).
   public func nextDueDate() throws -> Date? {

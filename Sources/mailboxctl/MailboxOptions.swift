@@ -274,16 +274,16 @@ enum MailboxOptions {
   /// Whether ``noteLeftInPlace(_:)`` has spoken in this process.
   private static let leftInPlaceNoted = Atomic<Bool>(false)
 
-  /// Says once a process that the mailbox holds an entry that is no message and could be neither
+  /// Says once a process that the mailbox holds an entry that could be neither moved,
   /// quarantined nor removed (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``): delivery
   /// goes on, but the entry needs its owner or root.
   private static func noteLeftInPlace(_ location: Location) {
     guard !leftInPlaceNoted.exchange(true, ordering: .relaxed) else { return }
     Output.note(
-      "note: \(location.directory.path) holds an entry that is not a message file (such as a "
-        + "directory of another user) and can be neither quarantined nor removed: it is passed "
-        + "over; its owner or root must remove it (docs/SECURITY.md, \"Hostile and damaged "
-        + "entries\")")
+      "note: \(location.directory.path) holds an entry that can be neither moved, quarantined "
+        + "nor removed (a directory of another user, or a message file made immutable or "
+        + "append-only with chattr): it is passed over; its owner or root must remove it or its "
+        + "flag (docs/SECURITY.md, \"Hostile and damaged entries\")")
   }
 
   /// The note for settings options given to a subcommand other than `create` or `config`.

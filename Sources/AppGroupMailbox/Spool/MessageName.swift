@@ -265,7 +265,7 @@ enum QuarantineReason: String, Sendable, CaseIterable {
   /// An entry in `pending/` whose name is not a message name (see docs/SECURITY.md).
   case foreign
   /// A second, different entry under a name a move needed, moved aside by the move policy (see
-  /// ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)``).
+  /// ``Spool/move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``).
   case conflict
 
   var diagnostic: AppGroupMailboxDiagnostic {

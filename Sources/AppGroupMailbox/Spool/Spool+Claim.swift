@@ -254,7 +254,7 @@ extension Spool {
     let outcome = try mapIO("claim") {
       try move(
         directories.pending, entryName, to: directories.claimed, claimed.fileName, id: name.id,
-        freshTarget: true, diagnostics: &diagnostics)
+        freshTarget: true, passingOverFlagged: true, diagnostics: &diagnostics)
     }
     switch outcome {
     case .moved:

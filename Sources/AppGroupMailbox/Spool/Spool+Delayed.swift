@@ -70,12 +70,20 @@ extension Spool {
     return promoted
   }
 
-  /// The earliest due time in `delayed/` (microseconds), or nil when nothing waits.
-  /// - Complexity: O(n) in the delayed entries.
+  /// The earliest due time in `delayed/` (microseconds), or nil when nothing waits. A message
+  /// already due whose own inode flags (immutable, append-only) refuse its promotion is left
+  /// out: promotion passes over it (``move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``),
+  /// so a due time in the past would only wake the waiting code again at once, for ever.
+  /// - Complexity: O(n) in the delayed entries, plus one statx(2) per entry already due.
   func nextDueMicros() throws -> Int64? {
-    try mapIO("next due") {
-      try Syscall.list(directories.delayed).compactMap { DelayedName(parsing: $0.name)?.dueMicros }
-        .min()
+    let clock = now
+    return try mapIO("next due") {
+      try Syscall.list(directories.delayed).compactMap { entry -> Int64? in
+        guard let due = DelayedName(parsing: entry.name)?.dueMicros else { return nil }
+        guard due <= clock else { return due }
+        let refusing = (try? Syscall.moveRefusingAttributes(directories.delayed, entry.name)) ?? 0
+        return refusing == 0 ? due : nil
+      }.min()
     }
   }
 

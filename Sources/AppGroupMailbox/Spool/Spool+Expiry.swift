@@ -80,7 +80,8 @@ extension Spool {
   /// Brings the entry `name` of `area` (a due delayed message, or a claim whose lease ran out)
   /// back into `pending/` under `message`'s pending name, so at its original place, by the one
   /// move; or, when `expired`, expires it (``expire(_:_:id:diagnostics:)``). The one return to
-  /// the line of promotion and recovery.
+  /// the line of promotion and recovery. A file whose own inode flags (immutable, append-only)
+  /// refuse the move is passed over and stays as it is (``MoveOutcome/stuck``).
   /// - Returns: whether the message is pending now (false: expired, gone, or left in place).
   /// - Throws: ``SystemCallError`` other than `ENOENT` (another process moved it first).
   func restore(
@@ -94,7 +95,7 @@ extension Spool {
       }
       return try lockedMove(
         area, name, to: directories.pending, message.fileName, id: message.id,
-        diagnostics: &diagnostics) == .moved
+        passingOverFlagged: true, diagnostics: &diagnostics) == .moved
     } catch let error as SystemCallError where error.isNotFound {
       return false
     }

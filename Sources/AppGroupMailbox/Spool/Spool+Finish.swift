@@ -20,7 +20,7 @@ extension Spool {
   /// position), keeping the delivery count, or, without `countingDelivery` (a claim never handed
   /// to a handler), under the name it had before the claim. When a copy of the message already
   /// sits under that name, the move policy applies
-  /// (``move(_:_:to:_:id:freshTarget:diagnostics:)``): the message stays once, and this returns
+  /// (``move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``): the message stays once, and this returns
   /// normally.
   func release(_ claimed: ClaimedName, countingDelivery: Bool = true) throws {
     var events: [AppGroupMailboxDiagnostic] = []

@@ -209,7 +209,7 @@ final class Spool: Sendable {
       sequence: sequence, depth: seen.distinctCount + extra.count, newestImplicitMicros: newest)
   }
 
-  // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:diagnostics:)`` (SpoolMove.swift) runs a
+  // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` (SpoolMove.swift) runs a
   // rename of a counted message between or within the areas (a release, a renewal, a recovery,
   // a promotion, a claim put back) holding the namespace lock. Only a claim (one rename out of
   // `pending/`) moves a message without the lock, and a message cannot be claimed again before

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// What ``Spool/move(_:_:to:_:id:freshTarget:diagnostics:)`` did with one entry.
+/// What ``Spool/move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` did with one entry.
 enum MoveOutcome: Equatable, Sendable {
   /// The entry now has the target name.
   case moved
@@ -16,10 +16,12 @@ enum MoveOutcome: Equatable, Sendable {
   /// regular file whose rename was refused: it went to quarantine with reason `unsafe` (or was
   /// deleted).
   case conflict
-  /// The source is not a regular file, its rename was refused (`EACCES` or `EPERM`: a directory
-  /// that only its owner may move to another parent), and it could be neither quarantined nor
-  /// deleted: it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``).
-  /// Callers pass over it.
+  /// The source's rename was refused (`EACCES` or `EPERM`) for a reason of the source's own, and
+  /// it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``): it is not a
+  /// regular file (a directory that only its owner may move to another parent) and could be
+  /// neither quarantined nor deleted; or, in a move with `passingOverFlagged`, it is a regular
+  /// file whose own inode flags (immutable or append-only, chattr(1)) refuse every rename and
+  /// unlink, which was neither quarantined nor deleted (nothing could). Callers pass over it.
   case stuck
 
   /// Whether the source left its area without arriving at the target (a counted message may have
@@ -45,8 +47,14 @@ extension Spool {
   /// - Rename refused (EACCES, EPERM) and the source is not a regular file (a hostile entry: a
   ///   directory another user owns and keeps read-only): it goes to quarantine as `unsafe`, or
   ///   stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted. Never an error that
-  ///   stops the caller's other entries. The same errors for a regular file are thrown (the
-  ///   directories' permissions are wrong).
+  ///   stops the caller's other entries.
+  /// - Rename refused and the source is a regular file: with `passingOverFlagged` (the passes
+  ///   over entries other processes wrote: a claim, a promotion, a recovery), a file whose own
+  ///   inode flags say immutable or append-only (statx(2), ``Syscall/moveRefusingAttributes(_:_:)``)
+  ///   stays exactly as it is, ``MoveOutcome/stuck``, with no quarantine or delete attempt, and
+  ///   ``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace`` is reported. Any other refusal of a
+  ///   regular file is thrown: a directory's flags or permissions, a sticky directory,
+  ///   `fs.protected_hardlinks` refusing the link fallback, or a move of this process's own file.
   ///
   /// Quarantine itself is not a move through here: its targets are fresh names, and a collision
   /// draws a new nonce (see ``quarantine(from:_:id:reason:diagnostics:)``).
@@ -55,7 +63,8 @@ extension Spool {
   ///   ``AppGroupMailboxLimits/maxPayloadBytes`` plus one byte each).
   func move(
     _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
-    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+    freshTarget: Bool = false, passingOverFlagged: Bool = false,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> MoveOutcome {
     do {
       try Syscall.renameNoReplace(from, name, to, target, linkFallback: !freshTarget)
@@ -68,8 +77,14 @@ extension Spool {
     } catch let error as SystemCallError
       where error.errno == .permissionDenied || error.errno == .notPermitted
     {
-      guard let info = try? Syscall.lstat(from, name), info.st_mode & S_IFMT != S_IFREG else {
-        throw error
+      guard let info = try? Syscall.lstat(from, name) else { throw error }
+      if info.st_mode & S_IFMT == S_IFREG {
+        // Only the file's own flags make a refusal the entry's: no quarantine or delete (both
+        // would be refused as well), the file stays byte for byte.
+        guard passingOverFlagged, (try? Syscall.moveRefusingAttributes(from, name)) ?? 0 != 0
+        else { throw error }
+        diagnostics.append(.unsafeEntryLeftInPlace)
+        return .stuck
       }
       if quarantine(from: from, name, id: id, reason: .unsafe, diagnostics: &diagnostics) {
         return .conflict
@@ -89,17 +104,19 @@ extension Spool {
     return left ? .conflict : .vanished
   }
 
-  /// Runs ``move(_:_:to:_:id:freshTarget:diagnostics:)`` holding the namespace lock (see
+  /// Runs ``move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` holding the namespace lock (see
   /// ``lockedMove(_:)`` for why), rebuilding the depth counter when the source was dropped or
   /// quarantined.
   func lockedMove(
     _ from: Int32, _ name: some SystemName, to: Int32, _ target: String, id: UUID?,
-    freshTarget: Bool = false, diagnostics: inout [AppGroupMailboxDiagnostic]
+    freshTarget: Bool = false, passingOverFlagged: Bool = false,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> MoveOutcome {
     var events: [AppGroupMailboxDiagnostic] = []
     let outcome = try withStateLock { counters -> MoveOutcome in
       let outcome = try move(
-        from, name, to: to, target, id: id, freshTarget: freshTarget, diagnostics: &events)
+        from, name, to: to, target, id: id, freshTarget: freshTarget,
+        passingOverFlagged: passingOverFlagged, diagnostics: &events)
       if outcome.removedSource { counters = try recount(stored: counters) }
       return outcome
     }

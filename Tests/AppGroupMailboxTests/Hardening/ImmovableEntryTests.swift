@@ -203,7 +203,7 @@ struct ImmovableEntryUserTests {
     #expect(drained.status == 0, "\(drained.stderr)")
     #expect(try jsonLines(drained.stdout).map { $0["message"] as? Int } == [1, 2])
     #expect(
-      drained.stderr.components(separatedBy: "can be neither quarantined nor removed").count
+      drained.stderr.components(separatedBy: "can be neither moved, quarantined nor removed").count
         == 2,
       "\(drained.stderr)")
     let maintained = try run(["maintain"] + container.arguments())

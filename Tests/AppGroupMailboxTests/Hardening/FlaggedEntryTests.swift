@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// chattr(1) for the tests of message files whose own inode flags refuse every rename: `+i`
+/// (immutable) or `+a` (append-only). Setting a flag needs root (`CAP_LINUX_IMMUTABLE`) and a
+/// filesystem that keeps them (ext4, not tmpfs); a failure is a failed requirement, so under
+/// `CI=true` the tests fail rather than skip.
+enum InodeFlag: String, CaseIterable, Sendable {
+  case immutable = "i"
+  case appendOnly = "a"
+
+  /// Sets the flag on `path` (or clears it with `on` false); requires success.
+  func set(_ path: String, _ on: Bool = true) throws {
+    let result = try Processes.run("/usr/bin/chattr", [(on ? "+" : "-") + rawValue, path])
+    try #require(result.status == 0, "chattr \(on ? "+" : "-")\(rawValue) failed: \(result.stderr)")
+  }
+
+  /// Clears every flag of these tests from `path` if it is still there: the clean-up before the
+  /// container (kept alive until then) removes its directory.
+  static func clearAll(_ path: String, _ container: TemporaryContainer) {
+    withExtendedLifetime(container) {
+      _ = try? Processes.run("/usr/bin/chattr", ["-i", "-a", path])
+    }
+  }
+}
+
+/// A message file in `pending/`, `delayed/` or `claimed/` whose own inode flags refuse every
+/// rename (immutable or append-only, chattr(1)): a claim, a promotion and a recovery pass over
+/// it, leave it exactly as it is (no quarantine, no delete) and go on with the other entries;
+/// before, the refused rename was thrown, so one such file made every claim, enqueue, `maintain`
+/// and `drain` of the mailbox fail with `EPERM`. The same refusal caused by the area itself (an
+/// append-only `pending/`) stays an error.
+@Suite(.enabled(if: isRoot || isCI, "needs root for chattr"))
+struct FlaggedEntryTests {
+  /// The path and bytes of the only entry of `area`.
+  private static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (
+    path: String, bytes: Data
+  ) {
+    let names = container.names(area)
+    try #require(names.count == 1, "\(area) holds \(names)")
+    let path = container.area(area).appendingPathComponent(names[0]).path
+    return (path, try Data(contentsOf: URL(fileURLWithPath: path)))
+  }
+
+  /// Whether the entry at `path` is still there with exactly `bytes`.
+  private static func unchanged(_ path: String, _ bytes: Data) -> Bool {
+    (try? Data(contentsOf: URL(fileURLWithPath: path))) == bytes
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `A flagged oldest pending message is passed over, the others are claimed in order`(
+    flag: InodeFlag
+  ) throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("A")
+    let stuck = try Self.onlyEntry(container, "pending")
+    for message in ["B", "C"] {
+      clock.advance(1)
+      try mailbox.enqueue(message)
+    }
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    #expect(try mailbox.claimPending(limit: 1).map(\.message) == ["B"])
+    clock.advance(1)
+    try mailbox.enqueue("D")
+    #expect(try mailbox.claimPending().map(\.message) == ["C", "D"])
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(container.names("quarantine").isEmpty)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+    try flag.set(stuck.path, false)
+    clock.advance(Double(Spool.recheckInterval) / 1e6 + 1)
+    #expect(try mailbox.claimPending().map(\.message) == ["A"])
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `A flagged due message in delayed/ is passed over, the others are promoted`(
+    flag: InodeFlag
+  ) throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("D", delay: 10)
+    let stuck = try Self.onlyEntry(container, "delayed")
+    clock.advance(1)
+    try mailbox.enqueue("E", delay: 10)
+    clock.advance(1)
+    try mailbox.enqueue("F", delay: 100)
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(20)
+    // The enqueue promotes (its sweep), then the claim and maintenance meet the file again.
+    try mailbox.enqueue("G")
+    #expect(try mailbox.claimPending().map(\.message) == ["E", "G"])
+    try mailbox.performMaintenance()
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(container.names("delayed").count == 2)
+    #expect(container.names("quarantine").isEmpty)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+    // The passed-over file is no due time: waiting code sleeps until F's, not at once for ever.
+    let due = try #require(try mailbox.nextDueDate())
+    #expect(abs(due.timeIntervalSince(clock.now) - 80) < 0.001)
+    try flag.set(stuck.path, false)
+    clock.advance(2)
+    #expect(try mailbox.nextDueDate().map { $0 < clock.now } == true)
+    #expect(try mailbox.claimPending().map(\.message) == ["D"])
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `A flagged claim whose lease ran out is passed over, the others are recovered`(
+    flag: InodeFlag
+  ) throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(claimTimeout: 5), clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("F")
+    let first = try #require(try mailbox.claimPending(limit: 1).first)
+    #expect(first.message == "F")
+    let stuck = try Self.onlyEntry(container, "claimed")
+    clock.advance(1)
+    try mailbox.enqueue("G")
+    #expect(try mailbox.claimPending().map(\.message) == ["G"])
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(10)
+    try mailbox.performMaintenance()
+    try mailbox.enqueue("H")
+    let again = try mailbox.claimPending()
+    #expect(again.map(\.message) == ["G", "H"])
+    #expect(again.map(\.deliveryCount) == [2, 1])
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(container.names("quarantine").isEmpty)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+    try flag.set(stuck.path, false)
+    clock.advance(1)
+    try mailbox.performMaintenance()
+    let last = try mailbox.claimPending()
+    #expect(last.map(\.message) == ["F"])
+    #expect(last.map(\.deliveryCount) == [2])
+  }
+
+  @Test func `An append-only pending/ directory is still an error, and nothing is passed over`()
+    throws
+  {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("H")
+    clock.advance(1)
+    try mailbox.enqueue("I")
+    let pending = container.area("pending").path
+    try InodeFlag.appendOnly.set(pending)
+    defer { InodeFlag.clearAll(pending, container) }
+    #expect(throws: AppGroupMailboxError.self) { try mailbox.claimPending() }
+    #expect(container.names("pending").count == 2)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) == 0)
+    try InodeFlag.appendOnly.set(pending, false)
+    #expect(try mailbox.claimPending().map(\.message) == ["H", "I"])
+  }
+
+  @Test func `A holder's release of its own flagged claim is still an error`() throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("J")
+    let claim = try #require(try mailbox.claimPending().first)
+    let held = try Self.onlyEntry(container, "claimed")
+    try InodeFlag.immutable.set(held.path)
+    defer { InodeFlag.clearAll(held.path, container) }
+    #expect(throws: AppGroupMailboxError.self) { try claim.release() }
+    #expect(Self.unchanged(held.path, held.bytes))
+    try InodeFlag.immutable.set(held.path, false)
+    try claim.release()
+    #expect(try mailbox.claimPending().map(\.message) == ["J"])
+  }
+}

@@ -15,7 +15,7 @@ from .moves import read_at_most, same_entry
 from .names import (
     MAX_ATTEMPTS, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_file,
     trim_key)
-from .system import now_micros, rename_noreplace
+from .system import move_refusing_attributes, now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
 # The longest claim timeout (366 days) plus a day of margin: a lease ending further ahead was
@@ -103,8 +103,9 @@ class Consumer:
         except FileNotFoundError:
             return None
         except PermissionError as error:
-            # Replaced by a directory another user owns since the look, say (EACCES, EPERM).
-            outcome = self._refused("pending", name.file, name.id, error)
+            # Replaced by a directory another user owns since the look, say, or a file made
+            # immutable or append-only (EACCES, EPERM).
+            outcome = self._refused("pending", name.file, name.id, error, passing=True)
             return "removed" if outcome == "unsafe" else None
         failure = self._read(claimed)
         if isinstance(failure, Claim):
@@ -203,7 +204,8 @@ class Consumer:
             if now - claimed.name.micros >= self.settings.lifetime_micros:
                 self.expire("claimed", entry, claimed.name.id)
                 continue
-            if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id) == "moved":
+            if self.move("claimed", entry, "pending", claimed.name.file, claimed.name.id,
+                         passing=True) == "moved":
                 recovered += 1
         if recovered:
             self.fsync_area("pending")
@@ -219,20 +221,21 @@ class Consumer:
             if now - delayed[1].micros >= self.settings.lifetime_micros:
                 self.expire("delayed", entry, delayed[1].id)
                 continue
-            if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id) == "moved":
+            if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id,
+                         passing=True) == "moved":
                 promoted += 1
         if promoted:
             self.fsync_area("pending")
         return promoted
 
-    def move(self, area, entry, to_area, target, id):
+    def move(self, area, entry, to_area, target, id, passing=False):
         """One move by FORMAT.md "Moves", under the lock: "moved"; "vanished" (the source was
         gone); or, when the target name is taken, "duplicate" (the same file or the same bytes:
         the source is deleted) or "conflict" (the source goes to quarantine), the counters then
         rebuilt. The message stays once, so it is never delivered twice from one move. A move
-        refused (EACCES, EPERM) for a source that is not a regular file (a directory another
-        user owns) is "unsafe" (quarantined) or "skipped" (left in place); for a regular file
-        the error is raised (the area's permissions are wrong)."""
+        refused (EACCES, EPERM) for a reason of the source's own is "unsafe" (quarantined) or
+        "skipped" (left in place), see _refused; `passing` is true in the passes over entries
+        other processes wrote (a promotion, a recovery)."""
         source, destination = self.area(area, entry), self.area(to_area, target)
 
         def body(counters):
@@ -244,7 +247,7 @@ class Consumer:
             except FileExistsError:
                 pass
             except PermissionError as error:
-                return self._refused(area, entry, id, error)
+                return self._refused(area, entry, id, error, passing)
             if same_entry(source, destination, self.settings.max_payload_bytes):
                 outcome = "duplicate" if self.remove(source) else "vanished"
             elif self.quarantine(area, entry, id, "conflict"):
@@ -271,16 +274,22 @@ class Consumer:
                 raise
         return self.quarantine(area, entry, id, "unsafe")
 
-    def _refused(self, area, entry, id, error):
+    def _refused(self, area, entry, id, error, passing=False):
         """After a move of entry was refused (EACCES, EPERM): "vanished" when it is gone,
         "unsafe" when it is not a regular file and went to quarantine, "skipped" when it is not
-        one and stays (it cannot be moved or emptied); raises the error again for a regular file
-        (the area's permissions are wrong, not the entry)."""
+        one and stays (it cannot be moved or emptied). For a regular file: in a pass over
+        entries other processes wrote (`passing`: a claim, a promotion, a recovery), "skipped"
+        when its own inode flags say immutable or append-only (statx; chattr +i, +a), with no
+        quarantine or delete attempt, the file left exactly as it is; else the error is raised
+        again (the area's flags or permissions, a sticky directory, protected_hardlinks)."""
+        path = self.area(area, entry)
         try:
-            info = os.lstat(self.area(area, entry))
+            info = os.lstat(path)
         except FileNotFoundError:
             return "vanished"
         if stat.S_ISREG(info.st_mode):
+            if passing and move_refusing_attributes(path):
+                return "skipped"
             raise error
         return "unsafe" if self.quarantine(area, entry, id, "unsafe") else "skipped"
 

@@ -8,6 +8,7 @@ the paragraph before "Layout").
 import ctypes
 import errno
 import os
+import struct
 import time
 
 
@@ -22,6 +23,34 @@ if _renameat2 is not None:
     _renameat2.argtypes = [
         ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     _renameat2.restype = ctypes.c_int
+
+
+# statx(2) from the C library (Python 3.11 has no os.statx), for the inode flags of one entry.
+_statx = getattr(_libc, "statx", None)
+if _statx is not None:
+    _statx.argtypes = [
+        ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    _statx.restype = ctypes.c_int
+_AT_SYMLINK_NOFOLLOW, _STATX_TYPE = 0x100, 0x1
+_STATX_ATTR_IMMUTABLE, _STATX_ATTR_APPEND = 0x10, 0x20
+# struct statx (linux/stat.h): 256 bytes; stx_attributes at 8, stx_attributes_mask at 56.
+_STATX_SIZE, _ATTRIBUTES_AT, _ATTRIBUTES_MASK_AT = 256, 8, 56
+
+
+def move_refusing_attributes(path):
+    """The inode flags that refuse every rename, link and unlink of the entry at path itself
+    (never a link's target), read with statx(2) and AT_SYMLINK_NOFOLLOW: of
+    STATX_ATTR_IMMUTABLE and STATX_ATTR_APPEND (chattr +i, +a) the bits set in stx_attributes
+    that the filesystem reports in stx_attributes_mask; 0 when neither, or when statx is
+    missing or fails. A flag of the directory is not seen here (FORMAT.md, "Moves")."""
+    if _statx is None:
+        return 0
+    buffer = ctypes.create_string_buffer(_STATX_SIZE)
+    if _statx(-100, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_TYPE, buffer) != 0:
+        return 0
+    attributes, = struct.unpack_from("=Q", buffer, _ATTRIBUTES_AT)
+    mask, = struct.unpack_from("=Q", buffer, _ATTRIBUTES_MASK_AT)
+    return attributes & mask & (_STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND)
 
 
 def rename_noreplace(source, target):

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// The Python peer's verdict on message files whose own inode flags refuse every rename
+/// (chattr(1) `+i`, `+a`) is the Swift one's (``FlaggedEntryTests``): its claim, promotion and
+/// recovery pass over them and leave them as they are, and an append-only `pending/` stays an
+/// error (exit 74).
+@Suite(
+  .enabled(if: isRoot || isCI, "needs root for chattr"),
+  .enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
+struct PythonFlaggedEntryTests {
+  /// The path and bytes of the only entry of `area`.
+  private static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (
+    path: String, bytes: Data
+  ) {
+    let names = container.names(area)
+    try #require(names.count == 1, "\(area) holds \(names)")
+    let path = container.area(area).appendingPathComponent(names[0]).path
+    return (path, try Data(contentsOf: URL(fileURLWithPath: path)))
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `The Python peer passes over the same flagged files, and delivers them when they are not`(
+    flag: InodeFlag
+  ) throws {
+    let container = try TemporaryContainer()
+    // The Swift side's clock stands still a second in the past, so it never sees the 1 ms
+    // lease or delay run out; the Python drain, on the system clock, finds both run out.
+    let clock = FakeClock(start: Date().addingTimeInterval(-1))
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(claimTimeout: 0.001), clock: clock)
+    var stuck: [(path: String, bytes: Data)] = []
+    defer { for entry in stuck { InodeFlag.clearAll(entry.path, container) } }
+    try mailbox.enqueue("F")
+    #expect(try mailbox.claimPending().map(\.message) == ["F"])
+    stuck.append(try Self.onlyEntry(container, "claimed"))
+    try flag.set(stuck[0].path)
+    try mailbox.enqueue("A")
+    stuck.append(try Self.onlyEntry(container, "pending"))
+    try flag.set(stuck[1].path)
+    try mailbox.enqueue("B")
+    try mailbox.enqueue("D", delay: 0.001)
+    stuck.append(try Self.onlyEntry(container, "delayed"))
+    try flag.set(stuck[2].path)
+    let first = try PythonSpool.start("drain", container).finish()
+    #expect(first.status == 0, "stderr: \(first.stderr)")
+    #expect(try PythonSpool.delivered(first).map(\.payload) == ["\"B\""])
+    for entry in stuck {
+      #expect((try? Data(contentsOf: URL(fileURLWithPath: entry.path))) == entry.bytes)
+    }
+    #expect(container.names("quarantine").isEmpty)
+    // A refusal by the area itself is the error it was: nothing passed over, exit 74.
+    try mailbox.enqueue("E")
+    let pending = container.area("pending").path
+    try InodeFlag.appendOnly.set(pending)
+    defer { InodeFlag.clearAll(pending, container) }
+    let refused = try PythonSpool.start("drain", container).finish()
+    try InodeFlag.appendOnly.set(pending, false)
+    #expect(refused.status == 74, "stderr: \(refused.stderr)")
+    #expect(try PythonSpool.delivered(refused).isEmpty)
+    for entry in stuck {
+      try flag.set(entry.path, false)
+    }
+    let second = try PythonSpool.start("drain", container).finish()
+    #expect(second.status == 0, "stderr: \(second.stderr)")
+    // Each once (the drain claims what was pending before it promotes D).
+    #expect(
+      try PythonSpool.delivered(second).map(\.payload).sorted() == [
+        "\"A\"", "\"D\"", "\"E\"", "\"F\"",
+      ], "\(second.stdout)")
+    #expect(container.names("quarantine").isEmpty)
+  }
+}

@@ -37,8 +37,9 @@ let migrateCommand = Subcommand(
       moves there as it was (reason conflict); only the same message already there (an
       interrupted run wrote it) counts as already present. A message dated before 1970 or after
       2286-11-20, which this format cannot store, moves to quarantine/ too (reason foreign), its
-      date never changed. migrate never deletes an old file: when quarantine/ cannot take what
-      it holds and what the run would move there within maxQuarantinedFiles, it stops before
+      date never changed. migrate never deletes an old file whose message it did not write:
+      when quarantine/ cannot take what it holds and what the run would move there within
+      maxQuarantinedFiles, it stops before
       any change (exit 65, naming mailboxctl config --max-quarantined-files N). The mailbox's stored settings apply as to enqueue; when the
       directory holds no mailbox of this format yet, migrate creates it with the default
       settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more

@@ -33,9 +33,10 @@ let migrateCommand = Subcommand(
       trace, so an imported message acknowledged before its old file was deleted would come
       back). Old quarantined files and files that are not readable messages (names that
       are not UTF-8 included) move to quarantine/ (reason foreign); an old message whose id the mailbox already holds with
-      another payload or type tag (a second old file with that id, or a message of this format)
+      another payload, type tag or date, or only in quarantine/ (a second old file with that id, or a message of this format)
       moves there as it was (reason conflict); only the same message already there (an
-      interrupted run wrote it) counts as already present. A message dated before 1970 or after
+      interrupted run wrote it: the same id, payload, type tag and enqueue date, not in
+      quarantine/) counts as already present. A message dated before 1970 or after
       2286-11-20, which this format cannot store, moves to quarantine/ too (reason foreign), its
       date never changed. migrate never deletes an old file whose message it did not write:
       when quarantine/ cannot take what it holds and what the run would move there within
@@ -43,8 +44,8 @@ let migrateCommand = Subcommand(
       any change (exit 65, naming mailboxctl config --max-quarantined-files N). The mailbox's stored settings apply as to enqueue; when the
       directory holds no mailbox of this format yet, migrate creates it with the default
       settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
-      messages than maxMessages, stops the run (exit 65 or 75): raise it with mailboxctl config
-      and run again; an old file over 64 MiB stops it before any change (exit 65). Messages keep their enqueue dates: one already as old as the mailbox's
+      messages than maxMessages (whatever the overflow policy: migrate never evicts a message),
+      stops the run (exit 65 or 75): raise it with mailboxctl config and run again; an old file over 64 MiB stops it before any change (exit 65). Messages keep their enqueue dates: one already as old as the mailbox's
       messageLifetime (default one day) is not imported and its old file stays (exit 65, with
       the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again; or
       saying none imports it, for one older than the longest, 1e9 s); give
@@ -78,6 +79,15 @@ let migrateCommand = Subcommand(
           + "and migrate never deletes an old file: none was moved; raise the bound, for example "
           + "'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
           + "--max-quarantined-files \(held + needed)', and run migrate again")
+    } catch AppGroupMailboxError.mailboxFull {
+      let left = AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
+      throw CommandFailure(
+        .temporaryFailure,
+        "the mailbox is full (maxMessages \(mailbox.settings.maxMessages)), and migrate never "
+          + "evicts a message, whatever the overflow policy: what was imported stays, "
+          + "\(left) old file\(left == 1 ? "" : "s") stay\(left == 1 ? "s" : ""); raise the bound, "
+          + "for example 'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
+          + "--max-messages \(mailbox.settings.maxMessages + left)', and run migrate again")
     } catch {
       throw CommandFailure(error, while: "")
     }

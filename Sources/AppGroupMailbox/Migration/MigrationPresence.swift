@@ -34,19 +34,26 @@ struct MigrationPresence {
   /// Records that this run wrote `payload` under `id`.
   mutating func wrote(_ id: UUID, payload: Data) { written[id] = payload }
 
-  /// Whether the mailbox holds `message` itself: the same payload with the type tag
-  /// `messageType` under its id (written by this run, or a file of the mailbox, read with the
-  /// checked reader a claim uses), as an import writes it.
+  /// Whether the mailbox holds `message` itself, as an import writes it: written by this run,
+  /// or a file of the mailbox outside `quarantine/` (read with the checked reader a claim uses)
+  /// with the same payload, type tag `messageType` and enqueue date. A copy in quarantine (not
+  /// deliverable) or with another date (not what an import wrote: an expired one would vanish
+  /// at the next claim) is not the message, so its old file is kept in quarantine instead of
+  /// deleted.
   /// - Complexity: one read per file with that id.
   func holdsSame(_ message: LegacyMessage, messageType: String, in spool: Spool) throws -> Bool {
     if let payload = written[message.id], payload == message.payload { return true }
     let payload = Array(message.payload)
-    for (area, name) in files[message.id] ?? [] {
+    for (area, name) in files[message.id] ?? [] where area != spool.directories.quarantine {
       let read = try mapIO("migrate") { try spool.readEntry(area, name) }
       guard case .success(let (_, file)) = read else { continue }
       let bytes = file.array
       guard let (header, range) = try? Envelope.decode(bytes) else { continue }
-      if header.messageType == messageType, bytes[range].elementsEqual(payload) { return true }
+      if header.messageType == messageType, header.enqueuedAt == message.micros,
+        bytes[range].elementsEqual(payload)
+      {
+        return true
+      }
     }
     return false
   }

@@ -44,9 +44,10 @@ extension AppGroupRawMailbox {
   /// tag `messageType`: a pending file with delivery count 0, a claimed one with 1 (it was handed
   /// out and not finished; the old holder's acknowledge then finds nothing). Each old file is
   /// deleted only after its message was written and flushed (or found already present: the
-  /// same id with the same payload and type tag). An old message whose id this mailbox already
-  /// holds with another payload or type tag (another old file with that id, or a message of
-  /// this format) is not written and its old file goes to `quarantine/` (reason `conflict`); so
+  /// same id with the same payload, type tag and enqueue date, outside `quarantine/`). An old
+  /// message whose id this mailbox already holds otherwise (another old file with that id and
+  /// other bytes, or a message of this format) is not written and its old file goes to
+  /// `quarantine/` (reason `conflict`); so
   /// is a message dated before 1970 or after 2286-11-20, which this format cannot store (reason
   /// `foreign`: the date is never changed). A
   /// message whose enqueue date is already `messageLifetime` old is not written (it would only
@@ -54,7 +55,9 @@ extension AppGroupRawMailbox {
   /// lifetime and run again. An import finds the id already present after an interrupted run
   /// and writes nothing, so a run killed at any point and run again neither loses nor
   /// duplicates a message, provided no consumer acknowledged an imported message in between
-  /// (the mailbox keeps no tombstones: its old file would be imported again). Old quarantined
+  /// (the mailbox keeps no tombstones: its old file would be imported again). The depth bound
+  /// is `rejectNewest`'s whatever the overflow policy: a migration never evicts a message (it
+  /// stops with ``AppGroupMailboxError/mailboxFull``). Old quarantined
   /// files and entries that are not readable messages go to `quarantine/` as they are (never
   /// followed or opened).
   ///
@@ -113,7 +116,7 @@ extension AppGroupRawMailbox {
       let outcome = try spool.enqueue(
         payload: message.payload, id: message.id, messageType: messageType, payloadVersion: 1,
         explicitMicros: message.micros, unique: true, isPresent: { present.contains($0) },
-        attempts: entry.kind == .claimed ? 1 : 0, diagnostics: &written)
+        attempts: entry.kind == .claimed ? 1 : 0, mayDiscard: false, diagnostics: &written)
       // The old file goes only when the message is in this mailbox: written now, or by an
       // earlier run.
       switch outcome {

@@ -3,26 +3,25 @@ import Glibc
 
 extension AppGroupRawMailbox {
   /// The number of `messages` (in import order) that an import of this run would move to
-  /// quarantine as conflicts: a second message with an earlier one's id and other bytes, or
-  /// one whose id the mailbox holds with another payload or type tag.
+  /// quarantine as conflicts, decided as the import decides: a message whose id neither the
+  /// mailbox nor an earlier message of the run holds is imported; one with the bytes of the
+  /// earlier message the run imported under its id is already present; any other whose id is
+  /// taken is a conflict unless the mailbox holds it itself (``MigrationPresence/holdsSame``),
+  /// so every copy of a conflicting message counts.
   /// - Complexity: O(n) in the messages, and one read per file of the mailbox whose id one of
   ///   them has (`present`, ``MigrationPresence/holdsSame(_:messageType:in:)``).
   func conflictCount(
     _ messages: [LegacyMessage], messageType: String, present: MigrationPresence
   ) throws -> Int {
-    var first: [UUID: Data] = [:]
+    var imported: [UUID: Data] = [:]
     var conflicts = 0
     for message in messages {
-      if let earlier = first[message.id] {
-        if earlier != message.payload { conflicts += 1 }
+      guard imported[message.id] != nil || present.contains(message.id) else {
+        imported[message.id] = message.payload
         continue
       }
-      first[message.id] = message.payload
-      if present.contains(message.id),
-        try !present.holdsSame(message, messageType: messageType, in: spool)
-      {
-        conflicts += 1
-      }
+      if imported[message.id] == message.payload { continue }
+      if try !present.holdsSame(message, messageType: messageType, in: spool) { conflicts += 1 }
     }
     return conflicts
   }

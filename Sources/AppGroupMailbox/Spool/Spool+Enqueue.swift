@@ -46,7 +46,9 @@ extension Spool {
   /// otherwise.
   ///
   /// `attempts` is the delivery count the pending name starts with (0 for a new message; a
-  /// migration carries over deliveries made in another format). `level` is the priority level
+  /// migration carries over deliveries made in another format). With `mayDiscard` false a full
+  /// mailbox throws ``AppGroupMailboxError/mailboxFull`` whatever the overflow policy (a
+  /// migration never evicts: it would delete messages it imported). `level` is the priority level
   /// (validated by the caller, ``AppGroupMailboxPriority/levels``), stored in the name.
   ///
   /// With `key` (never together with a not-before time) the message is stored with its key,
@@ -57,7 +59,8 @@ extension Spool {
     payload: Data, id: UUID, messageType: String, payloadVersion: Int, explicitMicros: Int64?,
     unique: Bool, isPresent: ((UUID) throws -> Bool)? = nil,
     notBeforeMicros: Int64? = nil, attempts: Int = 0, key: KeyRequest? = nil,
-    level: Int = AppGroupMailboxPriority.default, diagnostics: inout [AppGroupMailboxDiagnostic]
+    level: Int = AppGroupMailboxPriority.default, mayDiscard: Bool = true,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> EnqueueOutcome {
     var micros =
       explicitMicros.map { min(max($0, 0), MessageKey.maxMicros) }
@@ -115,7 +118,8 @@ extension Spool {
           {
             return (decided, 0)
           }
-          let discarded = try makeRoom(&counters, level: level, diagnostics: &diagnostics)
+          let discarded = try makeRoom(
+            &counters, level: level, mayDiscard: mayDiscard, diagnostics: &diagnostics)
           if explicitMicros == nil, micros < counters.newestImplicitMicros {
             micros = counters.newestImplicitMicros
             try rewrite(id)

@@ -10,7 +10,9 @@ extension Spool {
   /// oldest first within a level, and never one above `level`, the incoming messages' level
   /// (evicting a more urgent message to admit a less urgent one would invert the priorities).
   /// `discardOldest` evicts nothing unless enough such messages exist to make all the room
-  /// (else it throws ``AppGroupMailboxError/mailboxFull``, as ``rejectNewest`` would).
+  /// (else it throws ``AppGroupMailboxError/mailboxFull``, as ``rejectNewest`` would). With
+  /// `mayDiscard` false (a migration, which must not delete what it imported) the bound is
+  /// always `rejectNewest`'s.
   ///
   /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
   /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
@@ -18,13 +20,13 @@ extension Spool {
   /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
   ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
   func makeRoom(
-    _ counters: inout SpoolCounters, room: Int = 1, level: Int,
+    _ counters: inout SpoolCounters, room: Int = 1, level: Int, mayDiscard: Bool = true,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) throws -> Int {
     guard counters.depth + room > limits.maxMessages else { return 0 }
     counters = try recount(stored: counters)
     guard counters.depth + room > limits.maxMessages else { return 0 }
-    guard overflowPolicy == .discardOldest else {
+    guard mayDiscard, overflowPolicy == .discardOldest else {
       throw AppGroupMailboxError.mailboxFull
     }
     let (names, foreign) = try pendingListing()
@@ -78,6 +80,12 @@ extension Spool {
       do {
         try Syscall.unlink(directories.pending, entry.name)
       } catch let error as SystemCallError where error.isNotFound {
+        continue
+      } catch let error as SystemCallError
+        where Self.refusedByOwnFlags(error, directories.pending, entry.name)
+      {
+        // Immutable or append-only (chattr(1)): nobody can delete it; evict the next instead.
+        diagnostics.append(.unsafeEntryLeftInPlace)
         continue
       }
       counters.depth -= 1

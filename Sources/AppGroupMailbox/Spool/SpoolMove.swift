@@ -81,8 +81,7 @@ extension Spool {
       if info.st_mode & S_IFMT == S_IFREG {
         // Only the file's own flags make a refusal the entry's: no quarantine or delete (both
         // would be refused as well), the file stays byte for byte.
-        guard passingOverFlagged, (try? Syscall.moveRefusingAttributes(from, name)) ?? 0 != 0
-        else { throw error }
+        guard passingOverFlagged, Self.refusedByOwnFlags(error, from, name) else { throw error }
         diagnostics.append(.unsafeEntryLeftInPlace)
         return .stuck
       }
@@ -96,12 +95,33 @@ extension Spool {
         try Syscall.unlink(from, name)
       } catch let error as SystemCallError where error.isNotFound {
         return .vanished
+      } catch let error as SystemCallError
+        where passingOverFlagged && Self.refusedByOwnFlags(error, from, name)
+      {
+        // A duplicate the file's own flags keep (a second link of a flagged inode): passed
+        // over as the rename's refusal is; the copy at the target is delivered meanwhile.
+        diagnostics.append(.unsafeEntryLeftInPlace)
+        return .stuck
       }
       diagnostics.append(.duplicateEntryDropped)
       return .duplicate
     }
     let left = quarantine(from: from, name, id: id, reason: .conflict, diagnostics: &diagnostics)
     return left ? .conflict : .vanished
+  }
+
+  /// Whether `error`, from a rename or unlink of `name` in `directory`, is a refusal (EPERM or
+  /// EACCES) that the entry's own inode flags explain: a regular file whose flags say
+  /// immutable or append-only (statx(2), ``Syscall/moveRefusingAttributes(_:_:)``; chattr(1)).
+  /// Such an entry can be neither moved nor deleted by anyone until root clears the flag, so the
+  /// passes over other processes' entries leave it in place instead of failing.
+  static func refusedByOwnFlags(
+    _ error: SystemCallError, _ directory: Int32, _ name: some SystemName
+  ) -> Bool {
+    guard error.errno == .permissionDenied || error.errno == .notPermitted,
+      let info = try? Syscall.lstat(directory, name), info.st_mode & S_IFMT == S_IFREG
+    else { return false }
+    return (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0
   }
 
   /// Runs ``move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` holding the namespace lock (see

@@ -7,8 +7,9 @@ import Testing
 /// A migration lists this mailbox's areas a fixed number of times, however many old messages it
 /// imports (``MigrationPresence``): a duplicate check per message made it quadratic.
 @Suite struct MigrationListingTests {
-  /// Old messages `count` of them, plus one whose id the mailbox already holds with the same
-  /// payload (a rerun) and one it holds with another (a conflict); migrates them in this process
+  /// Old messages `count` of them, plus one the mailbox already holds (the same id, payload and
+  /// date: a rerun) and one whose id it holds with another payload (a conflict); migrates them
+  /// in this process
   /// and returns how many times the migration listed `pending/`, `claimed/`, `delayed/` or
   /// `quarantine/` (an open of `.` in one of them).
   static func areaListings(importing count: Int) throws -> Int {
@@ -16,10 +17,14 @@ import Testing
     let mailbox = try container.rawMailbox()
     let same = UUID(uuidString: "50000000-0000-4000-8000-000000000001")!
     let other = UUID(uuidString: "50000000-0000-4000-8000-000000000002")!
-    try mailbox.enqueue(Data(#"{"w":"same"}"#.utf8), id: same)
+    let seconds = Date().timeIntervalSinceReferenceDate.rounded(.down) - 60
+    try mailbox.enqueue(
+      Data(#"{"w":"same"}"#.utf8), id: same,
+      enqueuedAt: Date(timeIntervalSinceReferenceDate: seconds))
     try mailbox.enqueue(Data(#"{"w":"new"}"#.utf8), id: other)
     try MigrationHazardTests.writeOld(
-      container, "pending-00000000000000000001-S.json", id: same, message: #"{"w":"same"}"#)
+      container, "pending-00000000000000000001-S.json", id: same, seconds: seconds,
+      message: #"{"w":"same"}"#)
     try MigrationHazardTests.writeOld(
       container, "pending-00000000000000000002-O.json", id: other, message: #"{"w":"old"}"#)
     for number in 0..<count {

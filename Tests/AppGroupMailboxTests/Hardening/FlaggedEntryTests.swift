@@ -143,6 +143,57 @@ struct FlaggedEntryTests {
     #expect(last.map(\.deliveryCount) == [2])
   }
 
+  @Test(arguments: InodeFlag.allCases)
+  func `A flagged due message whose copy is already pending is passed over, the copy claimed`(
+    flag: InodeFlag
+  ) throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("D", delay: 10)
+    let stuck = try Self.onlyEntry(container, "delayed")
+    // A byte-equal copy under its pending name, as an interrupted link-then-unlink move leaves.
+    let delayed = try #require(
+      DelayedName(parsing: URL(fileURLWithPath: stuck.path).lastPathComponent))
+    try stuck.bytes.write(
+      to: container.area("pending").appendingPathComponent(delayed.message.fileName))
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(20)
+    // The enqueue promotes (its sweep) and meets the copy: before, unlinking the flagged
+    // duplicate failed every enqueue, claim and maintenance with EPERM.
+    try mailbox.enqueue("G")
+    #expect(try mailbox.claimPending().map(\.message) == ["D", "G"])
+    try mailbox.performMaintenance()
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(container.names("quarantine").isEmpty)
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `discardOldest evicts the next message when the oldest is flagged`(flag: InodeFlag)
+    throws
+  {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest, clock: clock,
+      diagnostics: recorder)
+    try mailbox.enqueue("A")
+    let stuck = try Self.onlyEntry(container, "pending")
+    clock.advance(1)
+    try mailbox.enqueue("B")
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(1)
+    try mailbox.enqueue("C")
+    #expect(try mailbox.claimPending().map(\.message) == ["C"])
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+    try flag.set(stuck.path, false)
+    clock.advance(Double(Spool.recheckInterval) / 1e6 + 1)
+    #expect(try mailbox.claimPending().map(\.message) == ["A"])
+  }
+
   @Test func `An append-only pending/ directory is still an error, and nothing is passed over`()
     throws
   {

@@ -72,4 +72,23 @@ struct PythonFlaggedEntryTests {
       ], "\(second.stdout)")
     #expect(container.names("quarantine").isEmpty)
   }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `The Python peer's discard-oldest evicts the next message when the oldest is flagged`(
+    flag: InodeFlag
+  ) throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest)
+    try mailbox.enqueue("A")
+    let stuck = try Self.onlyEntry(container, "pending")
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    try mailbox.enqueue("B")
+    try flag.set(stuck.path)
+    _ = try PythonSpool.run("enqueue", container, stdin: Data(#""C""#.utf8))
+    #expect((try? Data(contentsOf: URL(fileURLWithPath: stuck.path))) == stuck.bytes)
+    #expect(container.names("pending").count == 2)
+    try flag.set(stuck.path, false)
+    #expect(try mailbox.claimPending().map(\.message) == ["A", "C"])
+  }
 }

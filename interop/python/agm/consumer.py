@@ -249,7 +249,11 @@ class Consumer:
             except PermissionError as error:
                 return self._refused(area, entry, id, error, passing)
             if same_entry(source, destination, self.settings.max_payload_bytes):
-                outcome = "duplicate" if self.remove(source) else "vanished"
+                try:
+                    outcome = "duplicate" if self.remove(source) else "vanished"
+                except PermissionError as error:
+                    # A second link of a flagged inode: passed over as a refused rename is.
+                    return self._refused(area, entry, id, error, passing)
             elif self.quarantine(area, entry, id, "conflict"):
                 outcome = "conflict"
             else:

@@ -8,7 +8,7 @@ import uuid
 from . import envelope
 from .errors import MailboxFull, NotJSON, PayloadTooLarge
 from .names import DEFAULT_LEVEL, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_id
-from .system import now_micros, rename_noreplace, write_all
+from .system import move_refusing_attributes, now_micros, rename_noreplace, write_all
 
 
 class Producer:
@@ -137,10 +137,16 @@ class Producer:
         for name in sorted(names, key=lambda n: n.eviction_key):
             if counters[1] < max_messages:
                 break
+            path = self.area("pending", name.file)
             try:
-                os.unlink(self.area("pending", name.file))
+                os.unlink(path)
                 counters[1] -= 1
             except FileNotFoundError:
                 continue
+            except PermissionError:
+                # Immutable or append-only (chattr +i, +a): nobody can delete it; evict the next.
+                if move_refusing_attributes(path):
+                    continue
+                raise
         if counters[1] >= max_messages:
             raise MailboxFull()

@@ -36,7 +36,7 @@ enum InodeFlag: String, CaseIterable, Sendable {
 @Suite(.enabled(if: isRoot || isCI, "needs root for chattr"))
 struct FlaggedEntryTests {
   /// The path and bytes of the only entry of `area`.
-  private static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (
+  static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (
     path: String, bytes: Data
   ) {
     let names = container.names(area)
@@ -46,7 +46,7 @@ struct FlaggedEntryTests {
   }
 
   /// Whether the entry at `path` is still there with exactly `bytes`.
-  private static func unchanged(_ path: String, _ bytes: Data) -> Bool {
+  static func unchanged(_ path: String, _ bytes: Data) -> Bool {
     (try? Data(contentsOf: URL(fileURLWithPath: path))) == bytes
   }
 

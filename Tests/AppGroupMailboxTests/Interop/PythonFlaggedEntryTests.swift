@@ -11,14 +11,11 @@ import Testing
   .enabled(if: isRoot || isCI, "needs root for chattr"),
   .enabled(if: PythonSpool.available, "needs /usr/bin/python3 (scripts/test installs it)"))
 struct PythonFlaggedEntryTests {
-  /// The path and bytes of the only entry of `area`.
+  /// The path and bytes of the only entry of `area` (``FlaggedEntryTests/onlyEntry(_:_:)``).
   private static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (
     path: String, bytes: Data
   ) {
-    let names = container.names(area)
-    try #require(names.count == 1, "\(area) holds \(names)")
-    let path = container.area(area).appendingPathComponent(names[0]).path
-    return (path, try Data(contentsOf: URL(fileURLWithPath: path)))
+    try FlaggedEntryTests.onlyEntry(container, area)
   }
 
   @Test(arguments: InodeFlag.allCases)
@@ -48,7 +45,7 @@ struct PythonFlaggedEntryTests {
     #expect(first.status == 0, "stderr: \(first.stderr)")
     #expect(try PythonSpool.delivered(first).map(\.payload) == ["\"B\""])
     for entry in stuck {
-      #expect((try? Data(contentsOf: URL(fileURLWithPath: entry.path))) == entry.bytes)
+      #expect(FlaggedEntryTests.unchanged(entry.path, entry.bytes))
     }
     #expect(container.names("quarantine").isEmpty)
     // A refusal by the area itself is the error it was: nothing passed over, exit 74.
@@ -86,9 +83,32 @@ struct PythonFlaggedEntryTests {
     try mailbox.enqueue("B")
     try flag.set(stuck.path)
     _ = try PythonSpool.run("enqueue", container, stdin: Data(#""C""#.utf8))
-    #expect((try? Data(contentsOf: URL(fileURLWithPath: stuck.path))) == stuck.bytes)
+    #expect(FlaggedEntryTests.unchanged(stuck.path, stuck.bytes))
     #expect(container.names("pending").count == 2)
     try flag.set(stuck.path, false)
     #expect(try mailbox.claimPending().map(\.message) == ["A", "C"])
+  }
+
+  @Test(arguments: InodeFlag.allCases)
+  func `The Python peer passes over a flagged due message whose copy is already pending`(
+    flag: InodeFlag
+  ) throws {
+    let container = try TemporaryContainer()
+    // A second in the past: the message is due for the Python drain, on the system clock.
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: FakeClock(start: Date().addingTimeInterval(-1)))
+    try mailbox.enqueue("D", delay: 0.001)
+    let stuck = try Self.onlyEntry(container, "delayed")
+    let delayed = try #require(
+      DelayedName(parsing: URL(fileURLWithPath: stuck.path).lastPathComponent))
+    try stuck.bytes.write(
+      to: container.area("pending").appendingPathComponent(delayed.message.fileName))
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    let drained = try PythonSpool.start("drain", container).finish()
+    #expect(drained.status == 0, "stderr: \(drained.stderr)")
+    #expect(try PythonSpool.delivered(drained).map(\.payload) == ["\"D\""])
+    #expect(FlaggedEntryTests.unchanged(stuck.path, stuck.bytes))
+    #expect(container.names("quarantine").isEmpty)
   }
 }

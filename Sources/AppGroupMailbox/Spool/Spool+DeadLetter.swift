@@ -6,7 +6,8 @@ extension Spool {
   /// counter is recounted afterwards. Reports ``AppGroupMailboxDiagnostic/deadLetterQuarantined``.
   /// - Throws: ``AppGroupMailboxError/claimNoLongerExists`` when the claim is gone (finished or
   ///   recovered); ``AppGroupMailboxError/ioFailure(_:)`` when it could be neither moved nor
-  ///   deleted (it stays claimed, and its lease runs out as usual).
+  ///   deleted (it stays claimed, and its lease runs out as usual): errno `EPERM` when the
+  ///   file's own inode flags say immutable or append-only (chattr(1)), else `EIO`.
   func deadLetter(_ claimed: ClaimedName) throws {
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     let moved = quarantine(
@@ -21,8 +22,12 @@ extension Spool {
       } catch let error as SystemCallError {
         throw error.mailboxError("dead-letter")
       }
+      // The refusal's cause when the file's own flags explain it (chattr +i, +a), else EIO.
+      let flagged =
+        (try? Syscall.moveRefusingAttributes(directories.claimed, claimed.fileName)) ?? 0 != 0
       throw SystemCallError(
-        call: "renameat2", errno: .ioError, role: .claimedArea, targetRole: .quarantineArea
+        call: "renameat2", errno: flagged ? .notPermitted : .ioError, role: .claimedArea,
+        targetRole: .quarantineArea
       ).mailboxError("dead-letter")
     }
     try mapIO("dead-letter") { try withStateLock { $0 = try recount(stored: $0) } }

@@ -228,4 +228,22 @@ struct FlaggedEntryTests {
     try claim.release()
     #expect(try mailbox.claimPending().map(\.message) == ["J"])
   }
+
+  @Test func `A holder's dead letter of its own flagged claim fails naming EPERM`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    try mailbox.enqueue(Data(#""K""#.utf8))
+    let claim = try #require(try mailbox.claimPending().first)
+    let held = try Self.onlyEntry(container, "claimed")
+    try InodeFlag.immutable.set(held.path)
+    defer { InodeFlag.clearAll(held.path, container) }
+    let error = #expect(throws: AppGroupMailboxError.self) { try claim.deadLetter() }
+    guard case .ioFailure(let cause)? = error else {
+      Issue.record("not an I/O failure: \(String(describing: error))")
+      return
+    }
+    #expect(cause.operation == "dead-letter")
+    #expect(cause.errno == EPERM, "\(cause)")
+    #expect(Self.unchanged(held.path, held.bytes))
+  }
 }

@@ -81,13 +81,16 @@ let migrateCommand = Subcommand(
           + "--max-quarantined-files \(held + needed)', and run migrate again")
     } catch AppGroupMailboxError.mailboxFull {
       let left = AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
+      // Room for every old file left beside what the mailbox holds now (a lowered bound may be
+      // below its depth).
+      let held = max((try? mailbox.inspector.status().depth) ?? 0, mailbox.settings.maxMessages)
       throw CommandFailure(
         .temporaryFailure,
         "the mailbox is full (maxMessages \(mailbox.settings.maxMessages)), and migrate never "
           + "evicts a message, whatever the overflow policy: what was imported stays, "
           + "\(left) old file\(left == 1 ? "" : "s") stay\(left == 1 ? "s" : ""); raise the bound, "
           + "for example 'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
-          + "--max-messages \(mailbox.settings.maxMessages + left)', and run migrate again")
+          + "--max-messages \(held + left)', and run migrate again")
     } catch {
       throw CommandFailure(error, while: "")
     }

@@ -13,8 +13,9 @@ import Foundation
 struct MigrationPresence {
   /// The files with each id: the area's descriptor and the exact name.
   private var files: [UUID: [(area: Int32, name: EntryName)]] = [:]
-  /// The payloads this run wrote, by id (all with the run's type tag).
-  private var written: [UUID: Data] = [:]
+  /// The payloads and enqueue dates (microseconds) this run wrote, by id (all with the run's
+  /// type tag).
+  private var written: [UUID: (payload: Data, micros: Int64?)] = [:]
 
   /// Lists the four areas of `spool` once.
   /// - Throws: ``SystemCallError`` when an area cannot be listed.
@@ -31,8 +32,10 @@ struct MigrationPresence {
   /// Whether the mailbox holds a message with `id`. - Complexity: O(1).
   func contains(_ id: UUID) -> Bool { written[id] != nil || files[id] != nil }
 
-  /// Records that this run wrote `payload` under `id`.
-  mutating func wrote(_ id: UUID, payload: Data) { written[id] = payload }
+  /// Records that this run wrote `message`.
+  mutating func wrote(_ message: LegacyMessage) {
+    written[message.id] = (message.payload, message.micros)
+  }
 
   /// Whether the mailbox holds `message` itself, as an import writes it: written by this run,
   /// or a file of the mailbox outside `quarantine/` (read with the checked reader a claim uses)
@@ -42,7 +45,9 @@ struct MigrationPresence {
   /// deleted.
   /// - Complexity: one read per file with that id.
   func holdsSame(_ message: LegacyMessage, messageType: String, in spool: Spool) throws -> Bool {
-    if let payload = written[message.id], payload == message.payload { return true }
+    if let wrote = written[message.id] {
+      return wrote.payload == message.payload && wrote.micros == message.micros
+    }
     let payload = Array(message.payload)
     for (area, name) in files[message.id] ?? [] where area != spool.directories.quarantine {
       let read = try mapIO("migrate") { try spool.readEntry(area, name) }

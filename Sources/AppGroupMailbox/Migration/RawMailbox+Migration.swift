@@ -122,7 +122,7 @@ extension AppGroupRawMailbox {
       switch outcome {
       case .published, .delayed, .replaced:
         report.imported += 1
-        present.wrote(message.id, payload: message.payload)
+        present.wrote(message)
       case .duplicate:
         // Already present only when it is this very message (a rerun after a crash): another
         // message under the same id is kept in quarantine, never deleted.

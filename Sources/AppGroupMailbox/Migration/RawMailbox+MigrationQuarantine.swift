@@ -4,23 +4,28 @@ import Glibc
 extension AppGroupRawMailbox {
   /// The number of `messages` (in import order) that an import of this run would move to
   /// quarantine as conflicts, decided as the import decides: a message whose id neither the
-  /// mailbox nor an earlier message of the run holds is imported; one with the bytes of the
-  /// earlier message the run imported under its id is already present; any other whose id is
-  /// taken is a conflict unless the mailbox holds it itself (``MigrationPresence/holdsSame``),
-  /// so every copy of a conflicting message counts.
+  /// mailbox nor an earlier message of the run holds is imported; one with the payload and date
+  /// of the earlier message the run imported under its id is already present, any other with
+  /// that id a conflict; one whose id the mailbox held is a conflict unless the mailbox holds it
+  /// itself (``MigrationPresence/holdsSame``), so every copy of a conflicting message counts.
   /// - Complexity: O(n) in the messages, and one read per file of the mailbox whose id one of
   ///   them has (`present`, ``MigrationPresence/holdsSame(_:messageType:in:)``).
   func conflictCount(
     _ messages: [LegacyMessage], messageType: String, present: MigrationPresence
   ) throws -> Int {
-    var imported: [UUID: Data] = [:]
+    var imported: [UUID: LegacyMessage] = [:]
     var conflicts = 0
     for message in messages {
-      guard imported[message.id] != nil || present.contains(message.id) else {
-        imported[message.id] = message.payload
+      if let earlier = imported[message.id] {
+        if earlier.payload != message.payload || earlier.micros != message.micros {
+          conflicts += 1
+        }
         continue
       }
-      if imported[message.id] == message.payload { continue }
+      guard present.contains(message.id) else {
+        imported[message.id] = message
+        continue
+      }
       if try !present.holdsSame(message, messageType: messageType, in: spool) { conflicts += 1 }
     }
     return conflicts

@@ -18,7 +18,8 @@ extension Spool {
   /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
   /// whose envelope does not read) is quarantined; if that made room, nothing is evicted.
   /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
-  ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest).
+  ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest), and one
+  ///   statx(2) per message chosen for eviction.
   func makeRoom(
     _ counters: inout SpoolCounters, room: Int = 1, level: Int, mayDiscard: Bool = true,
     diagnostics: inout [AppGroupMailboxDiagnostic]
@@ -75,22 +76,30 @@ extension Spool {
       let (left, right) = (lhs.0.key, rhs.0.key)
       return left.level != right.level ? left.level < right.level : left < right
     }
+    // The victims are chosen before any is deleted: a file whose own inode flags refuse its
+    // delete (chattr(1) +i, +a) is passed over for the next, and when too few are left nothing
+    // is evicted (deleting some and then refusing the message would lose them for nothing).
+    let needed = counters.depth + room - limits.maxMessages
+    var victims: [DirectoryEntry] = []
+    for (_, entry) in valid where victims.count < needed {
+      if (try? Syscall.moveRefusingAttributes(directories.pending, entry.name)) ?? 0 != 0 {
+        diagnostics.append(.unsafeEntryLeftInPlace)
+        continue
+      }
+      victims.append(entry)
+    }
+    guard victims.count >= needed else { throw AppGroupMailboxError.mailboxFull }
     var discarded = 0
-    for (_, entry) in valid where counters.depth + room > limits.maxMessages {
+    for entry in victims {
       do {
         try Syscall.unlink(directories.pending, entry.name)
       } catch let error as SystemCallError where error.isNotFound {
-        continue
-      } catch let error as SystemCallError
-        where Self.refusedByOwnFlags(error, directories.pending, entry.name)
-      {
-        // Immutable or append-only (chattr(1)): nobody can delete it; evict the next instead.
-        diagnostics.append(.unsafeEntryLeftInPlace)
-        continue
+        continue  // claimed meanwhile: the recount below sees the room it left
       }
       counters.depth -= 1
       discarded += 1
     }
+    if counters.depth + room > limits.maxMessages { counters = try recount(stored: counters) }
     guard counters.depth + room <= limits.maxMessages else {
       throw AppGroupMailboxError.mailboxFull
     }

@@ -52,6 +52,13 @@ extension Spool {
     from directory: Int32, _ name: String, id: UUID?,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) -> Bool {
+    // A file whose own inode flags refuse its delete (chattr(1) +i, +a) keeps this name
+    // whatever is done: a copy would be made again at every pass, pushing real records out of
+    // quarantine/. It is passed over instead.
+    if (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0 {
+      diagnostics.append(.unsafeEntryLeftInPlace)
+      return false
+    }
     let copy = KernelRandom.temporaryName(".linked.tmp")
     do {
       let bytes: FileBytes

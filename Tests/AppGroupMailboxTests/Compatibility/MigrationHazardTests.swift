@@ -84,8 +84,13 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    try Self.writeOld(container, "pending-00000000000000000001-A.json", message: #"{"w":"A"}"#)
-    try Self.writeOld(container, "pending-00000000000000000002-A.json", message: #"{"w":"A"}"#)
+    // The old spool holding one message twice: the same date too.
+    let seconds = Date().timeIntervalSinceReferenceDate.rounded(.down) - 60
+    for number in 1...2 {
+      try Self.writeOld(
+        container, "pending-0000000000000000000\(number)-A.json", seconds: seconds,
+        message: #"{"w":"A"}"#)
+    }
     let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
     #expect(result.status == 0, "\(result.stderr)")
     #expect(

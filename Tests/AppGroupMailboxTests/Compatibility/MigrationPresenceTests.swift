@@ -92,4 +92,36 @@ import Testing
     #expect(container.names("quarantine").isEmpty)
     #expect(try Old.pendingPayloads(container) == [#"{"v":"A"}"#])
   }
+
+  @Test
+  func `Two old files with one id and payload but other dates are one message and a conflict`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let start = Date().timeIntervalSinceReferenceDate.rounded(.down) - 600
+    for (number, offset) in [(1, 0.0), (2, 100.0)] {
+      try Old.writeOld(
+        container, "pending-0000000000000000000\(number)-A.json", id: Self.id(1),
+        seconds: start + offset, message: #"{"v":1}"#)
+    }
+    let result = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stdout == "{\"imported\":1,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":1}\n")
+    #expect(container.quarantined().map(\.reason) == [.conflict])
+  }
+
+  @Test func `A full mailbox above a lowered bound: migrate names a bound over its depth`() throws {
+    let container = try TemporaryContainer()
+    let created = try Mailboxctl.run(["create"] + container.arguments() + ["--max-messages", "10"])
+    #expect(created.status == 0, "\(created.stderr)")
+    let mailbox = try container.rawMailbox()
+    for number in 0..<4 { try mailbox.enqueue(Data("\(number)".utf8)) }
+    let lowered = try Mailboxctl.run(["config"] + container.arguments() + ["--max-messages", "2"])
+    #expect(lowered.status == 0, "\(lowered.stderr)")
+    try Self.writeOld(container, 1...1)
+    let full = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(full.status == 75, "\(full.stderr)")
+    #expect(full.stderr.contains("--max-messages 5'"), "\(full.stderr)")
+  }
 }

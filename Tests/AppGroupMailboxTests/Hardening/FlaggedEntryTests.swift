@@ -246,4 +246,54 @@ struct FlaggedEntryTests {
     #expect(cause.errno == EPERM, "\(cause)")
     #expect(Self.unchanged(held.path, held.bytes))
   }
+
+  @Test func `discardOldest evicts nothing when flagged messages leave too few to make room`()
+    throws
+  {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 3), overflowPolicy: .discardOldest, clock: clock,
+      diagnostics: recorder)
+    var flagged: [String] = []
+    defer { for path in flagged { InodeFlag.clearAll(path, container) } }
+    try mailbox.enqueue("A")
+    for message in ["B", "C"] {
+      clock.advance(1)
+      let before = Set(container.names("pending"))
+      try mailbox.enqueue(message)
+      let name = try #require(Set(container.names("pending")).subtracting(before).first)
+      flagged.append(container.area("pending").appendingPathComponent(name).path)
+    }
+    for path in flagged { try InodeFlag.immutable.set(path) }
+    // Two slots are needed and only A can go: before, A was deleted and the batch refused.
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
+      try mailbox.enqueue(contentsOf: ["D", "E"])
+    }
+    for path in flagged { try InodeFlag.immutable.set(path, false) }
+    #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C"])
+  }
+
+  @Test func `A flagged message with a second link is passed over, never copied to quarantine`()
+    throws
+  {
+    // The clock starts now: a hard link's age is measured from its inode's change time.
+    let container = try TemporaryContainer()
+    let (clock, recorder) = (FakeClock(start: Date()), DiagnosticRecorder())
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("L")
+    let stuck = try Self.onlyEntry(container, "pending")
+    let outside = container.url.appendingPathComponent("outside-link").path
+    try #require(link(stuck.path, outside) == 0)
+    try InodeFlag.immutable.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(Double(Spool.linkedEntryGrace) / 1e6 + 1)
+    for _ in 0..<3 {
+      #expect(try mailbox.claimPending().isEmpty)
+      clock.advance(Double(Spool.recheckInterval) / 1e6 + 1)
+    }
+    #expect(container.names("quarantine").isEmpty)
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+  }
 }

@@ -111,4 +111,25 @@ struct PythonFlaggedEntryTests {
     #expect(FlaggedEntryTests.unchanged(stuck.path, stuck.bytes))
     #expect(container.names("quarantine").isEmpty)
   }
+
+  @Test func `The Python peer's discard-oldest evicts nothing when flagged messages leave too few`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 10), overflowPolicy: .discardOldest)
+    for message in ["A", "B", "C", "D"] { try mailbox.enqueue(message) }
+    let lowered = try Mailboxctl.run(["config"] + container.arguments() + ["--max-messages", "2"])
+    #expect(lowered.status == 0, "\(lowered.stderr)")
+    // Names sort by their time, so the last two are C and D: three slots are needed, two free.
+    let flagged = container.names("pending").sorted().suffix(2).map {
+      container.area("pending").appendingPathComponent($0).path
+    }
+    defer { for path in flagged { InodeFlag.clearAll(path, container) } }
+    for path in flagged { try InodeFlag.immutable.set(path) }
+    let refused = try PythonSpool.start("enqueue", container, stdin: Data(#""E""#.utf8)).finish()
+    #expect(refused.status == 75, "stderr: \(refused.stderr)")
+    for path in flagged { try InodeFlag.immutable.set(path, false) }
+    #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C", "D"])
+  }
 }

@@ -132,21 +132,26 @@ class Producer:
                  if e.is_file(follow_symlinks=False)]
         names = [n for n in names if n]
         names = [n for n in names if n.level <= level]
-        if len(names) < counters[1] + 1 - max_messages:
-            raise MailboxFull()
+        # The victims are chosen before any is deleted: a file whose own inode flags refuse its
+        # delete (chattr +i, +a) is passed over for the next, and when too few are left nothing
+        # is evicted.
+        needed = counters[1] + 1 - max_messages
+        victims = []
         for name in sorted(names, key=lambda n: n.eviction_key):
-            if counters[1] < max_messages:
+            if len(victims) >= needed:
                 break
             path = self.area("pending", name.file)
+            if not move_refusing_attributes(path):
+                victims.append(path)
+        if len(victims) < needed:
+            raise MailboxFull()
+        for path in victims:
             try:
                 os.unlink(path)
                 counters[1] -= 1
             except FileNotFoundError:
                 continue
-            except PermissionError:
-                # Immutable or append-only (chattr +i, +a): nobody can delete it; evict the next.
-                if move_refusing_attributes(path):
-                    continue
-                raise
+        if counters[1] >= max_messages:
+            counters[:] = self.recount(counters)
         if counters[1] >= max_messages:
             raise MailboxFull()

@@ -76,30 +76,39 @@ extension Spool {
       let (left, right) = (lhs.0.key, rhs.0.key)
       return left.level != right.level ? left.level < right.level : left < right
     }
-    // The victims are chosen before any is deleted: a file whose own inode flags refuse its
-    // delete (chattr(1) +i, +a) is passed over for the next, and when too few are left nothing
-    // is evicted (deleting some and then refusing the message would lose them for nothing).
-    let needed = counters.depth + room - limits.maxMessages
-    var victims: [DirectoryEntry] = []
-    for (_, entry) in valid where victims.count < needed {
-      if (try? Syscall.moveRefusingAttributes(directories.pending, entry.name)) ?? 0 != 0 {
+    // The candidates in eviction order, passing over files whose own inode flags refuse their
+    // delete (chattr(1) +i, +a): one statx(2) per candidate taken.
+    var order = valid.makeIterator()
+    func nextCandidate() -> DirectoryEntry? {
+      while let (_, entry) = order.next() {
+        guard (try? Syscall.moveRefusingAttributes(directories.pending, entry.name)) ?? 0 != 0
+        else { return entry }
         diagnostics.append(.unsafeEntryLeftInPlace)
-        continue
       }
-      victims.append(entry)
+      return nil
     }
-    guard victims.count >= needed else { throw AppGroupMailboxError.mailboxFull }
+    // Enough are chosen before any is deleted: when flagged files leave too few, nothing is
+    // evicted (deleting some and then refusing the message would lose them for nothing).
+    var chosen: [DirectoryEntry] = []
+    while chosen.count < counters.depth + room - limits.maxMessages, let entry = nextCandidate() {
+      chosen.append(entry)
+    }
+    guard chosen.count >= counters.depth + room - limits.maxMessages else {
+      throw AppGroupMailboxError.mailboxFull
+    }
+    var victims = chosen[...]
     var discarded = 0
-    for entry in victims {
+    while counters.depth + room > limits.maxMessages,
+      let entry = victims.popFirst() ?? nextCandidate()
+    {
       do {
         try Syscall.unlink(directories.pending, entry.name)
       } catch let error as SystemCallError where error.isNotFound {
-        continue  // claimed meanwhile: the recount below sees the room it left
+        continue  // claimed meanwhile (still counted in the depth): the next one goes instead
       }
       counters.depth -= 1
       discarded += 1
     }
-    if counters.depth + room > limits.maxMessages { counters = try recount(stored: counters) }
     guard counters.depth + room <= limits.maxMessages else {
       throw AppGroupMailboxError.mailboxFull
     }

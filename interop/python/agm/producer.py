@@ -135,23 +135,30 @@ class Producer:
         # The victims are chosen before any is deleted: a file whose own inode flags refuse its
         # delete (chattr +i, +a) is passed over for the next, and when too few are left nothing
         # is evicted.
+        candidates = iter(sorted(names, key=lambda n: n.eviction_key))
+
+        def next_candidate():
+            for name in candidates:
+                path = self.area("pending", name.file)
+                if not move_refusing_attributes(path):
+                    return path
+            return None
+
         needed = counters[1] + 1 - max_messages
         victims = []
-        for name in sorted(names, key=lambda n: n.eviction_key):
-            if len(victims) >= needed:
+        while len(victims) < needed:
+            path = next_candidate()
+            if path is None:
+                raise MailboxFull()
+            victims.append(path)
+        while counters[1] >= max_messages:
+            path = victims.pop(0) if victims else next_candidate()
+            if path is None:
                 break
-            path = self.area("pending", name.file)
-            if not move_refusing_attributes(path):
-                victims.append(path)
-        if len(victims) < needed:
-            raise MailboxFull()
-        for path in victims:
             try:
                 os.unlink(path)
                 counters[1] -= 1
             except FileNotFoundError:
-                continue
-        if counters[1] >= max_messages:
-            counters[:] = self.recount(counters)
+                continue  # claimed meanwhile (still counted): the next one goes instead
         if counters[1] >= max_messages:
             raise MailboxFull()

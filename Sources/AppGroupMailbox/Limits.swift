@@ -96,7 +96,9 @@ public enum AppGroupMailboxOverflowPolicy: Sendable, Equatable, Hashable {
   /// report ``AppGroupMailboxDiagnostic/oldestMessageDiscarded``. A message of a higher level
   /// than the new one's is never deleted: when every pending message is of a higher level, or
   /// every message is claimed or delayed, the enqueue fails with
-  /// ``AppGroupMailboxError/mailboxFull``.
+  /// ``AppGroupMailboxError/mailboxFull``. A message file whose own inode flags refuse its
+  /// delete (chattr(1) `+i`, `+a`) is passed over for the next; when such files leave too few to
+  /// make the room, nothing is deleted and the enqueue fails with `mailboxFull`.
   case discardOldest
 }
 

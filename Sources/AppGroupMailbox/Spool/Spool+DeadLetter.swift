@@ -23,8 +23,7 @@ extension Spool {
         throw error.mailboxError("dead-letter")
       }
       // The refusal's cause when the file's own flags explain it (chattr +i, +a), else EIO.
-      let flagged =
-        (try? Syscall.moveRefusingAttributes(directories.claimed, claimed.fileName)) ?? 0 != 0
+      let flagged = Self.isFlagged(directories.claimed, claimed.fileName)
       throw SystemCallError(
         call: "renameat2", errno: flagged ? .notPermitted : .ioError, role: .claimedArea,
         targetRole: .quarantineArea

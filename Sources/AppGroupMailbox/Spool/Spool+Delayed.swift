@@ -81,8 +81,7 @@ extension Spool {
       try Syscall.list(directories.delayed).compactMap { entry -> Int64? in
         guard let due = DelayedName(parsing: entry.name)?.dueMicros else { return nil }
         guard due <= clock else { return due }
-        let refusing = (try? Syscall.moveRefusingAttributes(directories.delayed, entry.name)) ?? 0
-        return refusing == 0 ? due : nil
+        return Self.isFlagged(directories.delayed, entry.name) ? nil : due
       }.min()
     }
   }

@@ -81,8 +81,7 @@ extension Spool {
     var order = valid.makeIterator()
     func nextCandidate() -> DirectoryEntry? {
       while let (_, entry) = order.next() {
-        guard (try? Syscall.moveRefusingAttributes(directories.pending, entry.name)) ?? 0 != 0
-        else { return entry }
+        guard Self.isFlagged(directories.pending, entry.name) else { return entry }
         diagnostics.append(.unsafeEntryLeftInPlace)
       }
       return nil

@@ -55,7 +55,7 @@ extension Spool {
     // A file whose own inode flags refuse its delete (chattr(1) +i, +a) keeps this name
     // whatever is done: a copy would be made again at every pass, pushing real records out of
     // quarantine/. It is passed over instead.
-    if (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0 {
+    if Self.isFlagged(directory, name) {
       diagnostics.append(.unsafeEntryLeftInPlace)
       return false
     }

@@ -121,7 +121,15 @@ extension Spool {
     guard error.errno == .permissionDenied || error.errno == .notPermitted,
       let info = try? Syscall.lstat(directory, name), info.st_mode & S_IFMT == S_IFREG
     else { return false }
-    return (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0
+    return isFlagged(directory, name)
+  }
+
+  /// Whether the entry `name` of `directory` carries its own immutable or append-only inode flag
+  /// (chattr(1) `+i`, `+a`; statx(2) through ``Syscall/moveRefusingAttributes(_:_:)``), which
+  /// refuses every rename and unlink of it. False when the entry is gone or statx fails: the
+  /// caller's own move then meets the real error. One statx(2).
+  static func isFlagged(_ directory: Int32, _ name: some SystemName) -> Bool {
+    (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0
   }
 
   /// Runs ``move(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` holding the namespace lock (see

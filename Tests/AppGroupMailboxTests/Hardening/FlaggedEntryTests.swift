@@ -45,6 +45,15 @@ struct FlaggedEntryTests {
     return (path, try Data(contentsOf: URL(fileURLWithPath: path)))
   }
 
+  /// Writes a byte-equal copy of the delayed entry at `path` under its pending name, as an
+  /// interrupted link-then-unlink promotion leaves it.
+  static func plantPendingCopy(of path: String, _ bytes: Data, in container: TemporaryContainer)
+    throws
+  {
+    let delayed = try #require(DelayedName(parsing: URL(fileURLWithPath: path).lastPathComponent))
+    try bytes.write(to: container.area("pending").appendingPathComponent(delayed.message.fileName))
+  }
+
   /// Whether the entry at `path` is still there with exactly `bytes`.
   static func unchanged(_ path: String, _ bytes: Data) -> Bool {
     (try? Data(contentsOf: URL(fileURLWithPath: path))) == bytes
@@ -152,11 +161,7 @@ struct FlaggedEntryTests {
       clock: clock, diagnostics: recorder)
     try mailbox.enqueue("D", delay: 10)
     let stuck = try Self.onlyEntry(container, "delayed")
-    // A byte-equal copy under its pending name, as an interrupted link-then-unlink move leaves.
-    let delayed = try #require(
-      DelayedName(parsing: URL(fileURLWithPath: stuck.path).lastPathComponent))
-    try stuck.bytes.write(
-      to: container.area("pending").appendingPathComponent(delayed.message.fileName))
+    try Self.plantPendingCopy(of: stuck.path, stuck.bytes, in: container)
     try flag.set(stuck.path)
     defer { InodeFlag.clearAll(stuck.path, container) }
     clock.advance(20)

@@ -99,10 +99,7 @@ struct PythonFlaggedEntryTests {
       clock: FakeClock(start: Date().addingTimeInterval(-1)))
     try mailbox.enqueue("D", delay: 0.001)
     let stuck = try Self.onlyEntry(container, "delayed")
-    let delayed = try #require(
-      DelayedName(parsing: URL(fileURLWithPath: stuck.path).lastPathComponent))
-    try stuck.bytes.write(
-      to: container.area("pending").appendingPathComponent(delayed.message.fileName))
+    try FlaggedEntryTests.plantPendingCopy(of: stuck.path, stuck.bytes, in: container)
     try flag.set(stuck.path)
     defer { InodeFlag.clearAll(stuck.path, container) }
     let drained = try PythonSpool.start("drain", container).finish()

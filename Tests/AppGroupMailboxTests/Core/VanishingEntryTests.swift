@@ -150,6 +150,29 @@ import Testing
     #expect(container.counters()?.depth == 2)
   }
 
+  @Test func `discardOldest replaces one of two victims that was claimed meanwhile`() throws {
+    let container = try TemporaryContainer()
+    let clock = FakeClock()
+    let ours: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 4), overflowPolicy: .discardOldest, clock: clock)
+    let theirs: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(maxMessages: 4), clock: clock)
+    for message in ["A", "B", "C", "D"] { try ours.enqueue(message) }
+    let pending = ours.spool.directories.pending
+    let taken = Locked<[String]>([])
+    // A batch of two needs two victims (A, B); A is claimed just before its unlink, so C goes.
+    try Self.interfering(
+      when: { $0.name == "unlinkat" && $0.descriptor == pending },
+      action: { taken.withLock { $0 = (try? theirs.claimPending(limit: 1).map(\.message)) ?? [] } }
+    ) {
+      try ours.enqueue(contentsOf: ["E", "F"])
+    }
+    #expect(taken.withLock { $0 } == ["A"])
+    #expect(container.claimedNames().count == 1)
+    #expect(container.counters()?.depth == 4)
+    #expect(try ours.claimPending().map(\.message) == ["D", "E", "F"])
+  }
+
   @Test func `A temporary file removed by another sweeper is skipped`() throws {
     let container = try TemporaryContainer()
     let clock = FakeClock(start: Date())

@@ -36,25 +36,6 @@ extension AppGroupMailboxProtocol {
   public var isHeld: Bool { inspector.spool.isHeld }
 }
 
-extension AppGroupMailbox {
-  /// Holds delivery from this mailbox for every process; see ``AppGroupRawMailbox/pause()``.
-  ///
-  /// Thread and process safety: safe from any thread and any process.
-  ///
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
-  public func pause() throws { try inspector.spool.setHeld(true) }
-
-  /// Ends a hold; see ``AppGroupRawMailbox/resume()``.
-  ///
-  /// Thread and process safety: safe from any thread and any process.
-  ///
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
-  public func resume() throws { try inspector.spool.setHeld(false) }
-
-  /// Whether delivery is held; see ``AppGroupRawMailbox/isHeld``.
-  public var isHeld: Bool { inspector.spool.isHeld }
-}
-
 extension AppGroupMailboxInspector {
   /// Whether delivery is held (``AppGroupMailboxProtocol/pause()``), as the settings file says
   /// now. An inspector sees the hold but cannot change it: it opens nothing for writing.

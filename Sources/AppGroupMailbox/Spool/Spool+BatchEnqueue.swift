@@ -48,6 +48,7 @@ extension Spool {
     var failure: (any Error)?
     try mapIO("enqueue") {
       try withStateLock { counters in
+        try requireWithinPayloadLimit(files.map(\.count).max() ?? 0)
         discarded = try makeRoom(
           &counters, room: files.count, level: level, diagnostics: &diagnostics)
         if micros < counters.newestImplicitMicros {

@@ -29,7 +29,9 @@ extension Spool {
   /// clamped to the newest implicit time already recorded so insertion order survives a clock
   /// step back.
   ///
-  /// The size is checked before anything is written. On any failure (ENOSPC, EDQUOT, EIO, EMFILE
+  /// The size is checked against the settings this spool knows before anything is written, and
+  /// against the mailbox's current settings under the namespace lock before the rename (one
+  /// fstatat(2) of `settings` an enqueue, under the lock). On any failure (ENOSPC, EDQUOT, EIO, EMFILE
   /// while writing, flushing or renaming) the temporary file is removed and the error names the
   /// operation, the system call and the errno. When only the final flush of `pending/` fails, the
   /// message is withdrawn again (unless a consumer already claimed it), so an error means "not
@@ -102,6 +104,7 @@ extension Spool {
         try file.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
         if isDurable { try Syscall.fsync(fd) }
         return try withStateLock { counters -> (EnqueueOutcome, Int) in
+          try requireWithinPayloadLimit(file.count)
           if unique, try isPresent?(id) ?? containsMessage(id: id) { return (.duplicate, 0) }
           func rewrite(_ id: UUID) throws {
             file = try encodeChecked(
@@ -209,12 +212,24 @@ extension Spool {
     } catch {
       throw AppGroupMailboxError.encodingFailure
     }
-    refreshSettings()
-    guard file.count <= limits.maxPayloadBytes else {
-      throw AppGroupMailboxError.payloadTooLarge(
-        actualBytes: file.count, maximumBytes: limits.maxPayloadBytes)
-    }
+    // The settings as known; re-read only when they refuse it (another process may have raised
+    // the limit). The enqueue checks again under the namespace lock, which re-reads them
+    // whenever they changed (``requireWithinPayloadLimit(_:)``).
+    if file.count > limits.maxPayloadBytes { refreshSettings() }
+    try requireWithinPayloadLimit(file.count)
     return file
+  }
+
+  /// Throws ``AppGroupMailboxError/payloadTooLarge(actualBytes:maximumBytes:)`` when a message
+  /// file of `bytes` exceeds ``AppGroupMailboxLimits/maxPayloadBytes`` as this spool knows it
+  /// (no system call). Under the namespace lock that is the mailbox's current limit, since
+  /// ``withStateLock(_:)`` refreshed the settings: a limit another process lowered after the
+  /// file was written still refuses it before it is published.
+  func requireWithinPayloadLimit(_ bytes: Int) throws {
+    let limit = limits.maxPayloadBytes
+    guard bytes <= limit else {
+      throw AppGroupMailboxError.payloadTooLarge(actualBytes: bytes, maximumBytes: limit)
+    }
   }
 
   /// Whether a message with `id` is pending, delayed, claimed or (unless `inQuarantine` is

@@ -109,6 +109,27 @@ import Testing
     #expect(consumer.settings.largestPayloadBytes == 200_000)
   }
 
+  @Test func `A payload limit another opener changed applies to the next enqueue either way`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let producer = try container.rawMailbox(limits: .init(maxPayloadBytes: 1_000))
+    let other = try container.rawMailbox()
+    let big = Data(("\"" + String(repeating: "y", count: 2_000) + "\"").utf8)
+    // Raised elsewhere: the producer's known limit refuses it, so it re-reads the settings.
+    try other.updateSettings { $0.maxPayloadBytes = 10_000 }
+    try producer.enqueue(big)
+    // Lowered elsewhere after the producer last read them: the check under the namespace lock
+    // (which re-reads changed settings) refuses it before it is published.
+    try other.updateSettings { $0.maxPayloadBytes = 1_000 }
+    #expect(throws: AppGroupMailboxError.payloadTooLarge(actualBytes: 2_106, maximumBytes: 1_000)) {
+      try producer.enqueue(big)
+    }
+    #expect(container.names("tmp").isEmpty)
+    #expect(try other.inspector.status().depth == 1)
+    #expect(try other.claimPending().map(\.payload) == [big])
+  }
+
   @Test func `The sharing mode cannot be changed and invalid values write nothing`() throws {
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox()

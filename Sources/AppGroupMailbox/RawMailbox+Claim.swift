@@ -51,7 +51,10 @@ extension AppGroupRawMailbox {
     /// with a message past ``AppGroupMailboxLimits/maxDeliveryAttempts``), where
     /// `mailboxctl quarantine` can list, requeue or purge it. Reports
     /// ``AppGroupMailboxDiagnostic/deadLetterQuarantined``.
-    /// - Throws: as ``acknowledge()``.
+    /// - Throws: as ``acknowledge()``; when the file can be neither moved into `quarantine/` nor
+    ///   deleted, ``AppGroupMailboxError/ioFailure(_:)`` (operation `"dead-letter"`) names the
+    ///   refused rename and its errno (the delete's with `maxQuarantinedFiles` 0), and the
+    ///   message stays claimed.
     public func deadLetter() throws {
       try core.deadLetter()
     }

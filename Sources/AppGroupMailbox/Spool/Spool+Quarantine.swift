@@ -24,25 +24,56 @@ extension Spool {
     from directory: Int32, _ name: some SystemName, id: UUID?, reason: QuarantineReason,
     diagnostics: inout [AppGroupMailboxDiagnostic]
   ) -> Bool {
+    guard
+      case .left = quarantineEntry(
+        from: directory, name, id: id, reason: reason, diagnostics: &diagnostics)
+    else { return false }
+    return true
+  }
+
+  /// What ``quarantineEntry(from:_:id:reason:diagnostics:)`` did with an entry.
+  enum QuarantineOutcome {
+    /// Moved into `quarantine/`, or deleted where it could not be moved.
+    case left
+    /// Gone before it could be moved or deleted (ENOENT).
+    case gone
+    /// Still there, neither moved nor deleted. The cause: the refused rename into
+    /// `quarantine/` when one was tried (its errno is the entry's own, EPERM for chattr(1)
+    /// `+i`), else the refused delete; nil when no system call said why.
+    case stayed(SystemCallError?)
+  }
+
+  /// ``quarantine(from:_:id:reason:diagnostics:)``, saying why an entry stayed: for a caller
+  /// that reports the failure (a dead letter) rather than meeting the entry again later.
+  func quarantineEntry(
+    from directory: Int32, _ name: some SystemName, id: UUID?, reason: QuarantineReason,
+    diagnostics: inout [AppGroupMailboxDiagnostic]
+  ) -> QuarantineOutcome {
+    var refusal: SystemCallError?
     if limits.maxQuarantinedFiles > 0 {
       try? trimQuarantine(keeping: limits.maxQuarantinedFiles - 1, diagnostics: &diagnostics)
       // Any failure but "gone" falls through to the delete below.
-      if let moved = try? renameIntoQuarantine(from: directory, name, id: id, reason: reason) {
-        if moved { diagnostics.append(reason.diagnostic) }
-        return moved
+      do {
+        if let moved = try renameIntoQuarantine(from: directory, name, id: id, reason: reason) {
+          guard moved else { return .gone }
+          diagnostics.append(reason.diagnostic)
+          return .left
+        }
+      } catch {
+        refusal = error as? SystemCallError
       }
     }
     do {
       try removeEntry(directory, name)
     } catch let error as SystemCallError where error.isNotFound {
-      return false
+      return .gone
     } catch {
       diagnostics.append(.unsafeEntryLeftInPlace)
-      return false
+      return .stayed(refusal ?? error as? SystemCallError)
     }
     diagnostics.append(reason.diagnostic)
     if limits.maxQuarantinedFiles > 0 { diagnostics.append(.quarantinedFileDiscarded) }
-    return true
+    return .left
   }
 
   /// Renames the entry `name` of `directory` into `quarantine/` under a fresh quarantine name

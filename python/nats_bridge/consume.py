@@ -22,7 +22,9 @@ tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a N
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
 enqueues in progress, acknowledges them and exits 0; until the first connection succeeds it
-keeps trying, and a stop signal ends it at once (exit 0). When JetStream refuses the stream or
+keeps trying while no server answers, and a stop signal ends it at once (exit 0); any other error
+of the first connection (a credentials file that is missing or needs the ``nkeys`` module, an
+authorization refused) is said in one line and ends it with exit 78. When JetStream refuses the stream or
 the durable consumer (a stream that does not exist), or the durable consumer exists with other
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
 says why and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
@@ -41,7 +43,7 @@ from nats_bridge.common import log  # noqa: E402
 
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
-CONFIGURATION_ERROR = 78  # sysexits.h EX_CONFIG: JetStream refused the stream or consumer
+CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
 ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
 
 
@@ -172,8 +174,14 @@ class Consumer:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         # The first connection is tried until it succeeds or a stop signal comes, which ends
         # the program at once: nothing was taken yet.
-        connected, nc = await self.unless_stopped(
-            common.connect_retrying(self.arguments, "mailbox-consume"))
+        # An error trying again cannot mend (credentials, the nkeys module for --creds, an
+        # authorization refused) ends it with one line and exit 78, as forward.py.
+        try:
+            connected, nc = await self.unless_stopped(
+                common.connect_retrying(self.arguments, "mailbox-consume"))
+        except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
+            log.record(f"cannot connect: {type(error).__name__}: {error}")
+            return CONFIGURATION_ERROR
         if not connected:
             return 0
         js = nc.jetstream()

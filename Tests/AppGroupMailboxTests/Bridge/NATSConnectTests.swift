@@ -82,4 +82,24 @@ import Testing
     let status = try outgoing.inspector.status()
     #expect(status.depth == ids.count)
   }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `consume.py ends a connection error trying again cannot mend with one line and exit 78`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let url = try refusedURL(in: container)
+    let missing = container.url.appendingPathComponent("missing.creds").path
+    // 60 s: a bound on a hang (the error must end it), not a latency figure.
+    let result = try Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", url, "--creds", missing, "--stream", "S",
+        "--durable", "d",
+      ]
+    ).finish(deadline: 60)
+    #expect(result.status == 78, "\(result.stderr)")
+    #expect(result.stderr.hasPrefix("consume.py: cannot connect: "), "\(result.stderr)")
+    #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
+  }
 }

@@ -41,8 +41,8 @@ extension Spool {
 
   /// Quarantines the name `name` of `directory`, a regular file with more than one link past
   /// its grace, as a copy: its bytes (read by the checked reader,
-  /// ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most
-  /// ``AppGroupMailboxLimits/maxPayloadBytes``) are written to a new file in `tmp/` that goes to
+  /// ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most the largest payload limit
+  /// the mailbox ever had, as a claim reads) are written to a new file in `tmp/` that goes to
   /// quarantine, then the name is unlinked. Quarantine by rename would keep the inode linked,
   /// and every remaining name of it would then count as linked too; this way, when the other
   /// names were all in the spool, the last one is delivered once. A file that cannot be copied
@@ -62,7 +62,9 @@ extension Spool {
     let copy = KernelRandom.temporaryName(".linked.tmp")
     do {
       let bytes: FileBytes
-      switch try readEntry(directory, name, limit: limits.maxPayloadBytes, singleLink: false) {
+      // Up to the largest limit the mailbox had, as a claim reads: a message written before
+      // the limit was lowered is copied, not taken for a hostile file.
+      switch try readEntry(directory, name, singleLink: false) {
       case .success(let (_, read)): bytes = read
       case .failure(.vanished): throw SystemCallError(call: "open", errno: .noSuchFileOrDirectory)
       case .failure: throw SystemCallError(call: "fstat", errno: .invalidArgument)

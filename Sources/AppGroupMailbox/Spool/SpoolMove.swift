@@ -154,7 +154,9 @@ extension Spool {
 
   /// Whether the entries are the same inode, or two regular files with equal bytes (read by
   /// the checked reader, ``readEntry(_:_:limit:singleLink:extent:unchanged:)``, at most the
-  /// payload limit each; anything unreadable or larger counts as different).
+  /// largest payload limit the mailbox ever had each, as a claim reads (``acceptsMessageSize(_:)``:
+  /// a message written before the limit was lowered is still compared); anything unreadable or
+  /// larger counts as different).
   func sameContent(
     _ from: Int32, _ name: some SystemName, _ to: Int32, _ target: String
   ) -> Bool {
@@ -162,10 +164,10 @@ extension Spool {
     else { return false }
     if source.st_dev == other.st_dev, source.st_ino == other.st_ino { return true }
     guard source.st_mode & S_IFMT == S_IFREG, other.st_mode & S_IFMT == S_IFREG,
-      source.st_size == other.st_size, source.st_size <= limits.maxPayloadBytes
+      source.st_size == other.st_size, acceptsMessageSize(Int(source.st_size))
     else { return false }
     func bytes(_ directory: Int32, _ entry: some SystemName) -> FileBytes? {
-      let read = try? readEntry(directory, entry, limit: limits.maxPayloadBytes, singleLink: false)
+      let read = try? readEntry(directory, entry, singleLink: false)
       guard case .success(let (_, bytes)) = read else { return nil }
       return bytes
     }

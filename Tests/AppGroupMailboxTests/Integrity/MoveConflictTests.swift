@@ -182,6 +182,23 @@ import Testing
     #expect(setup.recorder.count(.duplicateEntryDropped) == (copy == .different ? 0 : 1))
   }
 
+  @Test
+  func `A byte-equal copy of a message written under a higher payload limit is still a duplicate`()
+    throws
+  {
+    let setup = try Setup()
+    let big = String(repeating: "x", count: 300)
+    try setup.mailbox.enqueue(big, notBefore: setup.clock.now.addingTimeInterval(5))
+    let delayed = try #require(setup.container.names("delayed").first)
+    let name = try #require(DelayedName(parsing: delayed))
+    try setup.plant(.equal, of: "delayed", delayed, at: "pending", name.message.fileName)
+    // Lowered below the file: readers still read up to the largest limit the mailbox had.
+    try setup.mailbox.updateSettings { $0.maxPayloadBytes = 100 }
+    #expect(try setup.drain().sorted() == ["A", "B", big])
+    #expect(setup.container.quarantined().isEmpty)
+    #expect(setup.recorder.count(.duplicateEntryDropped) == 1)
+  }
+
   @Test func `Quarantine: a copy of a pending message in quarantine is never delivered`() throws {
     let setup = try Setup()
     let name = QuarantineName(

@@ -248,7 +248,7 @@ class Consumer:
                 pass
             except PermissionError as error:
                 return self._refused(area, entry, id, error, passing)
-            if same_entry(source, destination, self.settings.max_payload_bytes):
+            if same_entry(source, destination, self.settings.largest_payload_bytes):
                 try:
                     outcome = "duplicate" if self.remove(source) else "vanished"
                 except PermissionError as error:

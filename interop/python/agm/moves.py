@@ -7,7 +7,8 @@ import stat
 
 def same_entry(one, other, limit):
     """Whether two entries are the same file, or regular files with equal bytes of at most
-    ``limit`` bytes (maxPayloadBytes), read without following links; anything else differs."""
+    ``limit`` bytes (largestPayloadBytes, as a claim reads), read without following links;
+    anything else differs."""
     try:
         first, second = os.lstat(one), os.lstat(other)
     except OSError:

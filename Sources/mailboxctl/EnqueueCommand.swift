@@ -144,6 +144,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         json: arguments.flag("--json"))
     } catch AppGroupMailboxError.mailboxFull {
       throw fullFailure(mailbox, waited: wait, lines: false)
+    } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
+      throw tooLarge(actual, maximum, place: "", lines: false)
     } catch let failure as CommandFailure {
       throw failure
     } catch {
@@ -169,6 +171,10 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         }
       } catch AppGroupMailboxError.mailboxFull {
         throw fullFailure(mailbox, waited: wait, lines: lines)
+      } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
+        // The limit another process lowered after the check above (the enqueue checks again
+        // under the namespace lock).
+        throw tooLarge(actual, maximum, place: lines ? "line \(message.line): " : "", lines: lines)
       }
       if receipt.expiredBeforeDue {
         let why =
@@ -213,10 +219,7 @@ private func check(
     }
     throw CommandFailure(.dataError, "\(place)\(reason); nothing was enqueued")
   } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
-    throw CommandFailure(
-      .dataError,
-      "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
-        + "(the mailbox's maxPayloadBytes); nothing was enqueued")
+    throw tooLarge(actual, maximum, place: place, lines: false)
   } catch AppGroupMailboxError.encodingFailure {
     // The payload is JSON already: only the header line can fail (docs/FORMAT.md).
     throw CommandFailure(
@@ -226,6 +229,18 @@ private func check(
   } catch {
     throw CommandFailure(error, while: "")
   }
+}
+
+/// Exit 65 for a message file of `actual` bytes over the mailbox's maxPayloadBytes, `maximum`:
+/// found before anything was written, or by the enqueue's second check under the namespace lock
+/// (another process lowered the limit meanwhile). Without `lines`, that nothing was enqueued
+/// (with `lines`, ``progress(_:_:stored:)`` says how far it got).
+private func tooLarge(_ actual: Int, _ maximum: Int, place: String, lines: Bool) -> CommandFailure {
+  var text =
+    "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
+    + "(the mailbox's maxPayloadBytes)"
+  if !lines { text += "; nothing was enqueued" }
+  return CommandFailure(.dataError, text)
 }
 
 /// Prints the receipt of a stored message: its id, or with `json` `{"id", "duplicate",

@@ -127,4 +127,42 @@ import Testing
     #expect(finished.status == 66, "\(finished.stderr)")
     #expect(finished.stderr.contains("deleted, moved or replaced"), "\(finished.stderr)")
   }
+
+  @Test func `A producer waiting for room refuses a message the lowered payload limit refuses`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let created = try Mailboxctl.run(
+      ["create"] + location + ["--max-messages", "1", "--max-payload-bytes", "400"])
+    #expect(created.status == 0, "\(created.stderr)")
+    #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "1"]).status == 0)
+    let payload = "\"" + String(repeating: "y", count: 250) + "\""
+    let waiting = try Processes.start(
+      Mailboxctl.url, ["enqueue"] + location + ["--wait", "120", "--data", payload])
+    // Waiting for room once it holds an inotify instance: its checks against the limit it read
+    // (400) passed, and the mailbox was full.
+    #expect(
+      waitUntil(deadline: 60) {
+        let fds = "/proc/\(waiting.process.processIdentifier)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []
+        return names.contains {
+          (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0))
+            == "anon_inode:inotify"
+        }
+      })
+    #expect(try Mailboxctl.run(["config"] + location + ["--max-payload-bytes", "200"]).status == 0)
+    let claimed = try Mailboxctl.run(["drain"] + location + ["--limit", "1"])
+    #expect(claimed.status == 0, "\(claimed.stderr)")
+    // The room it waited for: the enqueue's check under the namespace lock meets the new limit.
+    let finished = try waiting.finish(deadline: 60)
+    #expect(finished.status == 65, "\(finished.stderr)")
+    #expect(
+      finished.stderr
+        == "mailboxctl: error: enqueue: the message file would be \(payload.utf8.count + 104) "
+        + "bytes, over the limit of 200 (the mailbox's maxPayloadBytes); nothing was enqueued\n",
+      "\(finished.stderr)")
+    #expect(container.names("tmp").isEmpty)
+    #expect(container.names("pending").isEmpty)
+  }
 }

@@ -81,7 +81,8 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   let json = arguments.flag("--json")
   if !json {
-    try Output.data("mailboxctl demo: a fresh mailbox at \(location.directory.path)\n")
+    let removal = arguments.flag("--keep") ? "" : " (removed at exit; --keep keeps it)"
+    try Output.data("mailboxctl demo: a fresh mailbox at \(location.directory.path)\(removal)\n")
   }
   let started = Date()
   var children: [Process] = []

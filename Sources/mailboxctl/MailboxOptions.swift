@@ -155,15 +155,23 @@ enum MailboxOptions {
   /// The failure (``ExitStatus/unavailable``, 69) of a command other than `migrate`, `create`
   /// and `config` on a namespace directory that still holds files of the old format: this
   /// format would not see their messages, so nothing is opened or created beside them.
+  /// Without a mailbox there yet, it says that `create` first chooses the settings `migrate`
+  /// would otherwise make the defaults (the sharing mode cannot change afterwards).
   static func unconverted(_ location: Location, _ arguments: ParsedArguments, files: Int)
     -> CommandFailure
   {
-    CommandFailure(
+    let place = locationArguments(arguments, namespace: location.namespace)
+    let create =
+      hasMailbox(location)
+      ? ""
+      : "; to choose the mailbox's settings (such as --group-shared, which cannot change later, "
+        + "or a --message-lifetime longer than the oldest message's age), run "
+        + "'mailboxctl create\(place)' with them before migrate, which otherwise uses the defaults"
+    return CommandFailure(
       .unavailable,
       "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "
         + "(AppGroupMailbox on Apple platforms) that this command would not see: run "
-        + "'mailboxctl migrate\(locationArguments(arguments, namespace: location.namespace))' "
-        + "first (see 'mailboxctl migrate --help')")
+        + "'mailboxctl migrate\(place)' first (see 'mailboxctl migrate --help')\(create)")
   }
 
   /// Throws ``unconverted(_:_:files:)`` when the namespace directory holds old-format files.
@@ -296,9 +304,14 @@ enum MailboxOptions {
         "note: \(names) only set the settings of a mailbox this command creates; they will be "
           + "removed here in the next release: use 'mailboxctl create'")
     } else {
+      // config refuses a change of the sharing mode (fixed at creation).
+      let sharing =
+        given.contains("--group-shared")
+        ? "; the sharing mode (--group-shared) is fixed when the mailbox is created" : ""
       Output.note(
         "note: \(names) ignored: the mailbox's stored settings apply; 'mailboxctl config' "
-          + "shows and changes them (these options will be removed here in the next release)")
+          + "shows and changes them\(sharing) (these options will be removed here in the next "
+          + "release)")
     }
   }
 

@@ -233,6 +233,10 @@ import Testing
     let created = try Mailboxctl.run(["create"] + container.arguments() + Self.longLived)
     #expect(created.status == 0, "\(created.stderr)")
     #expect(created.stderr.contains("mailboxctl migrate"))
+    // The mailbox is there now: the refusal points to migrate alone.
+    let status = try Mailboxctl.run(["status"] + container.arguments())
+    #expect(status.status == 69, "\(status.stderr)")
+    #expect(!status.stderr.contains("mailboxctl create"), "\(status.stderr)")
     let migrated = try Mailboxctl.run(["migrate"] + container.arguments())
     #expect(migrated.status == 0, "\(migrated.stderr)")
     #expect(migrated.stderr.isEmpty)
@@ -264,6 +268,12 @@ import Testing
         [command[0]] + container.arguments() + command.dropFirst())
       #expect(result.status == 69, "\(command): \(result.stderr)")
       #expect(result.stderr.contains("run 'mailboxctl migrate"), "\(command): \(result.stderr)")
+      // No mailbox there yet: create first chooses the settings migrate would make the defaults.
+      #expect(
+        result.stderr.contains(
+          "run 'mailboxctl create\(container.arguments().map { " " + $0 }.joined())' with them "
+            + "before migrate, which otherwise uses the defaults"),
+        "\(command): \(result.stderr)")
     }
     let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")
     #expect(!FileManager.default.fileExists(atPath: namespace.appendingPathComponent("state").path))

@@ -103,6 +103,15 @@ import Testing
         + "'mailboxctl config' shows and changes them (these options will be removed here in "
         + "the next release)\n")
     #expect(try container.rawMailbox().limits.maxMessages == 7)
+    // config refuses --group-shared (above): the note does not send it there.
+    let shared = try Mailboxctl.run(["status"] + location + ["--group-shared"])
+    #expect(shared.status == 0)
+    #expect(
+      shared.stderr
+        == "mailboxctl: note: --group-shared ignored: the mailbox's stored settings apply; "
+        + "'mailboxctl config' shows and changes them; the sharing mode (--group-shared) is "
+        + "fixed when the mailbox is created (these options will be removed here in the next "
+        + "release)\n")
   }
 
   @Test func `config shows a lifetime to the microsecond, as stored`() throws {

@@ -75,9 +75,12 @@ enum MailboxOptions {
   /// The location options as the user gave them (` --container DIR --namespace NS`), quoted
   /// for a shell where needed, for a command line a message suggests; `namespace`, when given,
   /// stands for the `--namespace` option (`namespaces` names each one it lists).
-  static func locationArguments(_ arguments: ParsedArguments, namespace: String? = nil) -> String {
+  /// Without `withNamespace`, the container's options alone (for `mailboxctl namespaces`).
+  static func locationArguments(
+    _ arguments: ParsedArguments, namespace: String? = nil, withNamespace: Bool = true
+  ) -> String {
     var text = ""
-    for option in ["--container", "--app-group", "--namespace"] {
+    for option in ["--container", "--app-group"] + (withNamespace ? ["--namespace"] : []) {
       let given =
         option == "--namespace" ? namespace ?? arguments.value(option) : arguments.value(option)
       guard let value = given else { continue }
@@ -189,7 +192,7 @@ enum MailboxOptions {
   /// opened through a link (docs/SECURITY.md). Any other lstat(2) failure means the mailbox may well be there but cannot
   /// be reached, ``ExitStatus/unavailable`` (69) naming the errno, as opening it would be: for
   /// example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
-  static func missing(_ location: Location) -> CommandFailure {
+  static func missing(_ location: Location, _ arguments: ParsedArguments) -> CommandFailure {
     let path = location.directory.path
     var info = stat()
     if lstat(path, &info) == 0 {
@@ -204,7 +207,12 @@ enum MailboxOptions {
     let cause = Errno.current
     switch cause {
     case .noSuchFileOrDirectory:
-      return CommandFailure(.noInput, "no such mailbox: \(path)")
+      // A misspelt name is the usual cause: say where to see the names there.
+      let container = locationArguments(arguments, withNamespace: false)
+      return CommandFailure(
+        .noInput,
+        "no such mailbox: \(path) ('mailboxctl namespaces\(container)' lists the mailboxes "
+          + "there; 'mailboxctl create' makes one)")
     case .notDirectory:
       return CommandFailure(
         .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
@@ -233,7 +241,7 @@ enum MailboxOptions {
     _ location: Location, _ arguments: ParsedArguments, unconverted: Bool = false
   ) throws -> AppGroupMailboxInspector {
     _ = try limits(arguments)
-    guard exists(location) else { throw missing(location) }
+    guard exists(location) else { throw missing(location, arguments) }
     if !unconverted || !hasMailbox(location) { try refuseUnconverted(location, arguments) }
     noteIgnoredSettings(arguments, creating: false)
     do {
@@ -259,7 +267,7 @@ enum MailboxOptions {
     let limits = try limits(arguments)
     let overflow = try overflow(arguments)
     let existed = exists(location)
-    if mustExist, !existed { throw missing(location) }
+    if mustExist, !existed { throw missing(location, arguments) }
     if existed, !unconverted { try refuseUnconverted(location, arguments) }
     noteIgnoredSettings(arguments, creating: !existed || !storesSettings(location))
     let forward: @Sendable (AppGroupMailboxDiagnostic) -> Void = { event in

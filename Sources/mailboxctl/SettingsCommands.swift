@@ -80,7 +80,9 @@ let configCommand = Subcommand(
       return .success
     }
     let location = try MailboxOptions.location(arguments)
-    guard MailboxOptions.exists(location) else { throw MailboxOptions.missing(location) }
+    guard MailboxOptions.exists(location) else {
+      throw MailboxOptions.missing(location, arguments)
+    }
     let mailbox: AppGroupRawMailbox
     do {
       mailbox = try AppGroupRawMailbox(

@@ -285,7 +285,9 @@ import Testing
       #expect(result.stdout == "", "\(arguments)")
       #expect(
         result.stderr == "mailboxctl: error: \(arguments[0]): no such mailbox: "
-          + container.url.path + "/AppGroupMailbox/absent\n", "\(arguments)")
+          + container.url.path + "/AppGroupMailbox/absent ('mailboxctl namespaces --container "
+          + container.url.path + "' lists the mailboxes there; 'mailboxctl create' makes one)\n",
+        "\(arguments)")
     }
     #expect(!FileManager.default.fileExists(atPath: container.url.path + "/AppGroupMailbox/absent"))
     _ = try container.rawMailbox()

@@ -44,7 +44,8 @@ import Testing
       ),
       (
         ["--container", container.url.path, "--namespace", "absent"],
-        "no such mailbox: \(base.path)/absent"
+        "no such mailbox: \(base.path)/absent ('mailboxctl namespaces --container "
+          + "\(container.url.path)' lists the mailboxes there; 'mailboxctl create' makes one)"
       ),
     ]
     for (arguments, message) in cases {

@@ -66,8 +66,9 @@ import Testing
     #expect(result.status == 66)
     #expect(
       result.stderr
-        == "mailboxctl: error: hold: no such mailbox: \(container.url.path)/AppGroupMailbox/jobs\n"
-    )
+        == "mailboxctl: error: hold: no such mailbox: \(container.url.path)/AppGroupMailbox/jobs "
+        + "('mailboxctl namespaces --container \(container.url.path)' lists the mailboxes there; "
+        + "'mailboxctl create' makes one)\n")
   }
 
   /// Done-when of issue 17: a `drain --follow` in another process stops claiming within 500 ms

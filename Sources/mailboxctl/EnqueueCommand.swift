@@ -36,7 +36,8 @@ let enqueueCommand = Subcommand(
       ] + EnqueueKey.options),
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
-      line; notBefore is null unless the message waits in delayed/).
+      line; notBefore is null unless the message waits in delayed/). A missing mailbox is
+      created with the default settings (`create` chooses them), and said so on stderr.
       Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
@@ -110,8 +111,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     throw CommandFailure(
       .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
+  let existed = MailboxOptions.exists(try MailboxOptions.location(arguments))
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
-  let (mailbox, _) = try MailboxOptions.open(
+  let (mailbox, location) = try MailboxOptions.open(
     arguments, mustExist: false,
     diagnostic: { event in
       if event == .oldestMessageDiscarded {
@@ -120,6 +122,14 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
             + "deleted to make room (overflow discard-oldest)")
       }
     })
+  // A misspelt --namespace or --container makes a new mailbox: never silently (said once the
+  // enqueue succeeded; a failure says what failed).
+  func noteCreated() {
+    guard !existed, MailboxOptions.givenSettings(arguments).isEmpty else { return }
+    Output.note(
+      "enqueue: created the mailbox \(location.directory.path) with the default settings "
+        + "('mailboxctl create' chooses them)")
+  }
   if let notBefore {
     let lifetime = mailbox.limits.messageLifetime
     if notBefore.timeIntervalSince(date ?? Date()) >= lifetime {
@@ -151,6 +161,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     } catch {
       throw CommandFailure(error, while: "")
     }
+    noteCreated()
     return .success
   }
   var stored = 0
@@ -197,6 +208,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       Output.note("enqueue: \(what) stored, but \(error.message)")
     }
   }
+  noteCreated()
   return .success
 }
 

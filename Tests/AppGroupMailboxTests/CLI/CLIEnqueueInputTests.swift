@@ -48,6 +48,22 @@ import Testing
         atPath: container.url.appendingPathComponent("AppGroupMailbox").path))
   }
 
+  @Test func `An enqueue that created the mailbox says so; into an existing one it says nothing`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = container.arguments(namespace: "jbos")
+    let first = try Mailboxctl.run(["enqueue"] + location + ["--data", "1"])
+    #expect(first.status == 0)
+    #expect(
+      first.stderr
+        == "mailboxctl: enqueue: created the mailbox \(container.url.path)/AppGroupMailbox/jbos "
+        + "with the default settings ('mailboxctl create' chooses them)\n")
+    let second = try Mailboxctl.run(["enqueue"] + location + ["--data", "2"])
+    #expect(second.status == 0)
+    #expect(second.stderr == "")
+  }
+
   @Test func `A closed stdout never lends its number to a mailbox file; the exit says stored`()
     throws
   {
@@ -58,7 +74,9 @@ import Testing
     #expect(
       result.stderr
         == "mailboxctl: enqueue: the message was stored, but writing stdout failed: "
-        + "Bad file descriptor (errno 9)\n")
+        + "Bad file descriptor (errno 9)\n"
+        + "mailboxctl: enqueue: created the mailbox \(container.url.path)/AppGroupMailbox/jobs "
+        + "with the default settings ('mailboxctl create' chooses them)\n")
     #expect(try drainedPayloads(container) == ["{\"n\":1}"])
     let state = try String(
       contentsOf: container.url.appendingPathComponent("AppGroupMailbox/jobs/state"),

@@ -51,7 +51,8 @@ let migrateCommand = Subcommand(
       saying none imports it, for one older than the longest, 1e9 s); give
       the lifetime room for the time consumers take, as a message expires once its age reaches
       it. Prints the imported, already present, expired (left in place) and quarantined counts
-      (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}). Until migrate has
+      (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}); with no old file found
+      it says so on stderr (exit 0). Until migrate has
       converted every old file, the other commands refuse the directory (exit 69).
       """),
   run: { arguments in
@@ -60,6 +61,7 @@ let migrateCommand = Subcommand(
     }
     let (mailbox, location) = try MailboxOptions.open(
       arguments, mustExist: true, unconverted: true)
+    let found = MailboxOptions.legacyFiles(location)
     let report: LegacyMigrationReport
     do {
       report = try mailbox.migrateLegacySpool(messageType: arguments.value("--type") ?? "")
@@ -99,6 +101,13 @@ let migrateCommand = Subcommand(
       ("expired", report.expired), ("quarantined", report.quarantined),
     ]
     try Output.counts(rows, json: arguments.flag("--json"), column: 16)
+    if found == 0 {
+      // A wrong --container or --namespace converts nothing: say where it looked.
+      Output.note(
+        "migrate: \(location.directory.path) holds no files of the old format (pending-*.json, "
+          + "claimed-*.json, quarantine-*.bin): already converted, or the Apple package's spool "
+          + "is elsewhere (it is <container>/AppGroupMailbox/<namespace>)")
+    }
     if let oldest = report.oldestExpired {
       throw expiredFailure(
         report.expired, oldest: oldest, lifetime: mailbox.settings.messageLifetime,

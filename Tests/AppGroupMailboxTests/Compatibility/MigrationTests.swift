@@ -255,6 +255,19 @@ import Testing
     try Self.expectConverted(container)
   }
 
+  @Test func `Migrate of a namespace without old files says where it looked`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox(namespace: "other")
+    let result = try Mailboxctl.run(["migrate"] + container.arguments(namespace: "other"))
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stderr
+        == "mailboxctl: migrate: \(container.url.path)/AppGroupMailbox/other holds no files of "
+        + "the old format (pending-*.json, claimed-*.json, quarantine-*.bin): already converted, "
+        + "or the Apple package's spool is elsewhere (it is <container>/AppGroupMailbox/"
+        + "<namespace>)\n")
+  }
+
   @Test func `Other commands on an unconverted directory point to migrate and create nothing`()
     throws
   {

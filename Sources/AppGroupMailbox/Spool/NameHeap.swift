@@ -4,11 +4,17 @@ import Foundation
 /// as integers in claim order: the level (higher first), `enqueuedAt`, the sequence, then the
 /// id's bytes (the order of `uuidString`, so equal keys pop in a stable order).
 struct PackedName {
+  /// The time of its place in line, microseconds since 1970 (``MessageKey/micros``).
   var micros: Int64
+  /// The namespace's enqueue counter (``MessageKey/sequence``).
   var sequence: UInt64
+  /// The id's first 8 bytes, big-endian, so integer order is `uuidString` order.
   var idHigh: UInt64
+  /// The id's last 8 bytes, big-endian.
   var idLow: UInt64
+  /// Deliveries so far (``PendingName/attempts``).
   var attempts: UInt32
+  /// The priority level, 0 to 9 (``MessageKey/level``). Declared last: 40 bytes in all.
   var level: Int8
 
   init(_ name: PendingName) {
@@ -31,7 +37,8 @@ struct PackedName {
       attempts: Int(attempts))
   }
 
-  /// A message's identity: its key and id, without the attempts.
+  /// A message's identity: its key and id, without the attempts (the fields as
+  /// ``PackedName``'s).
   struct Message: Hashable {
     var micros: Int64
     var sequence: UInt64

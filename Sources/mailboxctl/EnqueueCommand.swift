@@ -298,7 +298,7 @@ private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: B
   if mailbox.settings.overflowPolicy == .discardOldest {
     text +=
       " (discard-oldest deletes only a pending message of this message's priority level or "
-      + "lower, and no such message was pending)"
+      + "lower, and no such message was pending that could be deleted)"
   }
   if !lines { text += "; nothing was enqueued" }
   return CommandFailure(.temporaryFailure, text)

@@ -95,7 +95,7 @@ import Testing
       low.stderr
         == "mailboxctl: error: enqueue: the mailbox is full (depth 1, maxMessages 1) "
         + "(discard-oldest deletes only a pending message of this message's priority level or "
-        + "lower, and no such message was pending); nothing was enqueued\n")
+        + "lower, and no such message was pending that could be deleted); nothing was enqueued\n")
     #expect(container.names("pending").count == 1)
   }
 

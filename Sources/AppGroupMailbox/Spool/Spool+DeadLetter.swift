@@ -20,7 +20,14 @@ extension Spool {
     case .left:
       try mapIO("dead-letter") { try withStateLock { $0 = try recount(stored: $0) } }
     case .gone:
-      throw AppGroupMailboxError.claimNoLongerExists
+      // ENOENT also comes from a quarantine/ deleted meanwhile: gone only if the file is.
+      guard (try? Syscall.lstat(directories.claimed, claimed.fileName)) != nil else {
+        throw AppGroupMailboxError.claimNoLongerExists
+      }
+      throw SystemCallError(
+        call: "renameat2", errno: .noSuchFileOrDirectory, role: .claimedArea,
+        targetRole: .quarantineArea
+      ).mailboxError("dead-letter")
     case .stayed(let cause):
       let error =
         cause

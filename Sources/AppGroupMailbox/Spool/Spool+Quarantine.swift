@@ -192,19 +192,26 @@ extension Spool {
   /// descriptors opened with `O_NOFOLLOW`, so nothing outside it is ever touched; subdirectories
   /// deeper than ``removalDepth`` are first renamed up into it and emptied in a later round, so a
   /// hostile tree of any depth is removed with a bounded number of open descriptors.
-  /// - Throws: ``SystemCallError`` (ENOENT when the entry vanished).
+  /// - Throws: ``SystemCallError`` (ENOENT when the entry vanished; the unlink's own EPERM
+  ///   for an entry that is not a directory, such as a file made immutable).
   /// - Complexity: O(entries × depth / ``removalDepth``).
   func removeEntry(_ directory: Int32, _ name: some SystemName) throws {
+    let refusal: SystemCallError
     do {
       try Syscall.unlink(directory, name)
       return
     } catch let error as SystemCallError
       where error.errno == .isDirectory || error.errno == .notPermitted
     {
-      // A directory: empty it below.
+      refusal = error  // a directory (EPERM is unlink(2)'s answer for one too): emptied below
     }
     let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-    let topFile = try FileDescriptor.open(directory, name, flags, role: .quarantinedDirectory)
+    let topFile: FileDescriptor
+    do {
+      topFile = try FileDescriptor.open(directory, name, flags, role: .quarantinedDirectory)
+    } catch let error as SystemCallError where error.errno == .notDirectory {
+      throw refusal  // not a directory: the unlink's refusal is the cause
+    }
     let top = topFile.rawValue
     var rounds = 0
     while true {

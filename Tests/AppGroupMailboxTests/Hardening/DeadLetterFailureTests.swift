@@ -49,4 +49,18 @@ import Testing
     #expect(cause.systemCall == "unlinkat")
     #expect(cause.errno == EROFS)
   }
+
+  @Test func `A quarantine area gone meanwhile is an error, not a claim that no longer exists`()
+    throws
+  {
+    // ENOENT from the rename (quarantine/ deleted) while the claimed file is still there.
+    let (cause, container, mailbox, claim) = try refusedCause([
+      .init(call: "renameat2", errno: ENOENT)
+    ])
+    #expect(cause.systemCall == "renameat2")
+    #expect(cause.errno == ENOENT)
+    // The holder still holds it and can try again.
+    try withExtendedLifetime(mailbox) { try claim.deadLetter() }
+    #expect(container.quarantineReasons() == ["deadletter"])
+  }
 }

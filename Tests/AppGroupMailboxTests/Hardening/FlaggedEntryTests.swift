@@ -234,9 +234,14 @@ struct FlaggedEntryTests {
     #expect(try mailbox.claimPending().map(\.message) == ["J"])
   }
 
-  @Test func `A holder's dead letter of its own flagged claim fails naming EPERM`() throws {
+  @Test(arguments: [(20, "renameat2"), (0, "unlinkat")])
+  func `A holder's dead letter of its own flagged claim fails naming EPERM`(
+    kept: Int, call: String
+  ) throws {
+    // With no quarantine kept the dead letter deletes: its unlink's refusal is named (not the
+    // directory open tried after an EPERM, which said ENOTDIR).
     let container = try TemporaryContainer()
-    let mailbox = try container.rawMailbox()
+    let mailbox = try container.rawMailbox(limits: .init(maxQuarantinedFiles: kept))
     try mailbox.enqueue(Data(#""K""#.utf8))
     let claim = try #require(try mailbox.claimPending().first)
     let held = try Self.onlyEntry(container, "claimed")
@@ -248,6 +253,7 @@ struct FlaggedEntryTests {
       return
     }
     #expect(cause.operation == "dead-letter")
+    #expect(cause.systemCall == call, "\(cause)")
     #expect(cause.errno == EPERM, "\(cause)")
     #expect(Self.unchanged(held.path, held.bytes))
   }

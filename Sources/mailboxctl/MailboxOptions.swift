@@ -159,7 +159,7 @@ enum MailboxOptions {
   /// and `config` on a namespace directory that still holds files of the old format: this
   /// format would not see their messages, so nothing is opened or created beside them.
   /// Without a mailbox there yet, it says that `create` first chooses the settings `migrate`
-  /// would otherwise make the defaults (the sharing mode cannot change afterwards).
+  /// would otherwise make the defaults.
   static func unconverted(_ location: Location, _ arguments: ParsedArguments, files: Int)
     -> CommandFailure
   {
@@ -167,9 +167,9 @@ enum MailboxOptions {
     let create =
       hasMailbox(location)
       ? ""
-      : "; to choose the mailbox's settings (such as --group-shared, which cannot change later, "
-        + "or a --message-lifetime longer than the oldest message's age), run "
-        + "'mailboxctl create\(place)' with them before migrate, which otherwise uses the defaults"
+      : " (before it, 'mailboxctl create\(place)' with the settings the mailbox should have, "
+        + "such as a --message-lifetime longer than the oldest message's age; otherwise it gets "
+        + "the defaults)"
     return CommandFailure(
       .unavailable,
       "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "

@@ -11,7 +11,9 @@ let createCommand = Subcommand(
     The settings are stored in the mailbox (its settings file, docs/FORMAT.md) and every
     producer and consumer follows them; no other command needs them again. 'mailboxctl
     config' shows and changes them. Prints the settings stored. Exit status 73 when the
-    mailbox already exists (nothing is changed). A namespace directory that holds only a spool
+    mailbox already exists (nothing is changed), or with --group-shared when the namespace
+    directory exists and is not group-shared (setgid and group-writable: a mailbox keeps its
+    directory's modes). A namespace directory that holds only a spool
     of the old format (AppGroupMailbox on Apple platforms) gets the mailbox beside it: run
     'mailboxctl migrate' next to convert it under these settings.
     """,
@@ -23,6 +25,19 @@ let createCommand = Subcommand(
         .cannotCreate,
         "a mailbox already exists at \(location.directory.path); 'mailboxctl config' shows "
           + "and changes its settings")
+    }
+    // An existing namespace directory keeps its modes (an old spool's, or one made by hand): a
+    // group-shared mailbox needs it group-shared already, or it would be made private for good.
+    var info = stat()
+    if wanted.permissions == .groupShared, lstat(location.directory.path, &info) == 0,
+      info.st_mode & S_IFMT == S_IFDIR, info.st_mode & S_ISGID == 0 || info.st_mode & S_IWGRP == 0
+    {
+      throw CommandFailure(
+        .cannotCreate,
+        "--group-shared: \(location.directory.path) exists and is not group-shared (mode "
+          + "\(String(info.st_mode & 0o7777, radix: 8))), and a mailbox keeps its directory's "
+          + "modes: make it so first (chgrp GROUP DIR; chmod 2770 DIR), then run create again; "
+          + "nothing was created")
     }
     let mailbox: AppGroupRawMailbox
     do {

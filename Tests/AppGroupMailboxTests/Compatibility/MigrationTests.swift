@@ -284,8 +284,8 @@ import Testing
       // No mailbox there yet: create first chooses the settings migrate would make the defaults.
       #expect(
         result.stderr.contains(
-          "run 'mailboxctl create\(container.arguments().map { " " + $0 }.joined())' with them "
-            + "before migrate, which otherwise uses the defaults"),
+          "(before it, 'mailboxctl create\(container.arguments().map { " " + $0 }.joined())' "
+            + "with the settings the mailbox should have"),
         "\(command): \(result.stderr)")
     }
     let namespace = container.url.appendingPathComponent("AppGroupMailbox/jobs")

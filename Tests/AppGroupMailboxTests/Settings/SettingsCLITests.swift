@@ -114,6 +114,26 @@ import Testing
         + "release)\n")
   }
 
+  @Test func `A group-shared create refuses an existing namespace directory that is not`() throws {
+    let container = try TemporaryContainer()
+    let directory = container.url.appendingPathComponent("AppGroupMailbox/jobs")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    #expect(chmod(directory.path, 0o755) == 0)
+    let location = container.arguments()
+    let refused = try Mailboxctl.run(["create"] + location + ["--group-shared"])
+    #expect(refused.status == 73)
+    #expect(
+      refused.stderr.contains("\(directory.path) exists and is not group-shared (mode 755)"),
+      "\(refused.stderr)")
+    #expect(
+      !FileManager.default.fileExists(atPath: directory.appendingPathComponent("settings").path))
+    // Made group-shared first, the same create works and stores the sharing mode.
+    #expect(chmod(directory.path, 0o2770) == 0)
+    let created = try Mailboxctl.run(["create"] + location + ["--group-shared", "--json"])
+    #expect(created.status == 0, "\(created.stderr)")
+    #expect(try container.rawMailbox().settings.permissions == .groupShared)
+  }
+
   @Test func `config shows a lifetime to the microsecond, as stored`() throws {
     let container = try TemporaryContainer()
     let location = container.arguments()

@@ -37,7 +37,8 @@ let enqueueCommand = Subcommand(
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/). A missing mailbox is
-      created with the default settings (`create` chooses them), and said so on stderr.
+      created with the default settings (`create` chooses them); once messages went into it,
+      stderr says so.
       Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
@@ -111,7 +112,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     throw CommandFailure(
       .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
-  let existed = MailboxOptions.exists(try MailboxOptions.location(arguments))
+  let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
     arguments, mustExist: false,
@@ -122,8 +123,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
             + "deleted to make room (overflow discard-oldest)")
       }
     })
-  // A misspelt --namespace or --container makes a new mailbox: never silently (said once the
-  // enqueue succeeded; a failure says what failed).
+  // A misspelt --namespace or --container makes a new mailbox: never silently once messages
+  // went into it (also before a --lines import's error, which names where to resume).
   func noteCreated() {
     guard !existed, MailboxOptions.givenSettings(arguments).isEmpty else { return }
     Output.note(
@@ -197,13 +198,17 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       }
     } catch {
       let failure = error as? CommandFailure ?? CommandFailure(error, while: "")
+      if stored > 0 { noteCreated() }
       throw lines ? progress(failure, input, stored: stored) : failure
     }
     stored += 1
     do {
       try report(receipt, json: arguments.flag("--json"))
     } catch {
-      if stored < input.messages.count { throw progress(error, input, stored: stored) }
+      if stored < input.messages.count {
+        noteCreated()
+        throw progress(error, input, stored: stored)
+      }
       let what = lines ? "all \(stored) messages were" : "the message was"
       Output.note("enqueue: \(what) stored, but \(error.message)")
     }

@@ -62,6 +62,19 @@ import Testing
     let second = try Mailboxctl.run(["enqueue"] + location + ["--data", "2"])
     #expect(second.status == 0)
     #expect(second.stderr == "")
+    // An import that stops early into a mailbox it created says so before where to resume.
+    let fresh = container.arguments(namespace: "fresh")
+    let cut = try Processes.start(
+      Mailboxctl.url, ["enqueue"] + fresh + ["--lines"],
+      stdin: Data((1...101).map { "\($0)\n" }.joined().utf8)
+    ).finish()
+    #expect(cut.status == 75)
+    #expect(
+      cut.stderr.hasPrefix(
+        "mailboxctl: enqueue: created the mailbox \(container.url.path)/AppGroupMailbox/fresh "
+          + "with the default settings ('mailboxctl create' chooses them)\n"
+          + "mailboxctl: error: enqueue: the mailbox is full (depth 100, maxMessages 100); "
+          + "100 of 101 messages stored"), "\(cut.stderr)")
   }
 
   @Test func `A closed stdout never lends its number to a mailbox file; the exit says stored`()
@@ -183,6 +196,7 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
+    _ = try container.rawMailbox()  // there already: no note that the import created it
     let file = container.url.appendingPathComponent("import.jsonl")
     try Data((1...100).map { "{\"n\":\($0)}\n" }.joined().utf8).write(to: file)
     let location = "--container '\(container.url.path)' --namespace jobs"
@@ -209,6 +223,7 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
+    _ = try container.rawMailbox()  // there already: no note that the import created it
     let file = container.url.appendingPathComponent("import.jsonl")
     try Data((1...100).map { "\($0)\n" }.joined().utf8).write(to: file)
     let result = try Mailboxctl.runWithoutReader(

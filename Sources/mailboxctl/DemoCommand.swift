@@ -81,7 +81,8 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   let json = arguments.flag("--json")
   if !json {
-    let removal = arguments.flag("--keep") ? "" : " (removed at exit; --keep keeps it)"
+    let removal =
+      arguments.flag("--keep") ? "" : " (removed when the demo finishes; --keep keeps it)"
     try Output.data("mailboxctl demo: a fresh mailbox at \(location.directory.path)\(removal)\n")
   }
   let started = Date()

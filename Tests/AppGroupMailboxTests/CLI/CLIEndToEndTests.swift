@@ -488,10 +488,10 @@ import Testing
     #expect(result.lines[2].hasSuffix("120 of 120 distinct, 0 duplicates, 0 out of order"))
     #expect(result.lines[3] == "summary: delivered 120, released 0, quarantined 0")
     #expect(result.lines[4] == "every message arrived exactly once, each producer's in order")
-    #expect(result.lines[0].hasSuffix(" (removed at exit; --keep keeps it)"))
+    #expect(result.lines[0].hasSuffix(" (removed when the demo finishes; --keep keeps it)"))
     let directory = String(
       result.lines[0].dropFirst("mailboxctl demo: a fresh mailbox at ".count)
-        .dropLast(" (removed at exit; --keep keeps it)".count))
+        .dropLast(" (removed when the demo finishes; --keep keeps it)".count))
     #expect(directory.hasPrefix("/"))
     #expect(!FileManager.default.fileExists(atPath: directory))
   }

@@ -220,10 +220,27 @@ async def connect(arguments, name):
             max_reconnect_attempts=FIRST_CONNECT_ATTEMPTS - 1, reconnect_time_wait=0.5,
             connect_timeout=2, error_cb=on_error, allow_reconnect=True)
     except nats.errors.NoServersError as error:
+        shown = ", ".join(redacted(server) for server in servers)
         why = f": {type(last[0]).__name__}: {last[0]}" if last else ""
-        raise ConnectionError(f"no NATS server answers at {', '.join(servers)}{why}") from error
+        # A server that answered and refused the credentials: trying again cannot mend it.
+        if last and (isinstance(last[0], nats.errors.AuthorizationError)
+                     or "authorization violation" in str(last[0]).lower()):
+            raise PermissionError(f"NATS refused the authorization at {shown}{why}") from error
+        raise ConnectionError(f"no NATS server answers at {shown}{why}") from error
     nc.options["max_reconnect_attempts"] = -1
     return nc
+
+
+def redacted(url):
+    """``url`` for a log: the password of its user information, or a token given there,
+    replaced by ``***``."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or "@" not in rest.split("/", 1)[0]:
+        return url
+    user_info, _, host = rest.partition("@")
+    if ":" in user_info:
+        return f"{scheme}://{user_info.split(':', 1)[0]}:***@{host}"
+    return f"{scheme}://***@{host}"  # a token
 
 
 async def connect_retrying(arguments, name):

@@ -102,4 +102,28 @@ import Testing
     #expect(result.stderr.hasPrefix("consume.py: cannot connect: "), "\(result.stderr)")
     #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
   }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `consume.py ends a refused authorization with exit 78 and never logs the password`()
+    throws
+  {
+    try NATSBridge.requireSetUp()
+    let container = try TemporaryContainer()
+    let server = try NATSServer(
+      store: container.url.appendingPathComponent("nats"),
+      options: ["--user", "good", "--pass", "secret"])
+    let url = server.url.replacingOccurrences(of: "nats://", with: "nats://bad:wrong@")
+    // 60 s: a bound on retrying for ever (it did), not a latency figure.
+    let result = try Processes.start(
+      NATSBridge.python,
+      [NATSBridge.script("consume.py"), "--server", url, "--stream", "S", "--durable", "d"]
+    ).finish(deadline: 60)
+    #expect(result.status == 78, "\(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        "cannot connect: PermissionError: NATS refused the authorization at "
+          + "nats://bad:***@127.0.0.1:\(server.port)"), "\(result.stderr)")
+    #expect(!result.stderr.contains("wrong"), "\(result.stderr)")
+    #expect(!result.stderr.contains("cannot connect yet"), "\(result.stderr)")
+  }
 }

@@ -179,13 +179,16 @@ enum NATSBridge {
 final class NATSServer {
   let port: UInt16
   let store: URL
+  /// More `nats-server` options (such as `--user` and `--pass`).
+  let options: [String]
   private var process: RunningProcess?
 
   /// The client URL.
   var url: String { "nats://127.0.0.1:\(port)" }
 
-  init(store: URL) throws {
+  init(store: URL, options: [String] = []) throws {
     self.store = store
+    self.options = options
     port = try Self.freePort()
     try start()
   }
@@ -196,7 +199,7 @@ final class NATSServer {
   func start() throws {
     let server = try #require(NATSBridge.server)
     process = try Processes.start(
-      server, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store.path])
+      server, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store.path] + options)
     try #require(waitUntil(deadline: 30) { accepts() }, "nats-server did not start on \(port)")
   }
 

@@ -155,73 +155,6 @@ enum MailboxOptions {
     AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
   }
 
-  /// The failure (``ExitStatus/unavailable``, 69) of a command other than `migrate`, `create`
-  /// and `config` on a namespace directory that still holds files of the old format: this
-  /// format would not see their messages, so nothing is opened or created beside them.
-  /// Without a mailbox there yet, it says that `create` first chooses the settings `migrate`
-  /// would otherwise make the defaults.
-  static func unconverted(_ location: Location, _ arguments: ParsedArguments, files: Int)
-    -> CommandFailure
-  {
-    let place = locationArguments(arguments, namespace: location.namespace)
-    let create =
-      hasMailbox(location)
-      ? ""
-      : " (before it, 'mailboxctl create\(place)' with the settings the mailbox should have, "
-        + "such as a --message-lifetime longer than the oldest message's age; otherwise it gets "
-        + "the defaults)"
-    return CommandFailure(
-      .unavailable,
-      "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "
-        + "(AppGroupMailbox on Apple platforms) that this command would not see: run "
-        + "'mailboxctl migrate\(place)' first (see 'mailboxctl migrate --help')\(create)")
-  }
-
-  /// Throws ``unconverted(_:_:files:)`` when the namespace directory holds old-format files.
-  static func refuseUnconverted(_ location: Location, _ arguments: ParsedArguments)
-    throws(CommandFailure)
-  {
-    let files = legacyFiles(location)
-    if files > 0 { throw unconverted(location, arguments, files: files) }
-  }
-
-  /// The failure for a mailbox ``exists(_:)`` did not find. Not there is ``ExitStatus/noInput``
-  /// (66): the path does not exist (ENOENT), a component of it is a file (ENOTDIR), or it is
-  /// not a directory. A symbolic link there (to a mailbox or not) is ``ExitStatus/unavailable``
-  /// (69), as opening or creating the mailbox through it is: a namespace directory is never
-  /// opened through a link (docs/SECURITY.md). Any other lstat(2) failure means the mailbox may well be there but cannot
-  /// be reached, ``ExitStatus/unavailable`` (69) naming the errno, as opening it would be: for
-  /// example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
-  static func missing(_ location: Location, _ arguments: ParsedArguments) -> CommandFailure {
-    let path = location.directory.path
-    var info = stat()
-    if lstat(path, &info) == 0 {
-      if info.st_mode & S_IFMT == S_IFLNK {
-        return CommandFailure(
-          .unavailable,
-          "cannot open the mailbox at \(path): it is a symbolic link, and a namespace directory "
-            + "is never opened through one (docs/SECURITY.md)")
-      }
-      return CommandFailure(.noInput, "no such mailbox: \(path) is not a directory")
-    }
-    let cause = Errno.current
-    switch cause {
-    case .noSuchFileOrDirectory:
-      // A misspelt name is the usual cause: say where to see the names there.
-      let container = locationArguments(arguments, withNamespace: false)
-      return CommandFailure(
-        .noInput,
-        "no such mailbox: \(path) ('mailboxctl namespaces\(container)' lists the mailboxes "
-          + "there; 'mailboxctl create' makes one)")
-    case .notDirectory:
-      return CommandFailure(
-        .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
-    default:
-      return CommandFailure(
-        .unavailable, "cannot open the mailbox at \(path): lstat failed: \(cause.explanation)")
-    }
-  }
-
   /// Opens the mailbox the arguments name for reading only: nothing is created, opened for
   /// writing or given another mode (a read-only file system, a user who may only read). A
   /// namespace directory that does not exist is ``ExitStatus/noInput`` (66), one that cannot
@@ -320,36 +253,6 @@ enum MailboxOptions {
         "note: \(names) ignored: the mailbox's stored settings apply; 'mailboxctl config' "
           + "shows and changes them\(sharing) (these options will be removed here in the next "
           + "release)")
-    }
-  }
-
-  /// The failure for an error opening the mailbox at `location`, naming its cause.
-  static func openFailure(_ error: any Error, _ location: Location) -> CommandFailure {
-    let path = location.directory.path
-    switch error as? AppGroupMailboxError {
-    case .containerUnavailable(let cause)?:
-      return CommandFailure(
-        .unavailable,
-        "cannot open the mailbox at \(path): \(cause.failure) (a directory is a symlink or not "
-          + "a directory, the state file is not a regular file with one link, or the areas span "
-          + "filesystems)")
-    case .ioFailure(let cause)?:
-      return CommandFailure(
-        Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
-        "cannot open the mailbox at \(path): \(cause.failure)")
-    case .invalidLimit(let name)? where name.hasPrefix("settings format "):
-      return CommandFailure(
-        .unavailable,
-        "cannot open the mailbox at \(path): its settings file has "
-          + "\(name.dropFirst("settings ".count)), newer than this mailboxctl reads "
-          + "(formats 1 to \(AppGroupMailboxSettings.newestFormat)); use the version that wrote it")
-    case .invalidLimit(let name)? where name.hasPrefix("settings: "):
-      return CommandFailure(
-        .unavailable,
-        "cannot open the mailbox at \(path): its settings file cannot be used: "
-          + name.dropFirst("settings: ".count))
-    default:
-      return CommandFailure(error, while: "open")
     }
   }
 }

@@ -205,9 +205,13 @@ async def connect(arguments, name):
 
     servers = arguments.server or [os.environ.get("NATS_URL", "nats://127.0.0.1:4222")]
     last = []  # the last error, for the one that says why the first connection failed
+    refusals = []  # an authorization refused on any attempt (the server then resets it)
 
     async def on_error(error):
         last[:] = [error]
+        if (isinstance(error, nats.errors.AuthorizationError)
+                or "authorization violation" in str(error).lower()):
+            refusals[:] = [error]
         log.say(f"NATS: {type(error).__name__}: {error}")
 
     # nats-py retries the first connection like a reconnect: for ever with
@@ -222,10 +226,11 @@ async def connect(arguments, name):
     except nats.errors.NoServersError as error:
         shown = ", ".join(redacted(server) for server in servers)
         why = f": {type(last[0]).__name__}: {last[0]}" if last else ""
-        # A server that answered and refused the credentials: trying again cannot mend it.
-        if last and (isinstance(last[0], nats.errors.AuthorizationError)
-                     or "authorization violation" in str(last[0]).lower()):
-            raise PermissionError(f"NATS refused the authorization at {shown}{why}") from error
+        # A server that answered and refused the credentials (on any attempt: the last error
+        # may be the connection it reset after): trying again cannot mend it.
+        if refusals:
+            refused = f": {type(refusals[0]).__name__}: {refusals[0]}"
+            raise PermissionError(f"NATS refused the authorization at {shown}{refused}") from error
         raise ConnectionError(f"no NATS server answers at {shown}{why}") from error
     nc.options["max_reconnect_attempts"] = -1
     return nc

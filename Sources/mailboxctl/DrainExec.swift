@@ -43,6 +43,7 @@ final class ExecDelivery: DeliveryMode {
   func poll() {
     running.removeAll { run in
       guard run.hasExited else { return false }
+      run.finishInput()
       if run.stopRequested && !run.timedOut {
         // Stopped by a stop signal: whatever its exit status (many programs exit 0 on
         // SIGTERM), it was interrupted, not finished; it did not fail either: its message goes

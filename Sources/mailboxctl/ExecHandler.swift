@@ -1,6 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
+import Synchronization
 
 /// One `--exec` handler process and the claim it works on.
 ///
@@ -55,14 +56,17 @@ final class HandlerRun {
       throw error
     }
     close(input.read)
-    let payload = claim.payload
-    let writer = input.write
-    Thread.detachNewThread {
-      // A handler that does not read its input gets EPIPE here, which is not an error.
-      _ = FileDescriptorWriter.writeAll(writer, payload)
-      close(writer)
-    }
+    feed = PayloadFeed(fd: input.write, payload: claim.payload)
   }
+
+  /// The thread that writes the message to the handler's stdin.
+  private let feed: PayloadFeed
+
+  /// Ends the writing of the handler's input and waits for its thread: call once the handler
+  /// has exited, before its result counts, so no writer outlives the claim (a process that
+  /// exits with one still running leaks its copy of the payload). Waits at most about 0.1 s, for
+  /// a write(2) blocked on a pipe a process the handler left running holds open and does not read.
+  func finishInput() { feed.finish() }
 
   /// Stops the handler's process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
@@ -92,6 +96,63 @@ final class HandlerRun {
   }
 }
 
+/// Writes a payload to a handler's stdin on a thread of its own, so a handler that reads slowly
+/// or not at all never blocks the drain. The thread is joinable: ``finish()`` returns once it
+/// has ended and dropped its copy of the payload.
+private final class PayloadFeed: Sendable {
+  private let fd: Int32
+  private let payload: Data
+  private let abandoned = Atomic<Bool>(false)
+  private let thread = Mutex<pthread_t?>(nil)
+
+  /// Starts writing `payload` to `fd` (the write end of the handler's stdin pipe, which it
+  /// closes when done). The descriptor is made non-blocking so ``finish()`` can end the thread.
+  /// When no thread can be started (pthread_create(3) fails, EAGAIN), it closes `fd` at once:
+  /// the handler reads end of file.
+  init(fd: Int32, payload: Data) {
+    self.fd = fd
+    self.payload = payload
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    let context = Unmanaged.passRetained(self)
+    var handle = pthread_t()
+    let started = pthread_create(
+      &handle, nil,
+      { raw in
+        guard let raw else { return nil }
+        let feed = Unmanaged<PayloadFeed>.fromOpaque(raw).takeRetainedValue()
+        feed.write()
+        return nil
+      }, context.toOpaque())
+    if started == 0 {
+      thread.withLock { $0 = handle }
+    } else {
+      context.release()
+      close(fd)
+    }
+  }
+
+  private func write() {
+    // A handler that does not read its input gets EPIPE here, which is not an error.
+    _ = FileDescriptorWriter.writeAll(
+      fd, payload, until: { abandoned.load(ordering: .acquiring) })
+    close(fd)
+  }
+
+  /// Tells the thread to give up what is left and waits until it has ended (pthread_join(3)).
+  /// Waits at most about 0.1 s once the reader is gone or has stopped reading.
+  func finish() {
+    abandoned.store(true, ordering: .releasing)
+    guard
+      let handle = thread.withLock({ value in
+        defer { value = nil }; return value
+      })
+    else {
+      return
+    }
+    pthread_join(handle, nil)
+  }
+}
+
 /// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
 enum FileDescriptorWriter {
   /// Writes every byte of `data` to `fd`; returns 0 on success, else the errno of the failed
@@ -99,12 +160,15 @@ enum FileDescriptorWriter {
   /// one over as stdout) it waits for room with poll(2) instead of failing with EAGAIN.
   /// `stoppable`: once a stop signal was received (``Signals/stopReceived``), it writes no more
   /// and returns EINTR, also when the signal interrupted a write(2) blocked on a full pipe: the
-  /// caller puts back what was not written whole.
-  static func writeAll(_ fd: Int32, _ data: some DataProtocol, stoppable: Bool = false) -> Int32 {
+  /// caller puts back what was not written whole. `until`: checked before each write(2) and
+  /// after each wait for room; once it returns true, it writes no more and returns EINTR.
+  static func writeAll(
+    _ fd: Int32, _ data: some DataProtocol, stoppable: Bool = false, until: () -> Bool = { false }
+  ) -> Int32 {
     let bytes = Array(data)
     var offset = 0
     while offset < bytes.count {
-      if stoppable && Signals.stopReceived { return EINTR }
+      if stoppable && Signals.stopReceived || until() { return EINTR }
       let written = bytes.withUnsafeBytes { raw in
         Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
       }

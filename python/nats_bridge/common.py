@@ -158,11 +158,13 @@ def enqueued_at(text):
 
 
 def add_connection_arguments(parser):
-    """Adds ``--server`` (repeatable; default $NATS_URL or nats://127.0.0.1:4222) and
+    """Adds ``--server`` (repeatable, or comma-separated; default $NATS_URL or
+    nats://127.0.0.1:4222) and
     ``--creds`` (a NATS credentials file)."""
     parser.add_argument(
         "--server", action="append", default=None,
-        help="a NATS server URL (repeat for a cluster; default $NATS_URL or nats://127.0.0.1:4222)")
+        help="a NATS server URL: nats://, tls://, ws:// or wss://, or host:port (repeat, or "
+        "separate with commas, for a cluster; default $NATS_URL or nats://127.0.0.1:4222)")
     parser.add_argument("--creds", default=None, help="a NATS user credentials file")
 
 
@@ -203,7 +205,15 @@ async def connect(arguments, name):
     import nats
     import nats.errors
 
-    servers = arguments.server or [os.environ.get("NATS_URL", "nats://127.0.0.1:4222")]
+    servers = server_urls(arguments)
+    if arguments.creds:
+        # Said before nats-py's own errors, which name its missing nkeys module first.
+        try:
+            with open(arguments.creds, "rb"):
+                pass
+        except OSError as error:
+            raise OSError(
+                f"cannot read the --creds file {arguments.creds}: {error.strerror}") from None
     last = []  # the last error, for the one that says why the first connection failed
     refusals = []  # an authorization refused on any attempt (the server then resets it)
 
@@ -236,6 +246,33 @@ async def connect(arguments, name):
     return nc
 
 
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")  # what nats-py connects to
+
+
+def server_urls(arguments):
+    """The servers to try: each ``--server``, else $NATS_URL, else nats://127.0.0.1:4222, with
+    comma-separated lists split (as $NATS_URL often holds a cluster) and the scheme in lower
+    case (nats-py recognises only lower case). Raises ValueError for a URL whose scheme is not
+    nats, tls, ws or wss (nats-py would take it for a host name and retry it for ever)."""
+    given = arguments.server or [os.environ.get("NATS_URL") or "nats://127.0.0.1:4222"]
+    servers = []
+    for entry in given:
+        for server in (part.strip() for part in entry.split(",")):
+            if not server:
+                continue
+            scheme, separator, rest = server.partition("://")
+            if separator:
+                if scheme.lower() not in NATS_SCHEMES:
+                    raise ValueError(
+                        f"{redacted(server)} is not a NATS server URL: the scheme must be "
+                        + ", ".join(NATS_SCHEMES[:-1]) + f" or {NATS_SCHEMES[-1]}")
+                server = f"{scheme.lower()}://{rest}"
+            servers.append(server)
+    if not servers:
+        raise ValueError("no NATS server given (--server or $NATS_URL is empty)")
+    return servers
+
+
 def redacted(url):
     """``url`` for a log: the password of its user information, or a token given there,
     replaced by ``***``."""
@@ -252,7 +289,7 @@ async def connect_retrying(arguments, name):
     """``connect``, tried again (0.1 s apart, doubling up to 5 s) until a server answers; each
     failure is logged as "cannot connect yet". Only a server that does not answer is tried
     again: any other error (a credentials file that is missing, the ``nkeys`` module missing
-    for ``--creds``, an authorization refused) is raised, as trying again cannot mend it."""
+    for ``--creds``, an authorization refused, a URL that is not a NATS one) is raised, as trying again cannot mend it."""
     delay = 0.1
     while True:
         try:

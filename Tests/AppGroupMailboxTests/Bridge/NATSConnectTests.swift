@@ -104,6 +104,41 @@ import Testing
   }
 
   @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `consume.py refuses a server URL whose scheme is not NATS with exit 78`() throws {
+    // 60 s: a bound on retrying for ever (it took the URL for a host name), not a latency figure.
+    let result = try Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", "nats://127.0.0.1:1,http://u:secret@host:4222",
+        "--stream", "S", "--durable", "d",
+      ]
+    ).finish(deadline: 60)
+    #expect(result.status == 78, "\(result.stderr)")
+    #expect(
+      result.stderr
+        == "consume.py: cannot connect: ValueError: http://u:***@host:4222 is not a NATS server "
+        + "URL: the scheme must be nats, tls, ws or wss\n")
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `consume.py names a --creds file it cannot read before anything else`() throws {
+    let container = try TemporaryContainer()
+    let missing = container.url.appendingPathComponent("missing.creds").path
+    let result = try Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", "nats://127.0.0.1:1", "--creds", missing,
+        "--stream", "S", "--durable", "d",
+      ]
+    ).finish(deadline: 60)
+    #expect(result.status == 78, "\(result.stderr)")
+    #expect(
+      result.stderr
+        == "consume.py: cannot connect: OSError: cannot read the --creds file \(missing): "
+        + "No such file or directory\n")
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
   func `consume.py ends a refused authorization with exit 78 and never logs the password`()
     throws
   {

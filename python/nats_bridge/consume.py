@@ -20,7 +20,7 @@ to 2**31 - 1, ``Mailbox-Priority`` not a level from 0 to 9, ``Mailbox-Enqueued-A
 ISO 8601 date from 1970 to 2286, or whose type headers name no
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
-redelivered after ``--retry-after`` seconds. Runs until SIGINT or SIGTERM, then finishes the
+redelivered after ``--retry-after`` seconds. Runs until SIGINT, SIGTERM or SIGHUP, then finishes the
 enqueues in progress, acknowledges them and exits 0; until the first connection succeeds it
 keeps trying while no server answers, and a stop signal ends it at once (exit 0); any other error
 of the first connection (a credentials file that is missing or needs the ``nkeys`` module, an
@@ -30,12 +30,24 @@ settings than it makes (not explicit acknowledgements, a push consumer, another 
 says why and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
 """
 
-import argparse
-import asyncio
-import os
 import signal
 import sys
-import uuid
+
+
+def _stop_before_the_loop(number, frame):
+    """A stop signal before the event loop handles them (Python's own start, the imports):
+    nothing was taken yet, so it ends the program at once, without a traceback."""
+    sys.exit(0)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+for _number in STOP_SIGNALS:
+    signal.signal(_number, _stop_before_the_loop)
+
+import argparse  # noqa: E402 - after the stop signals are handled
+import asyncio  # noqa: E402
+import os  # noqa: E402
+import uuid  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from nats_bridge import common  # noqa: E402
@@ -167,7 +179,7 @@ class Consumer:
         from nats.js.api import AckPolicy, ConsumerConfig
 
         loop = asyncio.get_running_loop()
-        stops = (signal.SIGINT, signal.SIGTERM)
+        stops = STOP_SIGNALS
         for number in stops:
             loop.add_signal_handler(number, self.stopping.set)
         # A parent may have started us with them blocked (the mask is inherited across exec).

@@ -39,9 +39,10 @@ extension MailboxOptions {
   /// (66): the path does not exist (ENOENT), a component of it is a file (ENOTDIR), or it is
   /// not a directory. A symbolic link there (to a mailbox or not) is ``ExitStatus/unavailable``
   /// (69), as opening or creating the mailbox through it is: a namespace directory is never
-  /// opened through a link (docs/SECURITY.md). Any other lstat(2) failure means the mailbox may well be there but cannot
-  /// be reached, ``ExitStatus/unavailable`` (69) naming the errno, as opening it would be: for
-  /// example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
+  /// opened through a link (docs/SECURITY.md). For ENOENT it says whether the container itself
+  /// is missing (a mistyped `--container`) or only the namespace. Any other lstat(2) failure
+  /// means the mailbox may well be there but cannot be reached, ``ExitStatus/unavailable`` (69)
+  /// naming the errno, as opening it would be: for example EACCES for a user who may not search a directory on the way, ELOOP, ENAMETOOLONG.
   static func missing(_ location: Location, _ arguments: ParsedArguments) -> CommandFailure {
     let path = location.directory.path
     var info = stat()
@@ -57,6 +58,15 @@ extension MailboxOptions {
     let cause = Errno.current
     switch cause {
     case .noSuchFileOrDirectory:
+      var containerInfo = stat()
+      if lstat(location.container.path, &containerInfo) != 0,
+        Errno.current == .noSuchFileOrDirectory
+      {
+        return CommandFailure(
+          .noInput,
+          "no such mailbox: \(path) (there is no container at \(location.container.path); "
+            + "'mailboxctl create' makes it with the mailbox)")
+      }
       // A misspelt name is the usual cause: say where to see the names there.
       let container = locationArguments(arguments, withNamespace: false)
       return CommandFailure(

@@ -47,6 +47,11 @@ import Testing
         "no such mailbox: \(base.path)/absent ('mailboxctl namespaces --container "
           + "\(container.url.path)' lists the mailboxes there; 'mailboxctl create' makes one)"
       ),
+      (
+        ["--container", container.url.path + "/typo", "--namespace", "jobs"],
+        "no such mailbox: \(container.url.path)/typo/AppGroupMailbox/jobs (there is no container "
+          + "at \(container.url.path)/typo; 'mailboxctl create' makes it with the mailbox)"
+      ),
     ]
     for (arguments, message) in cases {
       for command in ["status", "drain", "config"] {

@@ -102,8 +102,24 @@ public final class AppGroupRawMailbox: Sendable {
     _ payload: Data, id: UUID? = nil, messageType: String = "", payloadVersion: Int = 1,
     key: String? = nil
   ) throws {
+    try Self.validate(
+      payload, limits: limits, id: id, messageType: messageType, payloadVersion: payloadVersion,
+      key: key)
+  }
+
+  /// ``validate(_:id:messageType:payloadVersion:key:)`` against `limits` instead of an open
+  /// mailbox's: for a caller that checks its input before it creates the mailbox (`mailboxctl
+  /// enqueue` into a mailbox that is not there yet), so input it refuses leaves nothing behind.
+  /// Thread-safe; touches no file.
+  /// - Throws: what ``validate(_:id:messageType:payloadVersion:key:)`` throws, with
+  ///   `limits.maxPayloadBytes` as the bound.
+  /// - Complexity: O(n) in the payload bytes.
+  public static func validate(
+    _ payload: Data, limits: AppGroupMailboxLimits, id: UUID? = nil, messageType: String = "",
+    payloadVersion: Int = 1, key: String? = nil
+  ) throws {
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
-    guard Self.isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
+    guard isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     let file: Data
     do {
       file = try Envelope.encode(

@@ -37,8 +37,8 @@ let enqueueCommand = Subcommand(
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/). A missing mailbox is
-      created with the default settings (`create` chooses them); once messages went into it,
-      stderr says so.
+      created with the default settings (`create` chooses them) once the input passed the
+      checks below; once messages went into it, stderr says so.
       Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
@@ -59,8 +59,8 @@ let enqueueCommand = Subcommand(
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward the depth bound; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past the mailbox's message
-      lifetime (from the enqueue time) is rejected (exit 65): the message would expire first.
-      Dates for
+      lifetime (from the enqueue time) is rejected (exit 65): the message would expire first;
+      so is an --enqueued-at date already older than that lifetime. Dates for
       --enqueued-at and --not-before range from 1970-01-01T00:00:00Z to
       2286-11-20T17:46:39.999999Z; others are refused (exit 64).
       --priority N (0 to 9, default 5; others exit 64) gives every message that level:
@@ -113,6 +113,18 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
   let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
+  if !existed {
+    // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
+    // the limits it would be made with (and again once open: another process may make it first).
+    let limits = try MailboxOptions.limits(arguments)
+    try EnqueueChecks.expiry(
+      notBefore, date: date, id: id, lifetime: limits.messageLifetime, creating: true)
+    for message in input.messages {
+      try EnqueueChecks.message(
+        input, message, lines: lines, limits: limits, id: id, type: type,
+        payloadVersion: payloadVersion, key: keyed?.0)
+    }
+  }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
     arguments, mustExist: false,
@@ -131,18 +143,11 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       "enqueue: created the mailbox \(location.directory.path) with the default settings "
         + "('mailboxctl create' chooses them)")
   }
-  if let notBefore {
-    let lifetime = mailbox.limits.messageLifetime
-    if notBefore.timeIntervalSince(date ?? Date()) >= lifetime {
-      throw CommandFailure(
-        .dataError,
-        "the message would expire (lifetime \(Drainer.format(seconds: lifetime)) s, "
-          + "the mailbox's messageLifetime) before it is due; nothing was enqueued")
-    }
-  }
+  try EnqueueChecks.expiry(
+    notBefore, date: date, id: id, lifetime: mailbox.limits.messageLifetime, creating: false)
   for message in input.messages {
-    try check(
-      input, message, lines: lines, mailbox: mailbox, id: id, type: type,
+    try EnqueueChecks.message(
+      input, message, lines: lines, limits: mailbox.limits, id: id, type: type,
       payloadVersion: payloadVersion, key: keyed?.0)
   }
   // The exit status says whether every message was stored: 0 yes, even when printing an id
@@ -156,7 +161,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     } catch AppGroupMailboxError.mailboxFull {
       throw fullFailure(mailbox, waited: wait, lines: false)
     } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
-      throw tooLarge(actual, maximum, place: "", lines: false)
+      throw EnqueueChecks.tooLarge(actual, maximum, place: "", lines: false)
     } catch let failure as CommandFailure {
       throw failure
     } catch {
@@ -186,15 +191,13 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
         // The limit another process lowered after the check above (the enqueue checks again
         // under the namespace lock).
-        throw tooLarge(actual, maximum, place: lines ? "line \(message.line): " : "", lines: lines)
+        throw EnqueueChecks.tooLarge(
+          actual, maximum, place: lines ? "line \(message.line): " : "", lines: lines)
       }
-      if receipt.expiredBeforeDue {
-        let why =
-          notBefore == nil
-          ? "is older than the mailbox's message lifetime" : "would expire before it is due"
-        // The id only when the caller chose it: a generated one was never shown anywhere.
-        let message = id == nil ? "the message" : "message \(receipt.id.uuidString.lowercased())"
-        throw CommandFailure(.dataError, "\(message) \(why); it was not enqueued")
+      if receipt.expiredBeforeDue {  // by the library's clock, after the check above
+        throw EnqueueChecks.expired(
+          dueTooLate: notBefore != nil, lifetime: mailbox.limits.messageLifetime, creating: false,
+          message: EnqueueChecks.name(id), outcome: "it was not enqueued")
       }
     } catch {
       let failure = error as? CommandFailure ?? CommandFailure(error, while: "")
@@ -215,49 +218,6 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   noteCreated()
   return .success
-}
-
-/// Refuses `message` with exit 65 and the reason when it may not be stored: not UTF-8, a byte
-/// order mark inside, not one JSON value (empty, nested too deeply, more than one value) or
-/// too large. Writes nothing.
-private func check(
-  _ input: EnqueueInput, _ message: EnqueueInput.Message, lines: Bool,
-  mailbox: AppGroupRawMailbox, id: UUID?, type: String, payloadVersion: Int, key: String?
-) throws {
-  let payload = input.payload(message)
-  let place = lines ? "line \(message.line): " : ""
-  do {
-    try mailbox.validate(
-      payload, id: id, messageType: type, payloadVersion: payloadVersion, key: key)
-  } catch AppGroupMailboxError.decodingFailure {
-    let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
-    let reason = JSONDiagnosis.reason(payload, firstLine: lines ? nil : firstLine) { value in
-      (try? mailbox.validate(value)) != nil
-    }
-    throw CommandFailure(.dataError, "\(place)\(reason); nothing was enqueued")
-  } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
-    throw tooLarge(actual, maximum, place: place, lines: false)
-  } catch AppGroupMailboxError.encodingFailure {
-    // The payload is JSON already: only the header line can fail (docs/FORMAT.md).
-    throw CommandFailure(
-      .dataError,
-      "--type is too long: the message's header line would be over the 4096 bytes every "
-        + "reader accepts; nothing was enqueued")
-  } catch {
-    throw CommandFailure(error, while: "")
-  }
-}
-
-/// Exit 65 for a message file of `actual` bytes over the mailbox's maxPayloadBytes, `maximum`:
-/// found before anything was written, or by the enqueue's second check under the namespace lock
-/// (another process lowered the limit meanwhile). Without `lines`, that nothing was enqueued
-/// (with `lines`, ``progress(_:_:stored:)`` says how far it got).
-private func tooLarge(_ actual: Int, _ maximum: Int, place: String, lines: Bool) -> CommandFailure {
-  var text =
-    "\(place)the message file would be \(actual) bytes, over the limit of \(maximum) "
-    + "(the mailbox's maxPayloadBytes)"
-  if !lines { text += "; nothing was enqueued" }
-  return CommandFailure(.dataError, text)
 }
 
 /// Prints the receipt of a stored message: its id, or with `json` `{"id", "duplicate",

@@ -280,8 +280,9 @@ import Testing
     #expect(result.status == 65)
     #expect(
       result.stderr
-        == "mailboxctl: error: enqueue: the message would expire (lifetime 50 s, "
-        + "the mailbox's messageLifetime) before it is due; nothing was enqueued\n")
+        == "mailboxctl: error: enqueue: the message would expire before it is due (the "
+        + "mailbox's message lifetime is 50 s); nothing was enqueued ('mailboxctl config "
+        + "--message-lifetime SECONDS' raises it)\n")
     #expect(container.names("delayed").isEmpty && container.names("tmp").isEmpty)
   }
 

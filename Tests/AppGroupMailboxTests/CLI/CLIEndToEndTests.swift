@@ -179,7 +179,8 @@ import Testing
     #expect(
       result.stderr
         == "mailboxctl: error: enqueue: message 0b6f5f4e-1c7a-4a8e-9d7e-3f2b1a0c9d8e is older "
-        + "than the mailbox's message lifetime; it was not enqueued\n")
+        + "than the mailbox's message lifetime (86400 s); nothing was enqueued ('mailboxctl "
+        + "create --message-lifetime SECONDS' raises it)\n")
     #expect(container.names("pending").isEmpty)
     #expect(container.names("tmp").isEmpty)
     // Without --id the refusal names no id: a generated one was never shown anywhere.
@@ -191,7 +192,8 @@ import Testing
     #expect(
       generated.stderr
         == "mailboxctl: error: enqueue: the message is older than the mailbox's message "
-        + "lifetime; it was not enqueued\n")
+        + "lifetime (86400 s); nothing was enqueued ('mailboxctl create --message-lifetime "
+        + "SECONDS' raises it)\n")
     #expect(container.names("pending").isEmpty)
   }
 

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import AppGroupMailbox
+@testable import mailboxctl
 
 /// `mailboxctl enqueue` input handling with the built binary: unreadable stdin (C19), byte order
 /// marks and CR LF (C23), an import cut short (C28), and why JSON is refused.
@@ -75,6 +76,49 @@ import Testing
           + "with the default settings ('mailboxctl create' chooses them)\n"
           + "mailboxctl: error: enqueue: the mailbox is full (depth 100, maxMessages 100); "
           + "100 of 101 messages stored"), "\(cut.stderr)")
+  }
+
+  @Test func `Input refused before anything is stored leaves no new mailbox behind`() throws {
+    let container = try TemporaryContainer()
+    let old = ISO8601.format(Date(timeIntervalSinceNow: -2 * 86_400))
+    let cases: [([String], String)] = [
+      (["--data", "nope"], "not valid JSON; nothing was enqueued"),
+      (["--lines", "--data", "1\nnope"], "line 2: not valid JSON; nothing was enqueued"),
+      (
+        ["--data", "\"" + String(repeating: "x", count: 70_000) + "\""],
+        "the message file would be 70106 bytes, over the limit of 65536 (the mailbox's "
+          + "maxPayloadBytes); nothing was enqueued"
+      ),
+      (
+        ["--delay", "100000", "--data", "1"],
+        "the message would expire before it is due (the mailbox's message lifetime is 86400 s); "
+          + "nothing was enqueued ('mailboxctl create --message-lifetime SECONDS' raises it)"
+      ),
+      (
+        ["--enqueued-at", old, "--data", "1"],
+        "the message is older than the mailbox's message lifetime (86400 s); nothing was "
+          + "enqueued ('mailboxctl create --message-lifetime SECONDS' raises it)"
+      ),
+    ]
+    for (options, reason) in cases {
+      let result = try Mailboxctl.run(["enqueue"] + container.arguments() + options)
+      #expect(result.status == 65, "\(options)")
+      #expect(result.stderr == "mailboxctl: error: enqueue: \(reason)\n", "\(options)")
+      #expect(
+        !FileManager.default.fileExists(atPath: container.url.path + "/AppGroupMailbox"),
+        "\(options)")
+    }
+    // Into an existing mailbox, the hint names config.
+    _ = try container.rawMailbox()
+    let existing = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--enqueued-at", old, "--data", "1"])
+    #expect(existing.status == 65)
+    #expect(
+      existing.stderr
+        == "mailboxctl: error: enqueue: the message is older than the mailbox's message lifetime "
+        + "(86400 s); nothing was enqueued ('mailboxctl config --message-lifetime SECONDS' "
+        + "raises it)\n")
+    #expect(container.names("pending").isEmpty)
   }
 
   @Test func `A closed stdout never lends its number to a mailbox file; the exit says stored`()

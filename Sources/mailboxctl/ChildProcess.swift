@@ -40,6 +40,7 @@ final class ChildProcess: Sendable {
     if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
     if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
     Self.inheritedDescriptorsClosed
+    Self.childExitsKept
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -83,7 +84,11 @@ final class ChildProcess: Sendable {
           }
           break
         }
-        guard Errno.current == .interrupted else { break }
+        guard Errno.current == .interrupted else {
+          // ECHILD: someone else collected it; its status is unknown, never a success.
+          value = Self.unknownStatus
+          break
+        }
       }
       status.withLock { $0 = value }
       exited()
@@ -108,15 +113,21 @@ final class ChildProcess: Sendable {
 
   deinit { reap() }
 
-  /// True when it exited with status 0 (false while running).
+  /// The status recorded when waitid(2) could not tell how the process ended (ECHILD):
+  /// counted as a failure.
+  private static let unknownStatus: Int32 = -1
+
+  /// True when it exited with status 0 (false while running, or when its status is unknown).
   var succeeded: Bool {
-    guard let value = status.withLock({ $0 }) else { return false }
+    guard let value = status.withLock({ $0 }), value != Self.unknownStatus else { return false }
     return value & 0x7f == 0 && (value >> 8) & 0xff == 0
   }
 
-  /// How it ended, for diagnostics: `exit status N` or `killed by signal N`.
+  /// How it ended, for diagnostics: `exit status N`, `killed by signal N`, or that its status
+  /// is unknown.
   var outcome: String {
     guard let value = status.withLock({ $0 }) else { return "running" }
+    if value == Self.unknownStatus { return "exit status unknown (waitid failed)" }
     if value & 0x7f == 0 { return "exit status \((value >> 8) & 0xff)" }
     return "killed by signal \(value & 0x7f)"
   }
@@ -128,6 +139,18 @@ final class ChildProcess: Sendable {
       if !done { kill(-pid, number) }
     }
   }
+
+  /// Sets SIGCHLD back to its default action, once, before the first program starts. A parent
+  /// may start mailboxctl with SIGCHLD ignored (the disposition survives execve(2)), and then the
+  /// kernel reaps exited children at once (sigaction(2), SA_NOCLDWAIT; wait(2), NOTES): waitid
+  /// would wait for every child, then fail with ECHILD, and no handler's exit status would be
+  /// known.
+  private static let childExitsKept: Void = {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = SIG_DFL
+    sigemptyset(&action.sa_mask)
+    sigaction(SIGCHLD, &action, nil)
+  }()
 
   /// Marks every descriptor above 2 that mailboxctl inherited close-on-exec (listed from
   /// /proc/self/fd), once: a descriptor a parent gave mailboxctl, such as the socket by which

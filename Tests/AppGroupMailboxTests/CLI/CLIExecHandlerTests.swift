@@ -4,8 +4,9 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// How `drain --exec` feeds a message to a handler's stdin when the handler does not read it.
-@Suite struct CLIExecInputTests {
+/// How `drain --exec` runs handlers: their input when they do not read it all, and their exit
+/// status whatever the disposition mailboxctl inherited.
+@Suite struct CLIExecHandlerTests {
   /// A JSON string of `count` bytes, more than a pipe holds (64 KiB, pipe(7)) when large.
   func payload(_ count: Int) -> Data {
     Data(("\"" + String(repeating: "x", count: count - 2) + "\"").utf8)
@@ -58,5 +59,30 @@ import Testing
     #expect(
       result.stderr.contains("drain: delivered 1, released 0, quarantined 0"), "\(result.stderr)")
     #expect(container.names("claimed").isEmpty)
+  }
+
+  @Test
+  func `A failing handler is released, not acknowledged, when drain inherits SIGCHLD ignored`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    for index in 1...3 { try mailbox.enqueue(Data("\(index)".utf8)) }
+    // An ignored disposition survives execve(2): the kernel then reaps the handlers itself, and
+    // each exit status used to read as 0. (dash's `trap '' CHLD` does not ignore it.)
+    let result = try Processes.start(
+      URL(fileURLWithPath: "/usr/bin/python3"),
+      [
+        "-c",
+        "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+          + "os.execv(sys.argv[1], sys.argv[1:])",
+        Mailboxctl.url.path, "drain",
+      ] + container.arguments() + ["--exec", "sh", "-c", "exit 1"]
+    ).finish(deadline: 60)
+    #expect(result.status == 75, "\(result.stderr)")
+    #expect(result.stderr.contains("handler exit status 1"), "\(result.stderr)")
+    #expect(
+      result.stderr.contains("drain: delivered 0, released 3, quarantined 0"), "\(result.stderr)")
+    #expect(try mailbox.inspector.status().depth == 3)
   }
 }

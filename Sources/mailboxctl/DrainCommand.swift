@@ -56,7 +56,9 @@ let drainDetails = """
   closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
   and the rest of the batch are put back with their delivery count unchanged, and drain
   exits 74.
-  With --exec CMD gets the message JSON on stdin and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
+  With --exec CMD gets the message JSON and a newline on stdin (written whole to whoever
+  reads it: a process CMD leaves running with its stdin gets the rest after CMD exited, until
+  10 s pass without a byte read or drain is stopped) and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
   MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_PRIORITY
   (0 to 9), MAILBOX_NAMESPACE and
   MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as

@@ -12,6 +12,10 @@ final class ExecDelivery: DeliveryMode {
   let executable: URL
   let arguments: [String]
   private var running: [HandlerRun] = []
+  /// The stdin writers of handlers that exited before a process they left running read all
+  /// of their message (see ``PayloadFeed``): joined once they end, and at the latest by
+  /// ``close()``.
+  private var feeds: [PayloadFeed] = []
 
   init(context: DrainContext, executable: URL, arguments: [String]) {
     self.context = context
@@ -43,7 +47,8 @@ final class ExecDelivery: DeliveryMode {
   func poll() {
     running.removeAll { run in
       guard run.hasExited else { return false }
-      run.finishInput()
+      run.feed.handlerExited()
+      feeds.append(run.feed)
       if run.stopRequested && !run.timedOut {
         // Stopped by a stop signal: whatever its exit status (many programs exit 0 on
         // SIGTERM), it was interrupted, not finished; it did not fail either: its message goes
@@ -56,6 +61,7 @@ final class ExecDelivery: DeliveryMode {
       }
       return true
     }
+    joinEndedFeeds()
     let now = Date()
     for run in running where !run.hasExited {
       if let timeout = context.handlerTimeout, now.timeIntervalSince(run.startedAt) >= timeout {
@@ -73,7 +79,25 @@ final class ExecDelivery: DeliveryMode {
 
   func abandon() {
     for run in running { run.stop(grace: context.killGrace) }
+    for feed in feeds { feed.abandon() }
   }
 
-  func close() {}
+  /// Waits for the stdin writers still going: each ends when its reader has all of the message,
+  /// is gone, or read nothing for ``PayloadFeed/stallLimit`` seconds, and at once after a stop
+  /// signal.
+  func close() {
+    while !feeds.isEmpty {
+      if context.stopping { feeds.forEach { $0.abandon() } }
+      joinEndedFeeds()
+      if !feeds.isEmpty { context.signals.wakeup.waitCoalescing(seconds: 0.1) }
+    }
+  }
+
+  private func joinEndedFeeds() {
+    feeds.removeAll { feed in
+      guard feed.hasEnded else { return false }
+      feed.join()
+      return true
+    }
+  }
 }

@@ -1,11 +1,12 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
-import Synchronization
 
 /// One `--exec` handler process and the claim it works on.
 ///
-/// The program gets the message JSON on stdin (then end of file) and these environment
+/// The program gets the message JSON and a newline on stdin, then end of file (written by a
+/// ``PayloadFeed``, which goes on after the program exited for a process it left reading its
+/// stdin), and these environment
 /// variables: `MAILBOX_ID` (UUID, lower case), `MAILBOX_ENQUEUED_AT` (ISO 8601, UTC, to the
 /// microsecond), `MAILBOX_DELIVERY_COUNT` (1 on the first delivery), `MAILBOX_MESSAGE_TYPE`
 /// (empty when untyped), `MAILBOX_PAYLOAD_VERSION` (1 unless the producer recorded another),
@@ -56,17 +57,14 @@ final class HandlerRun {
       throw error
     }
     close(input.read)
-    feed = PayloadFeed(fd: input.write, payload: claim.payload)
+    var message = claim.payload
+    message.append(0x0A)  // a line: `read` in a shell handler needs its end
+    feed = PayloadFeed(fd: input.write, payload: message)
   }
 
-  /// The thread that writes the message to the handler's stdin.
-  private let feed: PayloadFeed
-
-  /// Ends the writing of the handler's input and waits for its thread: call once the handler
-  /// has exited, before its result counts, so no writer outlives the claim (a process that
-  /// exits with one still running leaks its copy of the payload). Waits at most about 0.1 s, for
-  /// a write(2) blocked on a pipe a process the handler left running holds open and does not read.
-  func finishInput() { feed.finish() }
+  /// The thread that writes the message to the handler's stdin; it may go on after the
+  /// handler exited (see ``PayloadFeed``).
+  let feed: PayloadFeed
 
   /// Stops the handler's process group (see ``ChildProcess/stop(grace:now:)``).
   func stop(grace: TimeInterval, now: Date = Date()) {
@@ -93,97 +91,5 @@ final class HandlerRun {
       }
     }
     return nil
-  }
-}
-
-/// Writes a payload to a handler's stdin on a thread of its own, so a handler that reads slowly
-/// or not at all never blocks the drain. The thread is joinable: ``finish()`` returns once it
-/// has ended and dropped its copy of the payload.
-private final class PayloadFeed: Sendable {
-  private let fd: Int32
-  private let payload: Data
-  private let abandoned = Atomic<Bool>(false)
-  private let thread = Mutex<pthread_t?>(nil)
-
-  /// Starts writing `payload` to `fd` (the write end of the handler's stdin pipe, which it
-  /// closes when done). The descriptor is made non-blocking so ``finish()`` can end the thread.
-  /// When no thread can be started (pthread_create(3) fails, EAGAIN), it closes `fd` at once:
-  /// the handler reads end of file.
-  init(fd: Int32, payload: Data) {
-    self.fd = fd
-    self.payload = payload
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    let context = Unmanaged.passRetained(self)
-    var handle = pthread_t()
-    let started = pthread_create(
-      &handle, nil,
-      { raw in
-        guard let raw else { return nil }
-        let feed = Unmanaged<PayloadFeed>.fromOpaque(raw).takeRetainedValue()
-        feed.write()
-        return nil
-      }, context.toOpaque())
-    if started == 0 {
-      thread.withLock { $0 = handle }
-    } else {
-      context.release()
-      close(fd)
-    }
-  }
-
-  private func write() {
-    // A handler that does not read its input gets EPIPE here, which is not an error.
-    _ = FileDescriptorWriter.writeAll(
-      fd, payload, until: { abandoned.load(ordering: .acquiring) })
-    close(fd)
-  }
-
-  /// Tells the thread to give up what is left and waits until it has ended (pthread_join(3)).
-  /// Waits at most about 0.1 s once the reader is gone or has stopped reading.
-  func finish() {
-    abandoned.store(true, ordering: .releasing)
-    guard
-      let handle = thread.withLock({ value in
-        defer { value = nil }; return value
-      })
-    else {
-      return
-    }
-    pthread_join(handle, nil)
-  }
-}
-
-/// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
-enum FileDescriptorWriter {
-  /// Writes every byte of `data` to `fd`; returns 0 on success, else the errno of the failed
-  /// write(2) (EPIPE when the reader is gone). On a non-blocking descriptor (a parent may hand
-  /// one over as stdout) it waits for room with poll(2) instead of failing with EAGAIN.
-  /// `stoppable`: once a stop signal was received (``Signals/stopReceived``), it writes no more
-  /// and returns EINTR, also when the signal interrupted a write(2) blocked on a full pipe: the
-  /// caller puts back what was not written whole. `until`: checked before each write(2) and
-  /// after each wait for room; once it returns true, it writes no more and returns EINTR.
-  static func writeAll(
-    _ fd: Int32, _ data: some DataProtocol, stoppable: Bool = false, until: () -> Bool = { false }
-  ) -> Int32 {
-    let bytes = Array(data)
-    var offset = 0
-    while offset < bytes.count {
-      if stoppable && Signals.stopReceived || until() { return EINTR }
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-      }
-      if written < 0 {
-        let code = Errno.current
-        if code == .interrupted { continue }
-        if code == .wouldBlock {
-          var waiter = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-          _ = poll(&waiter, 1, 100)
-          continue
-        }
-        return code.rawValue
-      }
-      offset += written
-    }
-    return 0
   }
 }

@@ -152,7 +152,7 @@ import Testing
     let ids = try enqueue(container, ["1", "2"])
     let ignoreTerm =
       "import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-      + "if sys.stdin.read() == '1':\n    time.sleep(600)\n"
+      + "if sys.stdin.read() == '1\\n':\n    time.sleep(600)\n"
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + [
         "--handler-timeout", "0.5", "--retry-jitter", "0", "--exec", "/usr/bin/python3", "-c",
@@ -216,7 +216,7 @@ import Testing
     let out = container.url.appendingPathComponent("out")
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + [
-        "--follow", "--exec", "sh", "-c", "{ cat; echo; } >> '\(out.path)'",
+        "--follow", "--exec", "sh", "-c", "cat >> '\(out.path)'",
       ])
     try enqueue(container, ["1"])
     #expect(waitUntil(deadline: 60) { (try? String(contentsOf: out, encoding: .utf8)) == "1\n" })

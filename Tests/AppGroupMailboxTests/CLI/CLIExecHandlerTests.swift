@@ -25,8 +25,9 @@ import Testing
     try mailbox.enqueue(payload(10))
     let pids = container.url.appendingPathComponent("pids")
     // The background sleep (given the handler's stdin through fd 3: an asynchronous list's
-    // own stdin is /dev/null, POSIX sh 2.9.3) keeps the read end of the pipe open and never reads it, so the
-    // writer of the 600 KB payload stays blocked on a full pipe after the handler exited.
+    // own stdin is /dev/null, POSIX sh 2.9.3) keeps the read end of the pipe open and never
+    // reads it, so the writer of the 600 KB payload stays blocked on a full pipe after the
+    // handler exited: drain gives it up after PayloadFeed.stallLimit seconds (10) and ends.
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments()
         + [
@@ -41,6 +42,87 @@ import Testing
       result.stderr.contains("drain: delivered 2, released 0, quarantined 0"), "\(result.stderr)")
     #expect(container.names("pending").isEmpty)
     #expect(container.names("claimed").isEmpty)
+  }
+
+  /// Makes the mailbox with a 1 MiB payload limit and enqueues one message of 1,000,012 bytes,
+  /// more than a pipe holds; returns it.
+  func handOff(_ container: TemporaryContainer) throws -> Data {
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments() + ["--max-payload-bytes", "1048576"])
+    try #require(created.status == 0, "\(created.stderr)")
+    let message = payload(1_000_012)
+    try container.rawMailbox(limits: .init(maxPayloadBytes: 1_048_576)).enqueue(message)
+    return message
+  }
+
+  @Test
+  func `A process the handler hands its stdin to reads the whole message after the handler exits`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try handOff(container)
+    let out = container.url.appendingPathComponent("out")
+    // Before, the writer gave up what was left the moment the handler exited: the reader got
+    // 0 or 65,536 bytes and a clean end of file.
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments()
+        + [
+          "--exec", "sh", "-c",
+          "exec 3<&0; (sleep 1; wc -c <&3 > '\(out.path).part'; mv '\(out.path).part' "
+            + "'\(out.path)') >/dev/null 2>&1 & exit 0",
+        ],
+      deadline: 60)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stderr.contains("drain: delivered 1, released 0, quarantined 0"), "\(result.stderr)")
+    #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: out.path) })
+    let count = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+    #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "1000013")  // and the newline
+  }
+
+  @Test
+  func `A stop signal ends drain at once while a process the handler left holds its stdin unread`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try handOff(container)
+    let pids = container.url.appendingPathComponent("pids")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments()
+        + [
+          "--exec", "sh", "-c",
+          "exec 3<&0; sleep 120 <&3 >/dev/null 2>&1 & echo $! > '\(pids.path)'; exit 0",
+        ])
+    defer {
+      let pid = (try? String(contentsOf: pids, encoding: .utf8)).flatMap {
+        pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+      }
+      if let pid { kill(pid, SIGKILL) }
+    }
+    // Acknowledged as soon as the handler exited; drain then waits for the writer.
+    #expect(waitUntil(deadline: 60) { (try? container.rawMailbox().inspector.status().depth) == 0 })
+    drain.signal(SIGTERM)
+    // 5 s: half the writer's stall limit (10 s), which a drain that ignored the signal would
+    // wait out; the bound is on that, not a latency figure.
+    let result = try drain.finish(deadline: 5)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stderr.contains("drain: delivered 1, released 0, quarantined 0"), "\(result.stderr)")
+  }
+
+  @Test func `A handler reads its message as one line, so a shell's read takes it whole`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    try mailbox.enqueue(Data(#"{"n": "a b"}"#.utf8))
+    try mailbox.enqueue(Data("2".utf8))
+    let out = container.url.appendingPathComponent("out")
+    // Before, no newline ended the input: read(1) returned 1 at end of file and the handler
+    // failed (found by a new user's trial).
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments()
+        + ["--exec", "sh", "-c", "read -r line && printf '%s|' \"$line\" >> '\(out.path)'"])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(try String(contentsOf: out, encoding: .utf8) == #"{"n": "a b"}|2|"#)
   }
 
   @Test func `A handler that reads part of its input and exits 0 has its message acknowledged`()

@@ -106,8 +106,8 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
   }
   let handler = try ["--exec", "--coprocess"].compactMap { option -> (String, URL, [String])? in
     guard let command = arguments.values[option] else { return nil }
-    guard let executable = HandlerRun.resolve(command[0]) else {
-      throw execLookupFailure(command[0], option: option)
+    guard let executable = ExecLookup.resolve(command[0]) else {
+      throw ExecLookup.failure(command[0], option: option)
     }
     return (option, executable, Array(command.dropFirst()))
   }.first

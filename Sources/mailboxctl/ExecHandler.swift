@@ -73,23 +73,4 @@ final class HandlerRun {
 
   /// Whether it was stopped by drain (a timeout or a stop request).
   var stopRequested: Bool { process.stopRequested }
-
-  /// Finds `command` as execvp(3) would: a name with a `/` as given, else the first executable
-  /// file of that name in `$PATH`. Nil when none is found.
-  static func resolve(_ command: String) -> URL? {
-    if command.contains("/") {
-      return access(command, X_OK) == 0 ? URL(fileURLWithPath: command) : nil
-    }
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
-      let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + command
-      var info = stat()
-      if stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-        access(candidate, X_OK) == 0
-      {
-        return URL(fileURLWithPath: candidate)
-      }
-    }
-    return nil
-  }
 }

@@ -20,6 +20,13 @@ import Testing
       ["drain"] + container.arguments() + ["--exec", script + "-absent"])
     #expect(
       missing.stderr == "mailboxctl: error: drain: --exec: command not found: \(script)-absent\n")
+    // A directory (searchable, so access(2) says X_OK) used to be run and fail with EACCES, 71.
+    let directory = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--coprocess", container.url.path])
+    #expect(directory.status == 69)
+    #expect(
+      directory.stderr
+        == "mailboxctl: error: drain: --coprocess: \(container.url.path) is a directory\n")
   }
 
   @Test

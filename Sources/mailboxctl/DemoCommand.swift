@@ -20,7 +20,8 @@ let demoCommand = Subcommand(
       while they run, and checks that every message arrived exactly once and each producer's
       messages in order. Exit status 70 if a check fails. JSON: {"producers", "enqueued",
       "delivered", "distinct", "duplicates", "outOfOrder", "seconds", "passed"}, and with
-      --keep "container" (the kept directory; the mailbox is its namespace "demo").
+      --keep "container" (the kept directory; the mailbox is its namespace "demo"). Without
+      --json, --keep ends with the `status` command that looks at it.
       """),
   run: { arguments in try runDemo(arguments) })
 
@@ -160,6 +161,10 @@ private func runDemo(_ arguments: ParsedArguments) throws -> ExitStatus {
         + "\(outOfOrder) out of order\n"
         + "summary: delivered \(seen.count + duplicates), released 0, quarantined 0\n"
         + (passed ? "every message arrived exactly once, each producer's in order\n" : ""))
+    if arguments.flag("--keep") {
+      try Output.data(
+        "kept: look with 'mailboxctl status --container \(directory) --namespace demo'\n")
+    }
   }
   if !passed {
     throw CommandFailure(

@@ -72,8 +72,17 @@ extension MailboxOptions {
     }
     if arguments.value("--max-delivery-attempts") == "unlimited" {
       settings.maxDeliveryAttempts = nil
-    } else if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
-      settings.maxDeliveryAttempts = value
+    } else {
+      do {
+        if let value = try arguments.integer("--max-delivery-attempts", in: 1...1_000_000) {
+          settings.maxDeliveryAttempts = value
+        }
+      } catch {
+        let text = arguments.value("--max-delivery-attempts") ?? ""
+        throw UsageError(
+          message: "--max-delivery-attempts needs an integer from 1 to 1000000 or 'unlimited', "
+            + "not '\(text)'")
+      }
     }
     if arguments.value("--overflow") != nil { settings.overflowPolicy = try overflow(arguments) }
     if arguments.flag("--group-shared") { settings.permissions = .groupShared }

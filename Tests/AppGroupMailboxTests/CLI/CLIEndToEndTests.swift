@@ -65,6 +65,12 @@ import Testing
           + "Run 'mailboxctl drain --help' for usage.\n"
       ),
       (
+        ["create"] + container.arguments(namespace: "fresh") + ["--max-delivery-attempts", "0"],
+        "mailboxctl: error: create: --max-delivery-attempts needs an integer from 1 to 1000000 "
+          + "or 'unlimited', not '0'\n"
+          + "Run 'mailboxctl create --help' for usage.\n"
+      ),
+      (
         ["show"] + container.arguments(),
         "mailboxctl: error: show: missing ID\n"
           + "Run 'mailboxctl show --help' for usage.\n"
@@ -496,6 +502,20 @@ import Testing
         .dropLast(" (removed when the demo finishes; --keep keeps it)".count))
     #expect(directory.hasPrefix("/"))
     #expect(!FileManager.default.fileExists(atPath: directory))
+    // --keep names the command that looks at what it kept, with the container, not the
+    // namespace directory (found by a new user's trial: that path given as --container showed
+    // nothing).
+    let kept = try Mailboxctl.run(["demo", "--producers", "1", "--messages", "5", "--keep"])
+    #expect(kept.status == 0, "\(kept.stderr)")
+    let container = try #require(
+      kept.lines.first?.dropFirst("mailboxctl demo: a fresh mailbox at ".count)
+        .replacingOccurrences(of: "/AppGroupMailbox/demo", with: ""))
+    defer { try? FileManager.default.removeItem(atPath: container) }
+    #expect(
+      kept.lines.last
+        == "kept: look with 'mailboxctl status --container \(container) --namespace demo'")
+    let status = try Mailboxctl.run(["status", "--container", container, "--namespace", "demo"])
+    #expect(status.status == 0, "\(status.stderr)")
   }
 
   @Test func `Errors are coloured only on a terminal without NO_COLOR`() throws {

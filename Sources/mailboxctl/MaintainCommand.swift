@@ -11,8 +11,10 @@ let maintainCommand = Subcommand(
     details: """
       Also makes delayed messages that are due pending (a timer running this lets a systemd
       .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
-      Prints what was done: claims recovered, delayed messages made pending, messages
-      expired, temporary files removed, files quarantined and quarantined files discarded. The mailbox's stored settings
+      Prints what was done, a line each: claims recovered, delayed made pending, messages
+      expired, temporary files removed, files quarantined and quarantined discarded (JSON:
+      {"recoveredClaims", "promotedMessages", "expiredMessages", "staleTemporaryFiles",
+      "quarantined", "quarantineDiscarded"}). The mailbox's stored settings
       (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
       abandoned when the lease in its name has run out.
       """),
@@ -28,18 +30,18 @@ let maintainCommand = Subcommand(
     }
     let seen = events.withLock { $0 }
     func count(_ event: AppGroupMailboxDiagnostic) -> Int { seen.filter { $0 == event }.count }
-    let rows: [(String, Int)] = [
-      ("recoveredClaims", count(.abandonedClaimRecovered)),
-      ("promotedMessages", promoted),
-      ("expiredMessages", count(.expiredMessageRemoved)),
-      ("staleTemporaryFiles", count(.staleTemporaryFileRemoved)),
+    let rows: [(key: String, label: String, value: Int)] = [
+      ("recoveredClaims", "claims recovered", count(.abandonedClaimRecovered)),
+      ("promotedMessages", "delayed made pending", promoted),
+      ("expiredMessages", "messages expired", count(.expiredMessageRemoved)),
+      ("staleTemporaryFiles", "temporary files removed", count(.staleTemporaryFileRemoved)),
       (
-        "quarantined",
+        "quarantined", "files quarantined",
         count(.malformedMessageQuarantined) + count(.unsafeFileQuarantined)
           + count(.deadLetterQuarantined)
       ),
-      ("quarantineDiscarded", count(.quarantinedFileDiscarded)),
+      ("quarantineDiscarded", "quarantined discarded", count(.quarantinedFileDiscarded)),
     ]
-    try Output.counts(rows, json: arguments.flag("--json"), column: 21)
+    try Output.counts(rows, json: arguments.flag("--json"))
     return .success
   })

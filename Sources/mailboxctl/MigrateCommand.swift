@@ -96,11 +96,12 @@ let migrateCommand = Subcommand(
     } catch {
       throw CommandFailure(error, while: "")
     }
-    let rows: [(String, Int)] = [
-      ("imported", report.imported), ("alreadyPresent", report.alreadyPresent),
-      ("expired", report.expired), ("quarantined", report.quarantined),
+    let rows: [(key: String, label: String, value: Int)] = [
+      ("imported", "imported", report.imported),
+      ("alreadyPresent", "already present", report.alreadyPresent),
+      ("expired", "expired", report.expired), ("quarantined", "quarantined", report.quarantined),
     ]
-    try Output.counts(rows, json: arguments.flag("--json"), column: 16)
+    try Output.counts(rows, json: arguments.flag("--json"))
     if found == 0 {
       // A wrong --container or --namespace converts nothing: say where it looked.
       Output.note(

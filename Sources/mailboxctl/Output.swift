@@ -23,17 +23,21 @@ enum Output {
     try? write(2, Array("mailboxctl: \(text)\n".utf8), what: "stderr")
   }
 
-  /// Writes named counts to stdout: one JSON object with `json`, else a `name:` line each with
-  /// the values aligned at column `column`.
-  static func counts(_ rows: [(String, Int)], json: Bool, column: Int) throws(CommandFailure) {
+  /// Writes named counts to stdout: one JSON object of `key`s with `json`, else a `label:`
+  /// line each with the values aligned two columns after the longest label.
+  static func counts(_ rows: [(key: String, label: String, value: Int)], json: Bool)
+    throws(CommandFailure)
+  {
     if json {
       var object = JSONObject()
-      for (key, value) in rows { object.add(key, value) }
+      for row in rows { object.add(row.key, row.value) }
       try data(object.text + "\n")
     } else {
+      let column = (rows.map(\.label.count).max() ?? 0) + 2
       try data(
-        rows.map { $0.0 + ":" + String(repeating: " ", count: column - $0.0.count) + "\($0.1)\n" }
-          .joined())
+        rows.map {
+          $0.label + ":" + String(repeating: " ", count: column - $0.label.count) + "\($0.value)\n"
+        }.joined())
     }
   }
 

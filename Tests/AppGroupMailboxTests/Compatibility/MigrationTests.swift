@@ -62,7 +62,7 @@ import Testing
     #expect(again.status == 0)
     #expect(
       again.stdout
-        == "imported:        0\nalreadyPresent:  0\nexpired:         0\nquarantined:     0\n")
+        == "imported:         0\nalready present:  0\nexpired:          0\nquarantined:      0\n")
     try Self.expectConverted(container)
   }
 

@@ -14,7 +14,8 @@ let quarantineCommand = Subcommand(
       MailboxOptions.json,
     ]),
     details: """
-      ID is a message id (every quarantined file with that id) or a quarantine file name.
+      ID is a message id (every quarantined file with that id) or a quarantine file name (the
+      only way to name a file whose id is unknown).
       requeue puts a readable message back in pending at priority 5 (quarantine names keep no
       level) and the position of its enqueue date, with its delivery count reset; a file that is not a readable message stays (exit 65), an
       id already pending or claimed stays too. purge deletes files. list and show only read:
@@ -72,7 +73,7 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
     return .success
   case "show":
     guard let name = resolve(selectors[0], in: entries).first else {
-      throw CommandFailure(.noInput, "no such quarantined file: \(selectors[0])")
+      throw unmatched(selectors[0])
     }
     let envelope: AppGroupMailboxEnvelope?
     do {
@@ -91,7 +92,7 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
       for selector in selectors {
         let found = resolve(selector, in: entries)
         guard !found.isEmpty else {
-          throw CommandFailure(.noInput, "no such quarantined file: \(selector)")
+          throw unmatched(selector)
         }
         names += found
       }
@@ -107,6 +108,17 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
 }
 
 /// The quarantine file names `selector` names: the file itself, or every file of that id.
+/// Exit 66 for a selector that names no quarantined file; for `unknown`, the id column's word
+/// for a file whose id could not be read, how to name such a file.
+private func unmatched(_ selector: String) -> CommandFailure {
+  CommandFailure(
+    .noInput,
+    "no such quarantined file: \(selector)"
+      + (selector == "unknown"
+        ? " (a file whose id is unknown is named by its file name, the FILE column of "
+          + "'mailboxctl quarantine list')" : ""))
+}
+
 private func resolve(_ selector: String, in entries: [AppGroupMailboxEntry]) -> [String] {
   if let id = UUID(uuidString: selector) {
     return entries.filter { $0.id == id }.map(\.fileName)

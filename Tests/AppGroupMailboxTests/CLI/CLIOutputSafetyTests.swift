@@ -20,6 +20,15 @@ import Testing
     let row = try #require(list.lines.last)
     let file = try #require(try mailbox.inspector.entries(in: [.quarantined]).first).fileName
     #expect(row.hasSuffix("  1200000 " + file), "\(row)")
+    // Its id column says "unknown", which names nothing: the refusal says what does.
+    let unknown = try Mailboxctl.run(["quarantine"] + container.arguments() + ["show", "unknown"])
+    #expect(unknown.status == 66)
+    #expect(
+      unknown.stderr
+        == "mailboxctl: error: quarantine: no such quarantined file: unknown (a file whose id is "
+        + "unknown is named by its file name, the FILE column of 'mailboxctl quarantine list')\n")
+    let byName = try Mailboxctl.run(["quarantine"] + container.arguments() + ["show", file])
+    #expect(byName.status == 0, "\(byName.stderr)")
 
     let id = try mailbox.enqueue(Data("1".utf8), messageType: "EVIL\nFORGED: line\u{1B}[31m").id
     let show = try Mailboxctl.run(

@@ -31,11 +31,12 @@ enum Targets {
 
   static let perClaimWork =
     "the library's per-claim work beyond C's rename, open, read, close and unlink: 3 cheap"
-    + " calls (the inotify read, the lstat before claiming, fstat of the file; getrandom for"
-    + " the token once per 32 claims) and about 36,000 instructions, a third of them the"
-    + " typed message's decoding and claim objects;"
-    + " would meet it: fewer of those calls and instructions (issue 15 item 1; see"
-    + " docs/PERFORMANCE.md)"
+    + " calls (the inotify read; the lstat before claiming and the fstat of the opened file,"
+    + " which the contract keeps, docs/SECURITY.md) and about 36,000 instructions (the typed"
+    + " decode a quarter, reference counting and allocation a fifth, the rest flat);"
+    + " would meet it: most of that user-space work gone (about 5 of the 8 us a claim adds;"
+    + " the decode alone is 1.3 us), which no single change gives (docs/PERFORMANCE.md,"
+    + " December 6)"
 
   private static func throughput(_ rows: [Measurement]) -> [Target] {
     func row(_ name: String, _ durability: String, _ size: Int) -> Measurement? {
@@ -56,14 +57,12 @@ enum Targets {
         .ratio(
           "claim+read+ack 64 KiB, raw path >= 0.7 of C (\(durability))",
           row("claim+read+ack, raw", durability, 65_536), 0.7,
-          why: "the raw claim does the per-claim work of item 1 (5 cheap calls beyond C's) and"
-            + " checks the payload is JSON in one pass (about 0.7 instructions a byte, string"
-            + " contents 64 bytes a step; mailboxctl's output lines embed the bytes as JSON, so"
+          why: "the raw claim does the per-claim work of the 256 B claim (3 cheap calls beyond"
+            + " C's, about 25,000 instructions) and checks the payload is JSON in one pass (about"
+            + " 0.7 instructions a byte; mailboxctl's output lines embed the bytes as JSON, so"
             + " the check stays); the payload is handed out from the read buffer, not copied:"
-            + " about 70,000 instructions a claim, from 240,000 (callgrind; no quiet-machine"
-            + " ratio yet); would meet it if that is not enough: fewer per-claim calls (the"
-            + " settings and delayed/ stats through the shared inotify instance, issue 15 item"
-            + " 3; see docs/PERFORMANCE.md)"))
+            + " about 70,000 instructions a claim in all (callgrind); would meet it: that"
+            + " per-claim work and the check's cost halved (docs/PERFORMANCE.md)"))
     }
     targets.append(
       .ratio(

@@ -103,16 +103,19 @@ import Testing
     #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
   }
 
+  /// Runs consume.py on stream S, durable consumer d, with `arguments`; 60 s is a bound on
+  /// retrying for ever, not a latency figure.
+  func consume(_ arguments: [String]) throws -> Finished {
+    try Processes.start(
+      NATSBridge.python,
+      [NATSBridge.script("consume.py")] + arguments + ["--stream", "S", "--durable", "d"]
+    ).finish(deadline: 60)
+  }
+
   @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
   func `consume.py refuses a server URL whose scheme is not NATS with exit 78`() throws {
-    // 60 s: a bound on retrying for ever (it took the URL for a host name), not a latency figure.
-    let result = try Processes.start(
-      NATSBridge.python,
-      [
-        NATSBridge.script("consume.py"), "--server", "nats://127.0.0.1:1,http://u:secret@host:4222",
-        "--stream", "S", "--durable", "d",
-      ]
-    ).finish(deadline: 60)
+    // It took the URL for a host name.
+    let result = try consume(["--server", "nats://127.0.0.1:1,http://u:secret@host:4222"])
     #expect(result.status == 78, "\(result.stderr)")
     #expect(
       result.stderr
@@ -124,13 +127,7 @@ import Testing
   func `consume.py names a --creds file it cannot read before anything else`() throws {
     let container = try TemporaryContainer()
     let missing = container.url.appendingPathComponent("missing.creds").path
-    let result = try Processes.start(
-      NATSBridge.python,
-      [
-        NATSBridge.script("consume.py"), "--server", "nats://127.0.0.1:1", "--creds", missing,
-        "--stream", "S", "--durable", "d",
-      ]
-    ).finish(deadline: 60)
+    let result = try consume(["--server", "nats://127.0.0.1:1", "--creds", missing])
     #expect(result.status == 78, "\(result.stderr)")
     #expect(
       result.stderr

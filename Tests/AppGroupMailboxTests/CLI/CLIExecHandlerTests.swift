@@ -12,31 +12,44 @@ import Testing
     Data(("\"" + String(repeating: "x", count: count - 2) + "\"").utf8)
   }
 
+  /// Makes the mailbox with a 1 MiB payload limit and enqueues a message of each size.
+  func fill(_ container: TemporaryContainer, sizes: [Int]) throws {
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments() + ["--max-payload-bytes", "1048576"])
+    try #require(created.status == 0, "\(created.stderr)")
+    let mailbox = try container.rawMailbox(limits: .init(maxPayloadBytes: 1_048_576))
+    for size in sizes { try mailbox.enqueue(payload(size)) }
+  }
+
+  /// `--exec` for a handler that hands its stdin to a background sleep and exits 0 at once;
+  /// the sleep's pid is appended to `pids`. The sleep gets the stdin through fd 3 (an
+  /// asynchronous list's own stdin is /dev/null, POSIX sh 2.9.3) and never reads it.
+  func holdingHandler(_ pids: URL) -> [String] {
+    [
+      "--exec", "sh", "-c",
+      "exec 3<&0; sleep 120 <&3 >/dev/null 2>&1 & echo $! >> '\(pids.path)'; exit 0",
+    ]
+  }
+
+  /// Kills the processes whose pids `holdingHandler` wrote.
+  func killHolders(_ pids: URL) {
+    let text = (try? String(contentsOf: pids, encoding: .utf8)) ?? ""
+    for pid in text.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
+  }
+
   @Test
   func `A handler that leaves its unread stdin to a process it started still counts when it exits`()
     throws
   {
     let container = try TemporaryContainer()
-    let created = try Mailboxctl.run(
-      ["create"] + container.arguments() + ["--max-payload-bytes", "1048576"])
-    try #require(created.status == 0, "\(created.stderr)")
-    let mailbox = try container.rawMailbox(limits: .init(maxPayloadBytes: 1_048_576))
-    try mailbox.enqueue(payload(600_000))
-    try mailbox.enqueue(payload(10))
+    try fill(container, sizes: [600_000, 10])
     let pids = container.url.appendingPathComponent("pids")
-    // The background sleep (given the handler's stdin through fd 3: an asynchronous list's
-    // own stdin is /dev/null, POSIX sh 2.9.3) keeps the read end of the pipe open and never
-    // reads it, so the writer of the 600 KB payload stays blocked on a full pipe after the
-    // handler exited: drain gives it up after PayloadFeed.stallLimit seconds (10) and ends.
+    // The background sleep keeps the read end of the pipe open and never reads it, so the
+    // writer of the 600 KB payload stays blocked on a full pipe after the handler exited:
+    // drain gives it up after PayloadFeed.stallLimit seconds (10) and ends.
     let result = try Mailboxctl.run(
-      ["drain"] + container.arguments()
-        + [
-          "--exec", "sh", "-c",
-          "exec 3<&0; sleep 120 <&3 >/dev/null 2>&1 & echo $! >> '\(pids.path)'; exit 0",
-        ],
-      deadline: 60)
-    let leftovers = (try? String(contentsOf: pids, encoding: .utf8)) ?? ""
-    for pid in leftovers.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
+      ["drain"] + container.arguments() + holdingHandler(pids), deadline: 60)
+    killHolders(pids)
     #expect(result.status == 0, "\(result.stderr)")
     #expect(
       result.stderr.contains("drain: delivered 2, released 0, quarantined 0"), "\(result.stderr)")
@@ -44,23 +57,12 @@ import Testing
     #expect(container.names("claimed").isEmpty)
   }
 
-  /// Makes the mailbox with a 1 MiB payload limit and enqueues one message of 1,000,012 bytes,
-  /// more than a pipe holds; returns it.
-  func handOff(_ container: TemporaryContainer) throws -> Data {
-    let created = try Mailboxctl.run(
-      ["create"] + container.arguments() + ["--max-payload-bytes", "1048576"])
-    try #require(created.status == 0, "\(created.stderr)")
-    let message = payload(1_000_012)
-    try container.rawMailbox(limits: .init(maxPayloadBytes: 1_048_576)).enqueue(message)
-    return message
-  }
-
   @Test
   func `A process the handler hands its stdin to reads the whole message after the handler exits`()
     throws
   {
     let container = try TemporaryContainer()
-    _ = try handOff(container)
+    try fill(container, sizes: [1_000_012])
     let out = container.url.appendingPathComponent("out")
     // Before, the writer gave up what was left the moment the handler exited: the reader got
     // 0 or 65,536 bytes and a clean end of file.
@@ -85,20 +87,10 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    _ = try handOff(container)
+    try fill(container, sizes: [1_000_012])
     let pids = container.url.appendingPathComponent("pids")
-    let drain = try Mailboxctl.start(
-      ["drain"] + container.arguments()
-        + [
-          "--exec", "sh", "-c",
-          "exec 3<&0; sleep 120 <&3 >/dev/null 2>&1 & echo $! > '\(pids.path)'; exit 0",
-        ])
-    defer {
-      let pid = (try? String(contentsOf: pids, encoding: .utf8)).flatMap {
-        pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
-      }
-      if let pid { kill(pid, SIGKILL) }
-    }
+    let drain = try Mailboxctl.start(["drain"] + container.arguments() + holdingHandler(pids))
+    defer { killHolders(pids) }
     // Acknowledged as soon as the handler exited; drain then waits for the writer.
     #expect(waitUntil(deadline: 60) { (try? container.rawMailbox().inspector.status().depth) == 0 })
     drain.signal(SIGTERM)

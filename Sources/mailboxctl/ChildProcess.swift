@@ -70,29 +70,46 @@ final class ChildProcess: Sendable {
     pid = child
     let status = self.status
     let spawned = child
-    Thread.detachNewThread {
-      var info = siginfo_t()
-      var value: Int32 = 0
-      while true {
-        if waitid(P_PID, id_t(spawned), &info, WEXITED | WNOWAIT) == 0 {
-          // As waitpid(2) encodes it: exit status in bits 8-15, else the signal (bit 7: core).
-          let code = info._sifields._sigchld.si_status
-          switch info.si_code {
-          case Int32(CLD_EXITED): value = (code & 0xff) << 8
-          case Int32(CLD_DUMPED): value = (code & 0x7f) | 0x80
-          default: value = code & 0x7f
-          }
-          break
-        }
-        guard Errno.current == .interrupted else {
-          // ECHILD: someone else collected it; its status is unknown, never a success.
-          value = Self.unknownStatus
-          break
-        }
+    do {
+      try PosixThread.start(joinable: false, to: "watch \(executable)") {
+        Self.watch(spawned, status: status, exited: exited)
       }
-      status.withLock { $0 = value }
-      exited()
+    } catch {
+      // Nothing would learn of its exit: stop it now rather than run it unwatched.
+      kill(-child, SIGKILL)
+      var value: Int32 = 0
+      while waitpid(child, &value, 0) < 0, Errno.current == .interrupted {}
+      reaped.withLock { $0 = true }
+      throw error
     }
+  }
+
+  /// Waits (waitid(2) with `WNOWAIT`, leaving the zombie for ``reap()``) until `pid` exits,
+  /// records its status in `status`, then calls `exited`.
+  private static func watch(
+    _ spawned: pid_t, status: Locked<Int32?>, exited: @Sendable () -> Void
+  ) {
+    var info = siginfo_t()
+    var value: Int32 = 0
+    while true {
+      if waitid(P_PID, id_t(spawned), &info, WEXITED | WNOWAIT) == 0 {
+        // As waitpid(2) encodes it: exit status in bits 8-15, else the signal (bit 7: core).
+        let code = info._sifields._sigchld.si_status
+        switch info.si_code {
+        case Int32(CLD_EXITED): value = (code & 0xff) << 8
+        case Int32(CLD_DUMPED): value = (code & 0x7f) | 0x80
+        default: value = code & 0x7f
+        }
+        break
+      }
+      guard Errno.current == .interrupted else {
+        // ECHILD: someone else collected it; its status is unknown, never a success.
+        value = Self.unknownStatus
+        break
+      }
+    }
+    status.withLock { $0 = value }
+    exited()
   }
 
   /// Whether the process has exited (it may not be reaped yet).

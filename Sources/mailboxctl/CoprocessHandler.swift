@@ -60,12 +60,24 @@ final class CoprocessHandler {
       throw error
     }
     let (toChild, fromChild, stop) = (pipes[0], pipes[1], pipes[2])
+    let inbox = Inbox()
+    // The reader first: a handler whose answers nothing would read must never start. From here
+    // the reader owns (and closes) the read ends of its two pipes.
+    do {
+      try PosixThread.start(joinable: false, to: "read the handler's answers") {
+        Self.read(fromChild.read, stop: stop.read, into: inbox, wakeup: wakeup)
+      }
+    } catch {
+      for pipe in pipes { close(pipe.read); close(pipe.write) }
+      throw error
+    }
     do {
       process = try ChildProcess(
         executable: executable.path, arguments: arguments, environment: environment,
         stdin: toChild.read, stdout: fromChild.write, exited: { wakeup.signal() })
     } catch {
-      for pipe in pipes { close(pipe.read); close(pipe.write) }
+      // The reader ends at the end of file of both its pipes.
+      for fd in [toChild.read, toChild.write, fromChild.write, stop.write] { close(fd) }
       throw error
     }
     close(toChild.read)
@@ -73,11 +85,7 @@ final class CoprocessHandler {
     stopReader = stop.write
     input = toChild.write
     _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
-    let inbox = Inbox()
     self.inbox = inbox
-    let output = fromChild.read
-    let stopped = stop.read
-    Thread.detachNewThread { Self.read(output, stop: stopped, into: inbox, wakeup: wakeup) }
     send(greeting + "\n")
   }
 

@@ -47,19 +47,28 @@ final class HandlerRun {
     environment["MAILBOX_NAMESPACE"] = location.namespace
     environment["MAILBOX_CONTAINER"] = location.container.path
     let input = try ChildProcess.pipe()
+    var message = claim.payload
+    message.append(0x0A)  // a line: `read` in a shell handler needs its end
+    // The writer first: a handler whose input could not be written must never start (it would
+    // read end of file, exit 0 and have an unread message acknowledged).
     do {
-      process = try ChildProcess(
-        executable: executable.path, arguments: arguments, environment: environment,
-        stdin: input.read, stdout: nil, exited: { wakeup.signal() })
+      feed = try PayloadFeed(fd: input.write, payload: message)
     } catch {
       close(input.read)
       close(input.write)
       throw error
     }
+    do {
+      process = try ChildProcess(
+        executable: executable.path, arguments: arguments, environment: environment,
+        stdin: input.read, stdout: nil, exited: { wakeup.signal() })
+    } catch {
+      close(input.read)  // the writer gets EPIPE
+      feed.abandon()
+      feed.join()
+      throw error
+    }
     close(input.read)
-    var message = claim.payload
-    message.append(0x0A)  // a line: `read` in a shell handler needs its end
-    feed = PayloadFeed(fd: input.write, payload: message)
   }
 
   /// The thread that writes the message to the handler's stdin; it may go on after the

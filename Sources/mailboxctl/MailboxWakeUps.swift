@@ -37,18 +37,31 @@ final class MailboxWakeUps: Sendable {
     } catch {
       throw CommandFailure(error, while: "watch")
     }
-    Thread.detachNewThread { [watcher, shared] in
-      while true {
-        do {
-          // Nil timeout: false only once the watcher is closed.
-          guard try watcher.wait(timeout: nil) else { return }
-          shared.state.withLock { $0.count += 1 }
-          wakeup.signal()
-        } catch {
-          shared.state.withLock { $0.failure = error }
-          wakeup.signal()
-          return
-        }
+    do {
+      try PosixThread.start(joinable: false, to: "wait for wake-ups") { [watcher, shared] in
+        Self.forward(watcher, shared, to: wakeup)
+      }
+    } catch {
+      watcher.close()
+      throw error
+    }
+  }
+
+  /// The waiting thread: counts each wake-up of `watcher` in `shared` and posts `wakeup`, until
+  /// the watcher is closed or fails.
+  private static func forward(
+    _ watcher: AppGroupMailboxWatcher, _ shared: Shared, to wakeup: Wakeup
+  ) {
+    while true {
+      do {
+        // Nil timeout: false only once the watcher is closed.
+        guard try watcher.wait(timeout: nil) else { return }
+        shared.state.withLock { $0.count += 1 }
+        wakeup.signal()
+      } catch {
+        shared.state.withLock { $0.failure = error }
+        wakeup.signal()
+        return
       }
     }
   }

@@ -11,7 +11,8 @@ import Synchronization
 /// written, when nobody holds the read end any more (EPIPE), when ``stallLimit`` seconds pass
 /// after the handler's exit without a byte read, or at once after ``abandon()``. The thread is
 /// joinable: ``join()`` returns once it has ended and dropped its copy of the message, so none
-/// outlives the drain.
+/// outlives the drain. The thread is started before the handler, so a handler never starts
+/// without its input.
 final class PayloadFeed: Sendable {
   /// Seconds without a byte read, counted from the handler's exit, after which the rest of the
   /// message is given up.
@@ -27,28 +28,17 @@ final class PayloadFeed: Sendable {
 
   /// Starts writing `payload` to `fd` (the write end of the handler's stdin pipe, which it
   /// closes when done). The descriptor is made non-blocking, so the thread looks at its end
-  /// conditions at least every 0.1 s. When no thread can be started (pthread_create(3) fails,
-  /// EAGAIN), it closes `fd` at once: the handler reads end of file.
-  init(fd: Int32, payload: Data) {
+  /// conditions at least every 0.1 s.
+  /// - Throws: ``CommandFailure`` (``ExitStatus/osError``) when no thread can be started
+  ///   (``PosixThread``); `fd` is left open to the caller then, and nothing was written.
+  init(fd: Int32, payload: Data) throws(CommandFailure) {
     self.fd = fd
     self.payload = payload
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    let context = Unmanaged.passRetained(self)
-    var handle = pthread_t()
-    let started = pthread_create(
-      &handle, nil,
-      { raw in
-        guard let raw else { return nil }
-        Unmanaged<PayloadFeed>.fromOpaque(raw).takeRetainedValue().write()
-        return nil
-      }, context.toOpaque())
-    if started == 0 {
-      thread.withLock { $0 = handle }
-    } else {
-      context.release()
-      close(fd)
-      ended.store(true, ordering: .releasing)
+    let handle = try PosixThread.start(joinable: true, to: "write a handler's input") {
+      [self] in write()
     }
+    thread.withLock { $0 = handle }
   }
 
   private func write() {

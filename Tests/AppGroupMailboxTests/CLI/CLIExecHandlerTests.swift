@@ -159,4 +159,36 @@ import Testing
       result.stderr.contains("drain: delivered 0, released 3, quarantined 0"), "\(result.stderr)")
     #expect(try mailbox.inspector.status().depth == 3)
   }
+
+  /// A thread drain cannot start (EAGAIN at the thread limit, forced here through the debug
+  /// build's `MAILBOXCTL_TEST_REFUSE_THREAD`) stops it with exit 71 and every message kept.
+  /// Before, the writer of a handler's input failing left the handler an empty stdin: it exited
+  /// 0 and its unread message was acknowledged (found by an adversarial review under
+  /// `ulimit -v`); a watcher thread failing left drain waiting for ever.
+  @Test(arguments: [
+    ("write a handler's input", ["--exec", "sh", "-c", "cat >> \"$0.got\""]),
+    ("watch", ["--exec", "sh", "-c", "cat >> \"$0.got\""]),
+    ("read the handler's answers", ["--coprocess", "cat"]),
+    ("wait for wake-ups", ["--follow", "--exec", "true"]),
+  ])
+  func `A thread drain cannot start ends it with exit 71 and loses no message`(
+    purpose: String, handler: [String]
+  ) throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    for index in 1...2 { try mailbox.enqueue(Data("\(index)".utf8)) }
+    let handler = handler.map {
+      $0.replacingOccurrences(of: "$0.got", with: container.url.path + "/got")
+    }
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + handler,
+      environment: ["MAILBOXCTL_TEST_REFUSE_THREAD": purpose], deadline: 60)
+    #expect(result.status == 71, "\(result.stderr)")
+    #expect(result.stderr.contains("cannot start a thread to \(purpose)"), "\(result.stderr)")
+    #expect(try mailbox.inspector.status().depth == 2)
+    #expect(container.names("claimed").isEmpty)
+    if purpose != "watch" {  // that handler starts, and is killed at once: it may have begun
+      #expect(!FileManager.default.fileExists(atPath: container.url.path + "/got"))
+    }
+  }
 }

@@ -261,6 +261,9 @@ def server_urls(arguments):
             if not server:
                 continue
             scheme, separator, rest = server.partition("://")
+            if not separator and re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", server):
+                raise ValueError(
+                    f"{redacted(server)} is not a NATS server URL: its scheme needs '://'")
             if separator:
                 if scheme.lower() not in NATS_SCHEMES:
                     raise ValueError(
@@ -275,14 +278,16 @@ def server_urls(arguments):
 
 def redacted(url):
     """``url`` for a log: the password of its user information, or a token given there,
-    replaced by ``***``."""
+    replaced by ``***``, with or without a scheme. The user information runs to the last
+    ``@`` (a password may hold ``@`` or ``/``; a host never holds ``@``)."""
     scheme, separator, rest = url.partition("://")
-    if not separator or "@" not in rest.split("/", 1)[0]:
+    if not separator:
+        scheme, rest = "", url
+    if "@" not in rest:
         return url
-    user_info, _, host = rest.partition("@")
-    if ":" in user_info:
-        return f"{scheme}://{user_info.split(':', 1)[0]}:***@{host}"
-    return f"{scheme}://***@{host}"  # a token
+    user_info, _, host = rest.rpartition("@")
+    shown = f"{user_info.split(':', 1)[0]}:***" if ":" in user_info else "***"  # else a token
+    return f"{scheme}{separator}{shown}@{host}"
 
 
 async def connect_retrying(arguments, name):

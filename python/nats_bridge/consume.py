@@ -30,14 +30,16 @@ settings than it makes (not explicit acknowledgements, a push consumer, another 
 says why and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
 """
 
+import os
 import signal
 import sys
 
 
 def _stop_before_the_loop(number, frame):
     """A stop signal before the event loop handles them (Python's own start, the imports):
-    nothing was taken yet, so it ends the program at once, without a traceback."""
-    sys.exit(0)
+    nothing was taken yet, so it ends the program at once, without a traceback. os._exit, not
+    sys.exit: a SystemExit raised while the import system compiles a module is lost."""
+    os._exit(0)
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -46,7 +48,6 @@ for _number in STOP_SIGNALS:
 
 import argparse  # noqa: E402 - after the stop signals are handled
 import asyncio  # noqa: E402
-import os  # noqa: E402
 import uuid  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

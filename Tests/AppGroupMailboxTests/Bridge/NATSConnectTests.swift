@@ -123,6 +123,30 @@ import Testing
         + "URL: the scheme must be nats, tls, ws or wss\n")
   }
 
+  /// Before, a URL without a scheme was shown whole, and a password holding `@` or `/` was
+  /// shown from that character on (found by an adversarial review).
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A password or token in a server URL is shown as ***, with or without a scheme`() throws {
+    let urls = [
+      "alice:secretpw@127.0.0.1:14299", "nats://alice:sec@ret@127.0.0.1:14222",
+      "http://bob:hun/ter2@x", "nats://token@h:1", "nats://h:1", "h:4222",
+    ]
+    let script =
+      "import sys; sys.path.insert(0, sys.argv[1])\n"
+      + "from nats_bridge.common import redacted\n"
+      + "for url in sys.argv[2:]: print(redacted(url))"
+    let python = URL(fileURLWithPath: NATSBridge.script("common.py")).deletingLastPathComponent()
+      .deletingLastPathComponent().path
+    let result = try Processes.start(NATSBridge.python, ["-c", script, python] + urls)
+      .finish(deadline: 60)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(
+      result.stdout.split(separator: "\n") == [
+        "alice:***@127.0.0.1:14299", "nats://alice:***@127.0.0.1:14222", "http://bob:***@x",
+        "nats://***@h:1", "nats://h:1", "h:4222",
+      ])
+  }
+
   @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
   func `consume.py names a --creds file it cannot read before anything else`() throws {
     let container = try TemporaryContainer()

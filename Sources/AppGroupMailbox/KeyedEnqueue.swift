@@ -116,10 +116,7 @@ extension Spool {
     payloadVersion: Int, priority: Int
   ) throws -> AppGroupMailboxKeyedOutcome {
     let level = try AppGroupMailboxPriority.validated(priority)
-    guard KeyRequest.isValid(key) else {
-      throw AppGroupMailboxError.invalidLimit(
-        "key (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .)")
-    }
+    guard KeyRequest.isValid(key) else { throw KeyRequest.invalid }
     let id = KernelRandom.messageID()
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { emit(diagnostics) }

@@ -87,11 +87,13 @@ public final class AppGroupRawMailbox: Sendable {
   /// 8.1: what JSON Lines readers such as `mailboxctl drain`'s consumers expect) and the message
   /// file would fit ``Limits/maxPayloadBytes``, with `messageType`, `payloadVersion` and `key`
   /// (as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)`` and, for `key`,
-  /// ``enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` would record them; the
-  /// key's rule is not checked here).
+  /// ``enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` would record them, and
+  /// the key by its rule).
   ///
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming `payloadVersion` and the range
-  ///   for a version outside 1 ... ``AppGroupMailboxPayloadVersions/maximum``;
+  ///   for a version outside 1 ... ``AppGroupMailboxPayloadVersions/maximum``, or naming `key`
+  ///   and its rule for a key that breaks it (1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not
+  ///   starting with `.`);
   ///   ``AppGroupMailboxError/decodingFailure`` when `payload` is not JSON by the
   ///   grammar of RFC 8259 (a trailing comma in an array or object, which Foundation's parsers
   ///   accept, is refused; see ``JSONSyntax``), not UTF-8 (JSONSerialization alone would also
@@ -119,6 +121,7 @@ public final class AppGroupRawMailbox: Sendable {
     payloadVersion: Int = 1, key: String? = nil
   ) throws {
     let version = try AppGroupMailboxPayloadVersions.validated(payloadVersion)
+    if let key, !KeyRequest.isValid(key) { throw KeyRequest.invalid }
     guard isJSON(payload) else { throw AppGroupMailboxError.decodingFailure }
     let file: Data
     do {

@@ -58,7 +58,8 @@ let drainDetails = """
   exits 74.
   With --exec CMD gets the message JSON and a newline on stdin (written whole to whoever
   reads it: a process CMD leaves running with its stdin gets the rest after CMD exited, until
-  10 s pass without a byte read or drain is stopped) and MAILBOX_ID, MAILBOX_ENQUEUED_AT,
+  10 s pass without a byte read or drain is stopped by a signal or an error) and MAILBOX_ID,
+  MAILBOX_ENQUEUED_AT,
   MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_PRIORITY
   (0 to 9), MAILBOX_NAMESPACE and
   MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
@@ -106,8 +107,11 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
   }
   let handler = try ["--exec", "--coprocess"].compactMap { option -> (String, URL, [String])? in
     guard let command = arguments.values[option] else { return nil }
-    guard let executable = ExecLookup.resolve(command[0]) else {
-      throw ExecLookup.failure(command[0], option: option)
+    guard let program = command.first, !program.isEmpty else {
+      throw UsageError(message: "\(option) needs a program to run")
+    }
+    guard let executable = ExecLookup.resolve(program) else {
+      throw ExecLookup.failure(program, option: option)
     }
     return (option, executable, Array(command.dropFirst()))
   }.first

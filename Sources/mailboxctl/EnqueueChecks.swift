@@ -23,6 +23,8 @@ enum EnqueueChecks {
         (try? AppGroupRawMailbox.validate(value, limits: limits)) != nil
       }
       throw CommandFailure(.dataError, "\(place)\(reason); nothing was enqueued")
+    } catch AppGroupMailboxError.invalidLimit(let name) where name.hasPrefix("key") {
+      throw EnqueueKey.refusal(key ?? "")
     } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
       throw tooLarge(actual, maximum, place: place, lines: false)
     } catch AppGroupMailboxError.encodingFailure {

@@ -124,6 +124,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         input, message, lines: lines, limits: limits, id: id, type: type,
         payloadVersion: payloadVersion, key: keyed?.0)
     }
+    // Nothing to store (--lines with only blank lines): no mailbox is made for it.
+    if input.messages.isEmpty { return .success }
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
@@ -196,7 +198,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       }
       if receipt.expiredBeforeDue {  // by the library's clock, after the check above
         throw EnqueueChecks.expired(
-          dueTooLate: notBefore != nil, lifetime: mailbox.limits.messageLifetime, creating: false,
+          dueTooLate: notBefore != nil, lifetime: mailbox.limits.messageLifetime,
+          creating: !existed,
           message: EnqueueChecks.name(id), outcome: "it was not enqueued")
       }
     } catch {

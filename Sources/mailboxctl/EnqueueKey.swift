@@ -42,6 +42,14 @@ enum EnqueueKey {
     return (key, policy)
   }
 
+  /// The usage error (exit 64) for a key the library refuses by its rule.
+  static func refusal(_ key: String) -> CommandFailure {
+    CommandFailure(
+      .usage,
+      "--key needs 1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with '.', not "
+        + "'\(key)'; nothing was enqueued")
+  }
+
   /// Enqueues `payload` under `key`, waiting up to `wait` seconds for room; prints the id of
   /// the message pending with the key (with `json`, an object with its outcome).
   static func run(
@@ -57,10 +65,7 @@ enum EnqueueKey {
           payloadVersion: payloadVersion, priority: priority)
       }
     } catch AppGroupMailboxError.invalidLimit(let name) where name.hasPrefix("key") {
-      throw CommandFailure(
-        .usage,
-        "--key needs 1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with '.', not "
-          + "'\(key)'; nothing was enqueued")
+      throw refusal(key)
     }
     let id = outcome.id.uuidString.lowercased()
     let name: String

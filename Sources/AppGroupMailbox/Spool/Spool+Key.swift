@@ -6,6 +6,10 @@ struct KeyRequest: Sendable, Equatable {
   var key: String
   var replace: Bool
 
+  /// The error for a key ``isValid(_:)`` refuses.
+  static let invalid = AppGroupMailboxError.invalidLimit(
+    "key (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .)")
+
   /// Whether `key` may be used: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`
   /// (it is a file name in `keys/`).
   static func isValid(_ key: String) -> Bool {

@@ -108,6 +108,17 @@ import Testing
         !FileManager.default.fileExists(atPath: container.url.path + "/AppGroupMailbox"),
         "\(options)")
     }
+    // A key the library refuses (found by an adversarial review), and --lines input of blank
+    // lines only, which stores nothing.
+    let badKey = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--data", "1", "--key", "bad key"])
+    #expect(badKey.status == 64)
+    #expect(badKey.stderr.hasPrefix("mailboxctl: error: enqueue: --key needs 1 to 128 bytes"))
+    let blank = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--lines", "--data", "\n  \n"])
+    #expect(blank.status == 0, "\(blank.stderr)")
+    #expect(blank.stdout == "")
+    #expect(!FileManager.default.fileExists(atPath: container.url.path + "/AppGroupMailbox"))
     // Into an existing mailbox, the hint names config.
     _ = try container.rawMailbox()
     let existing = try Mailboxctl.run(

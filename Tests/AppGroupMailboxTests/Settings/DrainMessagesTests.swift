@@ -24,6 +24,9 @@ import Testing
     let directory = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--coprocess", container.url.path])
     #expect(directory.status == 69)
+    let empty = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", ""])
+    #expect(empty.status == 64)
+    #expect(empty.stderr.hasPrefix("mailboxctl: error: drain: --exec needs a program to run\n"))
     #expect(
       directory.stderr
         == "mailboxctl: error: drain: --coprocess: \(container.url.path) is a directory\n")

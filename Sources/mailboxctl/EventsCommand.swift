@@ -8,7 +8,9 @@ let eventsCommand = Subcommand(
     name: "events",
     summary: "Print lifecycle events (enqueued, claimed, ...) as JSON Lines as they happen.",
     options: MailboxOptions.location + [
-      .flag("--json", "Accepted and changes nothing: events always prints JSON Lines.")
+      .value("--count", "N", "Exit after N events (lines)."),
+      .value("--timeout", "SECONDS", "Exit after SECONDS."),
+      .flag("--json", "Accepted and changes nothing: events always prints JSON Lines."),
     ],
     details: """
       Follows the mailbox's areas with inotify and prints one JSON object per line for each
@@ -22,10 +24,13 @@ let eventsCommand = Subcommand(
       time of a message moved to delayed/. Never message contents. --json, as the other
       commands take it, is accepted and changes nothing. Events are derived from
       names alone; mailboxctl(1) and docs/WAKEUPS.md say what cannot be told apart.
-      Runs until SIGINT, SIGTERM or SIGHUP (exit 0); exit 66 when the mailbox directory is
-      missing or removed, 69 when it cannot be opened, 74 when inotify is unavailable.
+      Runs until SIGINT, SIGTERM or SIGHUP, --count lines or --timeout (exit 0); exit 66 when
+      the mailbox directory is missing or removed, 69 when it cannot be opened, 74 when inotify
+      is unavailable.
       """),
   run: { arguments in
+    let count = try arguments.integer("--count", in: 1...Int.max)
+    let timeout = try arguments.seconds("--timeout")
     let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let signals = Signals.install()
     let events: AppGroupMailboxEvents
@@ -37,10 +42,16 @@ let eventsCommand = Subcommand(
     defer { events.close() }
     // Armed: whatever happens after this note is printed.
     Output.note("events: following \(location.directory.path)")
+    let deadline = timeout.map { Date().addingTimeInterval($0) }
     let ended = Locked<(done: Bool, failure: CommandFailure?)>((false, nil))
     let task = Task { [signals] in
       do {
-        for try await event in events { try Output.data(EventLine.json(event) + "\n") }
+        var printed = 0
+        for try await event in events {
+          try Output.data(EventLine.json(event) + "\n")
+          printed += 1
+          if let count, printed >= count { break }
+        }
       } catch let failure as CommandFailure {
         ended.withLock { $0.failure = failure }
       } catch {
@@ -50,7 +61,9 @@ let eventsCommand = Subcommand(
       signals.wakeup.signal()
     }
     while signals.stopSignal == nil, !ended.withLock({ $0.done }) {
-      signals.wakeup.waitCoalescing(seconds: 3600)
+      let left = deadline.map { $0.timeIntervalSinceNow } ?? 3600
+      if left <= 0 { break }
+      signals.wakeup.waitCoalescing(seconds: left)
     }
     if let failure = ended.withLock({ $0.failure }) { throw failure }
     task.cancel()

@@ -10,9 +10,12 @@ import Testing
   /// (500 ms, or `AGM_WAKE_DEADLINE_MS`). A correctness bound, not a speed target.
   static var deadline: TimeInterval { Double(WatchSupport.wakeDeadlineMicros) / 1_000_000 }
 
-  /// Starts `mailboxctl events` on the container's mailbox and waits until it is armed.
-  static func startEvents(_ container: TemporaryContainer) throws -> StreamingProcess {
-    let events = try Mailboxctl.start(["events"] + container.arguments())
+  /// Starts `mailboxctl events` (with `options`) on the container's mailbox and waits until it
+  /// is armed.
+  static func startEvents(_ container: TemporaryContainer, _ options: [String] = []) throws
+    -> StreamingProcess
+  {
+    let events = try Mailboxctl.start(["events"] + container.arguments() + options)
     #expect(waitUntil(deadline: 30) { events.stderr.contains("events: following") })
     return events
   }
@@ -89,6 +92,36 @@ import Testing
       lines.map { $0["reason"] as? String }
         == [nil, nil, nil, "deadletter", nil, nil, "malformed"])
     #expect(lines.map { $0["deliveryCount"] as? Int } == [0, 1, 1, nil, 0, 1, nil])
+  }
+
+  @Test func `events --count N exits 0 by itself after N lines, printing no more`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let events = try Self.startEvents(container, ["--count", "2"])
+    let id = try mailbox.enqueue(Data("1".utf8)).id
+    try #require(try mailbox.claimPending(limit: 1).first).release()
+    // Exits on its own: no signal is sent (a hang fails the deadline, not the suite).
+    let finished = try events.finish(deadline: 30)
+    #expect(finished.status == 0)
+    let lines = try jsonLines(finished.stdout)
+    #expect(lines.map { $0["event"] as? String } == ["enqueued", "claimed"])
+    #expect(lines.allSatisfy { $0["id"] as? String == id.uuidString.lowercased() })
+  }
+
+  @Test func `events --timeout exits 0 when the time is up, and refuses a time that is not one`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let events = try Self.startEvents(container, ["--timeout", "0.5"])
+    let finished = try events.finish(deadline: 30)
+    #expect(finished.status == 0)
+    #expect(finished.stdout.isEmpty)
+    for bad in [["--timeout", "0"], ["--timeout", "soon"], ["--count", "0"]] {
+      let refused = try Mailboxctl.run(["events"] + container.arguments() + bad)
+      #expect(refused.status == 64)
+      #expect(refused.stderr.hasPrefix("mailboxctl: error: events: \(bad[0]) needs"))
+    }
   }
 
   @Test func `events exits 66 when the mailbox directory is removed`() throws {

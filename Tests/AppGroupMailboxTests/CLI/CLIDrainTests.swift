@@ -271,14 +271,19 @@ import Testing
         == "mailboxctl: error: drain: --exec: command not found: no-such-command-here\n")
     #expect(
       try container.rawMailbox().inspector.entries(in: [.pending]).map(\.deliveryCount) == [0])
+    // A script without a #! line: execve(2) refuses it (ENOEXEC), and posix_spawn does not
+    // fall back to /bin/sh as a shell would; the error says what is missing.
     let broken = container.url.appendingPathComponent("broken")
-    try Data([0, 1, 2, 3]).write(to: broken)
+    try Data("cat >/dev/null\n".utf8).write(to: broken)
     chmod(broken.path, 0o755)
     let unstartable = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--exec", broken.path])
     #expect(unstartable.status == 71)
     #expect(
-      unstartable.stderr.contains("mailboxctl: error: drain: --exec: cannot start \(broken.path)"))
+      unstartable.stderr.hasSuffix(
+        "mailboxctl: error: drain: --exec: cannot start \(broken.path): Exec format error "
+          + "(errno 8) (not a program: a script needs a first line '#!' naming its interpreter, "
+          + "such as #!/bin/sh)\n"), "\(unstartable.stderr)")
     #expect(try container.rawMailbox().inspector.entries(in: [.pending]).map(\.id) == ids)
   }
 

@@ -39,7 +39,8 @@ private let drainOptions: [OptionSpec] = [
   .flag("--json", "Print the summary on stderr as JSON."),
   .value("--output", "FILE", "Append the JSON lines to FILE and fsync it before acknowledging."),
   .rest(
-    "--exec", "CMD [ARG...]", "Run CMD once per message, message JSON on stdin; must come last."),
+    "--exec", "CMD [ARG...]",
+    "Run CMD once per message, message JSON and a newline on stdin; must come last."),
   .rest(
     "--coprocess", "CMD [ARG...]",
     "Start CMD once and hand it every message (docs/HANDLER-PROTOCOL.md); must come last."),

@@ -112,18 +112,23 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     throw CommandFailure(
       .usage, "\(option) applies to one message, but the input has \(input.messages.count)")
   }
-  let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
-  if !existed {
-    // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
-    // the limits it would be made with (and again once open: another process may make it first).
-    let limits = try MailboxOptions.limits(arguments)
+  // Every check of the input against a mailbox's limits, before anything is written.
+  func check(_ limits: AppGroupMailboxLimits, creating: Bool) throws {
     try EnqueueChecks.expiry(
-      notBefore, date: date, id: id, lifetime: limits.messageLifetime, creating: true)
+      notBefore, date: date, id: id, lifetime: limits.messageLifetime, creating: creating)
     for message in input.messages {
       try EnqueueChecks.message(
         input, message, lines: lines, limits: limits, id: id, type: type,
         payloadVersion: payloadVersion, key: keyed?.0)
     }
+  }
+  let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
+  // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
+  // the limits it would be made with (and again once open when those differ: another process
+  // may make it first, with its own).
+  let assumed = existed ? nil : try MailboxOptions.limits(arguments)
+  if let assumed {
+    try check(assumed, creating: true)
     // Nothing to store (--lines with only blank lines): no mailbox is made for it.
     if input.messages.isEmpty { return .success }
   }
@@ -145,13 +150,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       "enqueue: created the mailbox \(location.directory.path) with the default settings "
         + "('mailboxctl create' chooses them)")
   }
-  try EnqueueChecks.expiry(
-    notBefore, date: date, id: id, lifetime: mailbox.limits.messageLifetime, creating: false)
-  for message in input.messages {
-    try EnqueueChecks.message(
-      input, message, lines: lines, limits: mailbox.limits, id: id, type: type,
-      payloadVersion: payloadVersion, key: keyed?.0)
-  }
+  if mailbox.limits != assumed { try check(mailbox.limits, creating: false) }
   // The exit status says whether every message was stored: 0 yes, even when printing an id
   // failed after its message was stored; otherwise the error says how far --lines got.
   if let (key, policy) = keyed, let message = input.messages.first {

@@ -32,8 +32,8 @@ enum Targets {
   static let perClaimWork =
     "the library's per-claim work beyond C's rename, open, read, close and unlink: 3 cheap"
     + " calls (the inotify read; the lstat before claiming and the fstat of the opened file,"
-    + " which the contract keeps, docs/SECURITY.md) and about 36,000 instructions (the typed"
-    + " decode a quarter, reference counting and allocation a fifth, the rest flat);"
+    + " which the contract keeps, docs/SECURITY.md) and about 37,000 instructions (the typed"
+    + " decode a third, freeing about 45 allocations a fifth, the rest flat);"
     + " would meet it: most of that user-space work gone (about 5 of the 8 us a claim adds;"
     + " the decode alone is 1.3 us), which no single change gives (docs/PERFORMANCE.md,"
     + " December 6)"
@@ -124,8 +124,10 @@ enum Targets {
     var targets: [Target] = [
       .ratio(
         "wake-up p50 <= 1.5 x the C inotify loop", p50, atLeast: false, 1.5,
-        why: "the watcher's reader thread and state machine add a thread hop to C's loop, and"
-          + " the claim decodes; would meet it: waking the waiting thread from the read itself")
+        why: "the latency holds the producer's enqueue after an idle gap (75 to 150 us at p50:"
+          + " 11 system calls to C's 4, on cold caches), the watcher's thread hop (20 to 40 us)"
+          + " and the first claim after the wake (35 to 78 us); would meet it: a shorter enqueue"
+          + " and first claim, then the hop (docs/PERFORMANCE.md, December 6, afternoon)")
     ]
     if let a = p50?.library, let b = p99?.library {
       targets.append(

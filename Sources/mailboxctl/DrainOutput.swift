@@ -19,7 +19,8 @@ final class StdoutDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     for (index, claim) in claims.enumerated() {
       let bytes = Array((DrainContext.line(claim) + "\n").utf8)
-      let error = FileDescriptorWriter.writeAll(1, bytes, stoppable: true)
+      let error = FileDescriptorWriter.writeAll(
+        1, bytes, until: FileDescriptorWriter.afterStopSignal)
       guard error == 0 else {
         // Not written, or cut short (also by a stop signal while the pipe was full): back to
         // the mailbox at once, uncounted (the reader, not the message, failed; a part of a line
@@ -120,7 +121,8 @@ final class FileDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     var bytes: [UInt8] = []
     for claim in claims { bytes += Array((DrainContext.line(claim) + "\n").utf8) }
-    var error = FileDescriptorWriter.writeAll(fd, bytes, stoppable: true)
+    var error = FileDescriptorWriter.writeAll(
+      fd, bytes, until: FileDescriptorWriter.afterStopSignal)
     if error == 0, fsync(fd) != 0 { error = Errno.current.rawValue }
     guard error == 0 else {
       for claim in claims { context.putBack(claim) }

@@ -4,25 +4,37 @@ import Glibc
 
 /// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
 enum FileDescriptorWriter {
-  /// Writes every byte of `data` to `fd`; returns 0 on success, else the errno of the failed
-  /// write(2) (EPIPE when the reader is gone). On a non-blocking descriptor (a parent may hand
-  /// one over as stdout) it waits for room with poll(2) instead of failing with EAGAIN.
-  /// `stoppable`: once a stop signal was received (``Signals/stopReceived``), it writes no more
-  /// and returns EINTR, also when the signal interrupted a write(2) blocked on a full pipe: the
-  /// caller puts back what was not written whole. `until`: given the bytes written so far,
-  /// checked before each write(2) and after each wait for room (at least every 0.1 s while the
-  /// descriptor has no room); once it returns true, it writes no more and returns EINTR.
+  /// An `until` for a writer a stop signal ends: true once one was received
+  /// (``Signals/stopReceived``), also when the signal interrupted a write(2) blocked on a full
+  /// pipe; the caller puts back what was not written whole.
+  static let afterStopSignal: @Sendable (_ written: Int) -> Bool = { _ in Signals.stopReceived }
+
+  /// Writes every byte of `data` to `fd`, from its own storage when it is contiguous (no copy);
+  /// returns 0 on success, else the errno of the failed write(2) (EPIPE when the reader is
+  /// gone). On a non-blocking descriptor (a parent may hand one over as stdout) it waits for
+  /// room with poll(2) instead of failing with EAGAIN. `until`: given the bytes written so far,
+  /// checked before each write(2), after one a signal interrupted, and after each wait for room
+  /// (at least every 0.1 s while the descriptor has no room); once it returns true, it writes no
+  /// more and returns EINTR.
   static func writeAll(
-    _ fd: Int32, _ data: some DataProtocol, stoppable: Bool = false,
-    until: (_ written: Int) -> Bool = { _ in false }
+    _ fd: Int32, _ data: some DataProtocol, until: (_ written: Int) -> Bool = { _ in false }
   ) -> Int32 {
-    let bytes = Array(data)
+    if let code = data.withContiguousStorageIfAvailable({
+      writeAll(fd, UnsafeRawBufferPointer($0), until: until)
+    }) {
+      return code
+    }
+    return Array(data).withUnsafeBytes { writeAll(fd, $0, until: until) }
+  }
+
+  private static func writeAll(
+    _ fd: Int32, _ bytes: UnsafeRawBufferPointer, until: (_ written: Int) -> Bool
+  ) -> Int32 {
+    guard let base = bytes.baseAddress else { return 0 }
     var offset = 0
     while offset < bytes.count {
-      if stoppable && Signals.stopReceived || until(offset) { return EINTR }
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-      }
+      if until(offset) { return EINTR }
+      let written = Glibc.write(fd, base + offset, bytes.count - offset)
       if written < 0 {
         let code = Errno.current
         if code == .interrupted { continue }

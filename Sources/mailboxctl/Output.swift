@@ -80,7 +80,8 @@ enum Output {
   private static func write(
     _ fd: Int32, _ bytes: [UInt8], what: String, stoppable: Bool = false
   ) throws(CommandFailure) {
-    let code = FileDescriptorWriter.writeAll(fd, bytes, stoppable: stoppable)
+    let code = FileDescriptorWriter.writeAll(
+      fd, bytes, until: stoppable ? FileDescriptorWriter.afterStopSignal : { _ in false })
     guard code == 0 else {
       throw CommandFailure(
         .ioError, "writing \(what) failed: \(Errno(rawValue: code).explanation)")

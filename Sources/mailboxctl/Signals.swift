@@ -22,7 +22,7 @@ nonisolated(unsafe) private var commandThread = pthread_t()
 /// write(2)s the signal number to a pipe (both async-signal-safe); a thread reads the pipe and
 /// wakes waiters. It is installed without `SA_RESTART`: a write(2) the signal interrupts (to a
 /// stdout pipe whose reader stalls, a FIFO nobody reads) returns instead of blocking on, and the
-/// writers that can stop (``FileDescriptorWriter/writeAll(_:_:stoppable:)``) give up.
+/// writers that can stop (``FileDescriptorWriter/afterStopSignal``) give up.
 ///
 /// The kernel delivers a signal sent to the process to any thread that does not block it
 /// (signal(7)), often not the command's thread blocked in that write(2) or open(2). A handler

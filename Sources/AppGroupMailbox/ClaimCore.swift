@@ -1,5 +1,6 @@
 import Foundation
 import MailboxLocks
+import Synchronization
 
 /// A mailbox object a claim acts through: ``AppGroupMailbox`` or ``AppGroupRawMailbox``.
 protocol ClaimOwner: AnyObject, Sendable {
@@ -26,13 +27,15 @@ extension AppGroupRawMailbox: ClaimOwner {}
 /// ``AppGroupMailboxError/claimNoLongerExists`` without touching the spool.
 final class ClaimCore: Sendable {
   private weak let owner: (any ClaimOwner)?
-  private let name: Locked<ClaimedName?>
+  /// Not a ``Locked``: a claim is made and dropped per message, and a `Mutex` held inline is
+  /// destroyed without the generic deinit's metadata look-ups (docs/PERFORMANCE.md).
+  private let name: Mutex<ClaimedName?>
   /// The header's `enqueuedAt` (microseconds): what the message's lifetime counts from.
   let enqueuedAtMicros: Int64
 
   init(name: ClaimedName, enqueuedAtMicros: Int64, owner: any ClaimOwner) {
     self.owner = owner
-    self.name = Locked(name)
+    self.name = Mutex(name)
     self.enqueuedAtMicros = enqueuedAtMicros
   }
 
@@ -40,7 +43,7 @@ final class ClaimCore: Sendable {
   var leaseDeadline: Date? { leaseUntilMicros.map { Date(mailboxMicros: $0) } }
 
   /// The lease deadline in microseconds of the mailbox clock; nil once finished or found gone.
-  var leaseUntilMicros: Int64? { name.withLock { $0?.leaseUntilMicros } }
+  var leaseUntilMicros: Int64? { withName { $0?.leaseUntilMicros } }
 
   /// Deletes the message (``Spool/acknowledge(_:)``).
   func acknowledge() throws { try finish { spool, name in try spool.acknowledge(name) } }
@@ -82,7 +85,7 @@ final class ClaimCore: Sendable {
   /// the claim gone (the name is then forgotten); any other error leaves the claim as it was.
   private func act(_ body: (Spool, ClaimedName) throws -> ClaimedName?) throws {
     guard let owner else { throw AppGroupMailboxError.mailboxDeallocated }
-    try name.withLock { current in
+    try withName { current in
       guard let claimed = current else { throw AppGroupMailboxError.claimNoLongerExists }
       do {
         current = try body(owner.spool, claimed)
@@ -91,5 +94,12 @@ final class ClaimCore: Sendable {
         throw AppGroupMailboxError.claimNoLongerExists
       }
     }
+  }
+
+  /// Runs `body` on the claim's name under its lock.
+  private func withName<Result, E: Error>(
+    _ body: (inout sending ClaimedName?) throws(E) -> sending Result
+  ) throws(E) -> sending Result {
+    try name.withAnnotatedLock(at: Unmanaged.passUnretained(self).toOpaque(), body)
   }
 }

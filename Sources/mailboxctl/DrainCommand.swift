@@ -19,8 +19,9 @@ private let drainOptions: [OptionSpec] = [
   .value("--timeout", "SECONDS", "Stop claiming after SECONDS; running handlers finish."),
   .value(
     "--handler-timeout", "SECONDS",
-    "Stop a handler that takes longer than SECONDS for one message (SIGTERM to its "
-      + "process group, then SIGKILL 5 s later); release the message."),
+    "Stop a handler that takes longer than SECONDS for one message, counted from when its "
+      + "input has the message (SIGTERM to its process group, then SIGKILL 5 s later); "
+      + "release the message."),
   .value("--jobs", "N", "Up to N messages in flight at once (default 1, which keeps FIFO order)."),
   .flag("--follow", "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
   .value(

@@ -37,7 +37,9 @@ final class CoprocessDelivery: DeliveryMode {
   final class Flight {
     /// The newest claim of the message (see ``deliver(_:)``).
     var claim: AppGroupRawMailbox.Claim
-    let sentAt = Date()
+    /// When its line was seen written whole to the handler's input (where `--handler-timeout`
+    /// counts from); nil while it waits in drain's outbox.
+    var sentAt: Date?
     var lastRenewal = Date()
     /// The offset in the handler's input where the message's line ends: it reached the handler
     /// whole once ``CoprocessHandler/written`` is there.
@@ -123,6 +125,9 @@ final class CoprocessDelivery: DeliveryMode {
     }
     if handler.failure != nil {
       handler.stop(grace: context.killGrace, now: now)
+      // Its input is closed now: a message whose line it did not get whole never reached it,
+      // whatever the failure was, and goes back at once, its delivery not counted.
+      putBackUnsent(handler)
       if handler.process.hasExited {
         let exitedAt = handler.exitedAt ?? now
         handler.exitedAt = exitedAt
@@ -204,8 +209,13 @@ final class CoprocessDelivery: DeliveryMode {
     if !handler.greeted, now.timeIntervalSince(handler.startedAt) >= greetingTimeout {
       fail(handler, "did not answer the greeting within \(Int(greetingTimeout)) s")
     }
+    for flight in flights.values where flight.sentAt == nil && flight.end <= handler.written {
+      flight.sentAt = now
+    }
     if let timeout = context.handlerTimeout,
-      let late = flights.values.first(where: { now.timeIntervalSince($0.sentAt) >= timeout })
+      let late = flights.values.first(where: {
+        $0.sentAt.map { now.timeIntervalSince($0) >= timeout } ?? false
+      })
     {
       fail(
         handler,

@@ -59,6 +59,72 @@ import Testing
     return (drain, go)
   }
 
+  /// Found by an adversarial review: when a handler failed in a way other than through its
+  /// input (here a late answer), the lines still waiting in drain for room in its stdin were
+  /// dropped with it and their messages released as failed deliveries: with one delivery
+  /// allowed, each was dead-lettered (and past the quarantine bound deleted) although no handler
+  /// ever had it.
+  @Test func `Messages whose line never reached a failed handler go back uncounted`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 100, maxPayloadBytes: 200_000, maxDeliveryAttempts: 1))
+    // Lines of 100 KB: the one after the line a handler read never fits the pipe (64 KiB), so
+    // each handler holds exactly one message.
+    let pad = String(repeating: "p", count: 100_000)
+    for number in 0..<8 {
+      try mailbox.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
+    }
+    let takesOneThenHangs = """
+      sys.stdin.readline()
+      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+      sys.stdout.flush()
+      sys.stdin.readline()
+      time.sleep(600)
+
+      """
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "8", "--handler-timeout", "0.5"]
+        + (try handler(takesOneThenHangs, in: container)), deadline: 90)
+    // Five handlers, each late with the one message it had, then drain gives up.
+    #expect(result.status == 69, "\(result.stderr)")
+    let quarantined = try mailbox.inspector.entries(in: [.quarantined])
+    #expect(quarantined.count == 5)
+    #expect(quarantined.allSatisfy { $0.quarantineReason == "deadletter" })
+    let pending = try mailbox.inspector.entries(in: [.pending])
+    #expect(pending.map(\.deliveryCount) == [0, 0, 0])
+  }
+
+  /// Found by an adversarial review: `--handler-timeout` counted from when drain queued a
+  /// message's line, so a message that waited in drain for room in the handler's stdin (behind
+  /// the ones the handler was working on) was declared late before the handler could read it.
+  @Test func `--handler-timeout counts from when the handler's input has the whole line`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 100, maxPayloadBytes: 200_000))
+    let pad = String(repeating: "p", count: 100_000)
+    for number in 0..<4 {
+      try mailbox.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
+    }
+    // One message at a time, 0.6 s each: all four together take 2.4 s, over the timeout of
+    // 1 s, while none takes more than 0.6 s once its line is in the pipe.
+    let oneAtATime = """
+      sys.stdin.readline()
+      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+      sys.stdout.flush()
+      for line in sys.stdin:
+          time.sleep(0.6)
+          sys.stdout.write(json.dumps({"id": json.loads(line)["id"], "action": "ack"}) + "\\n")
+          sys.stdout.flush()
+
+      """
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--jobs", "4", "--handler-timeout", "1"]
+        + (try handler(oneAtATime, in: container)), deadline: 90)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stderr.contains("drain: delivered 4, released 0, quarantined 0"))
+    #expect(try mailbox.inspector.entries(in: [.pending, .delayed, .claimed]).isEmpty)
+  }
+
   @Test func `While the handler's input is full, drain renews every lease`() throws {
     let container = try TemporaryContainer()
     let mailbox = try fill(container)

@@ -38,7 +38,9 @@ private let drainOptions: [OptionSpec] = [
     "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1), "
       + "never above --retry-max-delay."),
   .flag("--json", "Print the summary on stderr as JSON."),
-  .value("--output", "FILE", "Append the JSON lines to FILE and fsync it before acknowledging."),
+  .value(
+    "--output", "FILE",
+    "Append the JSON lines to FILE (a regular file) and fsync it before acknowledging."),
   .rest(
     "--exec", "CMD [ARG...]",
     "Run CMD once per message, message JSON and a newline on stdin; must come last."),

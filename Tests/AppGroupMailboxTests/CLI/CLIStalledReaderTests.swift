@@ -80,25 +80,6 @@ import Testing
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
   }
 
-  @Test func `SIGTERM stops a drain waiting to open an --output FIFO nobody reads`() throws {
-    let container = try TemporaryContainer()
-    let ids = try fill(container, count: 3)
-    let fifo = container.url.appendingPathComponent("fifo")
-    #expect(mkfifo(fifo.path, 0o600) == 0)
-    let (process, errors) = try start(
-      ["drain"] + container.arguments() + ["--output", fifo.path], stdout: .nullDevice,
-      in: container)
-    // Blocked in open(2) until a reader opens the FIFO (fs/pipe.c).
-    #expect(
-      waitUntil(deadline: 60) { sleepingIn(process.processIdentifier) == "wait_for_partner" })
-    process.terminate()  // SIGTERM
-    let status = try finish(process, deadline: 30)
-    let stderr = try String(contentsOf: errors, encoding: .utf8)
-    #expect(status == 0, "\(stderr)")
-    #expect(stderr.contains("stopped by SIGTERM while opening \(fifo.path); nothing was claimed"))
-    #expect(try container.remaining().map(\.id) == ids)
-  }
-
   @Test func `A non-blocking stdout pipe is waited for, not failed with EAGAIN`() throws {
     let container = try TemporaryContainer()
     let ids = try fill(container, count: 200)

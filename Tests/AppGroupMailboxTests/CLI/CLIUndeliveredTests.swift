@@ -38,15 +38,28 @@ import Testing
     #expect(container.names("quarantine").isEmpty)
   }
 
-  @Test func `drain --output to a full device puts the batch back uncounted`() throws {
+  @Test(mountsTmpfs)
+  func `drain --output to a full file system puts the batch back uncounted`() throws {
     let container = try TemporaryContainer()
     let ids = try container.enqueueNumbered(count: 3)
-    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--output", "/dev/full"])
+    let mount = container.url.appendingPathComponent("full").path
+    try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+    try mountTmpfs(mount, size: "64k")
+    defer { unmount(mount) }
+    // Fill it: writes until ENOSPC.
+    let filler = open(mount + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(filler >= 0)
+    let block = [UInt8](repeating: 0x78, count: 4096)
+    while write(filler, block, block.count) > 0 {}
+    close(filler)
+    let output = mount + "/out.jsonl"
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--output", output])
     #expect(result.status == 74)
     #expect(
       result.stderr.hasSuffix(
-        "mailboxctl: error: drain: writing /dev/full failed: No space left on device (errno 28); "
-          + "the messages not written were put back, their delivery not counted\n"))
+        "mailboxctl: error: drain: writing \(output) failed: No space left on device (errno 28); "
+          + "the batch was put back, its delivery not counted (any of its lines already in the "
+          + "file will be there twice)\n"), "\(result.stderr)")
     let pending = try container.rawMailbox().inspector.entries(in: [.pending])
     #expect(pending.map(\.id) == ids)
     #expect(pending.map(\.deliveryCount) == [0, 0, 0])

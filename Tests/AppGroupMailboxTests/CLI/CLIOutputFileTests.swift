@@ -1,0 +1,63 @@
+import AppGroupMailbox
+import Foundation
+import Glibc
+import Testing
+
+/// `drain --output FILE` acknowledges only what is in the file at FILE. Found by an adversarial
+/// review: drain kept appending to a file moved away (logrotate) or deleted, and acknowledged
+/// what it wrote there, so those messages were lost with the old file; and a FIFO or device was
+/// written to, then reported as not written (fsync(2) fails on them) and delivered again on
+/// every run.
+@Suite struct CLIOutputFileTests {
+  /// The ids in the JSON lines of `file` (none when it is missing).
+  static func ids(in file: URL) throws -> [String] {
+    guard let data = FileManager.default.contents(atPath: file.path) else { return [] }
+    return try jsonLines(String(decoding: data, as: UTF8.self)).compactMap { $0["id"] as? String }
+  }
+
+  @Test func `A file moved away or deleted during --follow is opened again at its path`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100))
+    let file = container.url.appendingPathComponent("out.jsonl")
+    let rotated = container.url.appendingPathComponent("out.jsonl.1")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow", "--output", file.path])
+    _ = try (0..<3).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
+    #expect(waitUntil(deadline: 30) { (try? Self.ids(in: file).count) == 3 })
+    // As logrotate with compress: moved away, then (once compressed) deleted.
+    #expect(rename(file.path, rotated.path) == 0)
+    #expect(unlink(rotated.path) == 0)
+    let second = try (3..<6).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
+    #expect(waitUntil(deadline: 30) { (try? Self.ids(in: file).count) == 3 })
+    drain.signal(SIGTERM)
+    let finished = try drain.finish(deadline: 30)
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(try Self.ids(in: file) == second.map { $0.uuidString.lowercased() })
+    #expect(try container.remaining().isEmpty)
+    #expect(finished.stderr.contains("drain: --output \(file.path) was moved away or deleted"))
+  }
+
+  @Test(arguments: ["fifo", "/dev/null"])
+  func `A FIFO or a device as --output is refused before anything is claimed`(target: String)
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try container.enqueueNumbered(count: 2)
+    var path = target
+    if target == "fifo" {
+      path = container.url.appendingPathComponent("fifo").path
+      #expect(mkfifo(path, 0o600) == 0)
+    }
+    // No reader ever opens the FIFO: a drain that opened it would wait here until the deadline.
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--output", path], deadline: 30)
+    #expect(result.status == 64)
+    #expect(
+      result.stderr.hasPrefix(
+        "mailboxctl: error: drain: --output: \(path) is not a regular file: drain appends to a "
+          + "file and flushes it to disk with fsync(2) before acknowledging"))
+    let left = try container.remaining()
+    #expect(left.map(\.id) == ids)
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+  }
+}

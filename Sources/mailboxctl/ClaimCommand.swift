@@ -23,6 +23,8 @@ let claimCommand = Subcommand(
     message again after the lease.
     When a line cannot be written whole (a closed pipe, a full disk), that message and the
     ones after it are put back without counting the delivery, and the command exits 74.
+    SIGINT, SIGTERM or SIGHUP (also while a write waits for a reader) puts back alike the
+    messages not printed yet (exit 130 for SIGINT, else 0).
     Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 69 it cannot be
     opened (permission denied...), 74 I/O error.
     """,
@@ -44,6 +46,9 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   if mailbox.isHeld {
     Output.note("claim: the mailbox is held: nothing is claimed until 'mailboxctl resume'")
   }
+  // A stop signal must not end the process while it holds claims it has not printed (they
+  // would wait out their lease with a delivery counted): it ends the writing instead.
+  let signals = Signals.install()
   let claims: [AppGroupRawMailbox.Claim]
   do {
     claims = try mailbox.claimPending(limit: limit)
@@ -52,19 +57,23 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   for (index, claim) in claims.enumerated() {
     do {
-      try Output.data(ClaimLine.text(claim, json: json) + "\n")
+      try Output.data(ClaimLine.text(claim, json: json) + "\n", stoppable: true)
     } catch {
       // Not handed to anyone (a line cut short is no line): back in line at once, not after
       // the lease, and uncounted, so --max-delivery-attempts counts only lines printed.
       let unwritten = claims[index...]
       let putBack = unwritten.filter { (try? $0.releaseUndelivered()) != nil }.count
-      throw CommandFailure(
-        error.status,
-        "\(error.message); put back the \(putBack) of \(unwritten.count) claimed messages "
-          + "not printed, their delivery not counted")
+      let what =
+        "put back the \(putBack) of \(unwritten.count) claimed messages not printed, their "
+        + "delivery not counted"
+      if let name = signals.stopSignalName {
+        Output.note("claim: stopped by \(name); \(what)")
+        return signals.stoppedStatus
+      }
+      throw CommandFailure(error.status, "\(error.message); \(what)")
     }
   }
-  return .success
+  return signals.stopSignal != nil ? signals.stoppedStatus : .success
 }
 
 /// How `claim` and `renew` print a claim.

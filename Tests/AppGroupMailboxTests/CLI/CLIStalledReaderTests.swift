@@ -80,6 +80,43 @@ import Testing
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
   }
 
+  /// Found by an adversarial review: `claim` set no signal handlers, so SIGTERM while its
+  /// write waited for a reader ended it at once, leaving every message it had not printed
+  /// claimed with a delivery counted (dead letters, with one delivery allowed, after the lease).
+  @Test
+  func `SIGTERM stops a claim whose reader stopped reading, putting back what it did not print`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 200)
+    let out = Pipe()
+    let (process, errors) = try start(
+      ["claim"] + container.arguments() + ["--limit", "200"], stdout: out.fileHandleForWriting,
+      in: container)
+    try out.fileHandleForWriting.close()
+    #expect(
+      waitUntil(deadline: 60) { sleepingIn(process.processIdentifier).hasSuffix("pipe_write") })
+    process.terminate()  // SIGTERM
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    // Every whole line printed is a claim the reader holds; the rest went back uncounted.
+    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
+      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    let whole = lines.count - 1
+    #expect(whole > 0 && whole < ids.count)
+    #expect(
+      stderr.hasSuffix(
+        "mailboxctl: claim: stopped by SIGTERM; put back the \(ids.count - whole) of "
+          + "\(ids.count - whole) claimed messages not printed, their delivery not counted\n"))
+    let left = try container.remaining()
+    let claimed: Set<UUID> = Set(left.filter { $0.state == .claimed }.compactMap(\.id))
+    #expect(claimed == Set(ids[..<whole]))
+    let pending = left.filter { $0.state == .pending }
+    #expect(pending.map(\.id) == Array(ids[whole...]))
+    #expect(pending.allSatisfy { $0.deliveryCount == 0 })
+  }
+
   @Test func `A non-blocking stdout pipe is waited for, not failed with EAGAIN`() throws {
     let container = try TemporaryContainer()
     let ids = try fill(container, count: 200)

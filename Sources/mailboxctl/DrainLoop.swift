@@ -46,12 +46,14 @@ final class Drainer {
       } catch {
         context.fatal = error
       }
-      let timeUp = deadline.map { Date() >= $0 } ?? false
+      let timeUp = { deadline.map { Date() >= $0 } ?? false }
       let limitReached = limit.map { started >= $0 } ?? false
-      if context.stopping || timeUp || limitReached { break }
+      if context.stopping || timeUp() || limitReached { break }
       var empty = false
       var blocked = false
-      while !context.stopping {
+      // `--timeout` is looked at before every claim: a mode that takes message after message
+      // (stdout, --output) never leaves this loop while messages are pending.
+      while !context.stopping, !timeUp() {
         let wanted = min(mode.capacity, remaining)
         blocked = mode.capacity == 0
         if wanted == 0 { break }

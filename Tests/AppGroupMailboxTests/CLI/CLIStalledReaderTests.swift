@@ -117,6 +117,32 @@ import Testing
     #expect(pending.allSatisfy { $0.deliveryCount == 0 })
   }
 
+  /// Found by an adversarial review: to stdout (and --output) drain claimed message after
+  /// message without looking at `--timeout` while any was pending, so a slow reader kept it
+  /// running until the mailbox was empty.
+  @Test func `--timeout ends a drain to stdout with messages still pending`() throws {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 300)
+    let out = Pipe()
+    let started = Date()
+    let (process, errors) = try start(
+      ["drain"] + container.arguments() + ["--timeout", "0.5"], stdout: out.fileHandleForWriting,
+      in: container)
+    try out.fileHandleForWriting.close()
+    // Blocked on the full pipe (about 60 lines) until the time is up; then the reader reads all.
+    #expect(
+      waitUntil(deadline: 60) { sleepingIn(process.processIdentifier).hasSuffix("pipe_write") })
+    #expect(waitUntil(deadline: 60) { Date().timeIntervalSince(started) >= 1 })
+    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
+      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    let status = try finish(process, deadline: 30)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    let delivered = lines.count - 1
+    #expect(delivered > 0 && delivered < ids.count)
+    #expect(try container.remaining().map(\.id) == Array(ids[delivered...]))
+  }
+
   @Test func `A non-blocking stdout pipe is waited for, not failed with EAGAIN`() throws {
     let container = try TemporaryContainer()
     let ids = try fill(container, count: 200)

@@ -78,8 +78,15 @@ let configCommand = Subcommand(
     the lock every enqueue takes for the depth bound; producers and consumers already
     running follow the new values from their next operation. Lowering --max-payload-bytes
     never makes a stored message unreadable (consumers read up to the largest limit the
-    mailbox ever had); lowering --max-messages below the depth removes nothing. The
-    sharing mode is fixed at creation (--group-shared is refused here).
+    mailbox ever had). Lowering another bound deletes nothing by itself, but what the
+    mailbox holds then meets it, and config says so on stderr: messages older than a
+    shorter lifetime are deleted undelivered by the next claim or maintain; a quarantine
+    over a lower --max-quarantined-files loses its oldest files at the next quarantine or
+    maintain; with discard-oldest, the next enqueue deletes pending messages until the
+    depth is under a lower --max-messages (with reject-newest, enqueues are refused until
+    then); messages already delivered as often as a lower --max-delivery-attempts become
+    dead letters at their next claim. The sharing mode is fixed at creation (--group-shared
+    is refused here).
     """,
   run: { arguments in
     if arguments.flag("--group-shared") {
@@ -106,8 +113,10 @@ let configCommand = Subcommand(
       throw MailboxOptions.openFailure(error, location)
     }
     let updated: AppGroupMailboxSettings
+    var before: AppGroupMailboxSettings?
     do {
       updated = try mailbox.updateSettings { settings in
+        before = settings
         settings = try MailboxOptions.settings(arguments, over: settings)
       }
     } catch let error as UsageError {
@@ -116,6 +125,11 @@ let configCommand = Subcommand(
       throw CommandFailure(error, while: "config")
     }
     try printSettings(updated, location, json: json)
+    if let before {
+      for note in SettingsConsequences.notes(mailbox, before: before, after: updated) {
+        Output.note("config: " + note)
+      }
+    }
     return .success
   }
 )

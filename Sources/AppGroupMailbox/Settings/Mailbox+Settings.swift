@@ -12,8 +12,15 @@ extension AppGroupMailboxProtocol {
   /// the depth bound. Enqueues and claims that start after this returns follow the new
   /// settings in every process. Lowering ``AppGroupMailboxSettings/maxPayloadBytes`` never
   /// makes a stored message unreadable (see ``AppGroupMailboxSettings/largestPayloadBytes``);
-  /// lowering ``AppGroupMailboxSettings/maxMessages`` below the depth removes nothing, new
-  /// messages wait or are refused until the depth is under the bound. Process safe.
+  /// lowering another bound deletes nothing by itself, but what the mailbox holds then meets
+  /// it at the next operation of any process: below the depth, ``AppGroupMailboxSettings/maxMessages``
+  /// makes new messages wait or be refused until the depth is under it
+  /// (``AppGroupMailboxOverflowPolicy/rejectNewest``), or makes the next enqueue delete
+  /// pending messages until it is (``AppGroupMailboxOverflowPolicy/discardOldest``); a shorter
+  /// lifetime makes the next claim or maintenance delete the messages now older; a lower
+  /// quarantine bound deletes the oldest quarantined files at the next quarantine or
+  /// maintenance; a lower delivery bound makes dead letters of pending messages delivered that
+  /// often, at their next claim. Process safe.
   ///
   /// - Returns: The settings now stored.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming the first invalid field, or

@@ -171,4 +171,47 @@ import Testing
     let drained = try Mailboxctl.run(["drain"] + location)
     #expect(drained.lines.count == 1 && drained.lines[0].hasSuffix(#""message":2}"#))
   }
+
+  /// Found by a new user's review: `config` lowered bounds below what the mailbox held and said
+  /// nothing, and the next operation deleted messages (expired, dead letters, discarded).
+  @Test func `config says on stderr what a lowered bound will do to what the mailbox holds`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(
+      try Mailboxctl.run(
+        ["create"] + location + [
+          "--max-messages", "50", "--overflow", "discard-oldest", "--max-delivery-attempts", "5",
+        ]
+      ).status == 0)
+    let old = Date().addingTimeInterval(-7_200)
+    for number in 0..<5 {
+      let enqueued = try Mailboxctl.run(
+        ["enqueue"] + location + ["--data", "\(number)", "--enqueued-at", ISO8601.format(old)])
+      #expect(enqueued.status == 0, "\(enqueued.stderr)")
+    }
+    let token = try #require(
+      try Mailboxctl.run(["claim"] + location).stdout.split(separator: " ").first)
+    #expect(try Mailboxctl.run(["release"] + location + [String(token)]).status == 0)
+    // Raising or keeping bounds says nothing.
+    let raised = try Mailboxctl.run(["config"] + location + ["--max-messages", "60"])
+    #expect(raised.status == 0 && raised.stderr == "")
+    let lowered = try Mailboxctl.run(
+      ["config"] + location + [
+        "--max-messages", "2", "--message-lifetime", "3600", "--max-delivery-attempts", "1",
+      ])
+    #expect(lowered.status == 0)
+    #expect(
+      lowered.stderr
+        == "mailboxctl: config: 5 messages were enqueued more than 3600 s ago: the next claim "
+        + "or maintain deletes them as expired, undelivered\n"
+        + "mailboxctl: config: the depth (5) is over the new bound of 2: the next enqueue "
+        + "deletes up to 4 pending messages, the oldest of its priority level or lower first "
+        + "(overflow discard-oldest)\n"
+        + "mailboxctl: config: 1 message waiting to be claimed was delivered 1 or more times: "
+        + "at the next claim it goes to quarantine as a dead letter\n")
+    // config itself deleted nothing.
+    #expect(try container.rawMailbox().inspector.entries(in: [.pending]).count == 5)
+  }
 }

@@ -1,0 +1,75 @@
+import AppGroupMailbox
+import Foundation
+
+/// What a settings change means for what the mailbox already holds, which `config` says on
+/// stderr: lowering a bound deletes nothing by itself, but what is there meets the new bound
+/// at the next operation of any process, and that may delete messages.
+enum SettingsConsequences {
+  /// One sentence for each lowered bound that what the mailbox holds is over: messages older
+  /// than a shorter lifetime (by the time in their names: a delayed message's is its due time,
+  /// so it is not counted), a quarantine over its new bound, a depth over a lower
+  /// `maxMessages`, messages delivered as often as a lower `maxDeliveryAttempts`. None when no
+  /// bound was lowered, or when the areas cannot be listed (the change itself was made).
+  /// - Complexity: one listing of the four areas, O(n), only when a bound was lowered.
+  static func notes(
+    _ mailbox: AppGroupRawMailbox, before: AppGroupMailboxSettings,
+    after: AppGroupMailboxSettings
+  ) -> [String] {
+    let shorterLifetime = after.messageLifetime < before.messageLifetime
+    let smallerQuarantine = after.maxQuarantinedFiles < before.maxQuarantinedFiles
+    let lowerDepth = after.maxMessages < before.maxMessages
+    let fewerDeliveries = (after.maxDeliveryAttempts ?? .max) < (before.maxDeliveryAttempts ?? .max)
+    guard shorterLifetime || smallerQuarantine || lowerDepth || fewerDeliveries,
+      let entries = try? mailbox.inspector.entries(in: [.pending, .claimed, .delayed, .quarantined])
+    else { return [] }
+    let messages = entries.filter { $0.state != .quarantined }
+    var notes: [String] = []
+    if shorterLifetime {
+      let cutoff = Date().addingTimeInterval(-after.messageLifetime)
+      let old = messages.filter { ($0.enqueuedAt ?? .distantFuture) <= cutoff }.count
+      if old > 0 {
+        notes.append(
+          "\(counted(old, "message")) \(old == 1 ? "was" : "were") enqueued more than "
+            + "\(Drainer.format(seconds: after.messageLifetime)) s ago: the next claim or "
+            + "maintain deletes \(old == 1 ? "it" : "them") as expired, undelivered")
+      }
+    }
+    let quarantined = entries.count - messages.count
+    if smallerQuarantine, quarantined > after.maxQuarantinedFiles {
+      // With a bound of 0 nothing is quarantined any more (deleted instead), so only maintain
+      // trims.
+      let when = after.maxQuarantinedFiles == 0 ? "maintain" : "quarantine or maintain"
+      notes.append(
+        "quarantine holds \(counted(quarantined, "file")), over the new bound of "
+          + "\(after.maxQuarantinedFiles): the next \(when) deletes the oldest "
+          + "\(quarantined - after.maxQuarantinedFiles)")
+    }
+    if lowerDepth, messages.count > after.maxMessages {
+      let consequence =
+        after.overflowPolicy == .discardOldest
+        ? "the next enqueue deletes up to \(messages.count - after.maxMessages + 1) pending "
+          + "messages, the oldest of its priority level or lower first (overflow discard-oldest)"
+        : "enqueues are refused until consumers bring it under (overflow reject-newest)"
+      notes.append(
+        "the depth (\(messages.count)) is over the new bound of \(after.maxMessages): "
+          + consequence)
+    }
+    if fewerDeliveries, let maximum = after.maxDeliveryAttempts {
+      let spent = messages.filter {
+        $0.state != .claimed && ($0.deliveryCount ?? 0) >= maximum
+      }.count
+      if spent > 0 {
+        notes.append(
+          "\(counted(spent, "message")) waiting to be claimed \(spent == 1 ? "was" : "were") "
+            + "delivered \(maximum) or more times: at the next claim \(spent == 1 ? "it goes" : "they go") "
+            + "to quarantine as \(spent == 1 ? "a dead letter" : "dead letters")")
+      }
+    }
+    return notes
+  }
+
+  /// `count` and `noun`, with an s when it is not one.
+  private static func counted(_ count: Int, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
+  }
+}

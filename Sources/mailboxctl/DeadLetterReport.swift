@@ -13,6 +13,10 @@ final class DeadLetterReport: Sendable {
   /// Ids a handler dead-lettered itself (`drain --coprocess`): reported by the caller with the
   /// handler's reason, never as the mailbox's `maxDeliveryAttempts`.
   private let chosen = Locked<Set<UUID>>([])
+  /// This run's dead letters still in quarantine: file name to message id.
+  private let moved = Locked<[String: String]>([:])
+  /// Dead letters reported by the library that no listing has shown yet.
+  private let unnamed = Locked(0)
 
   init(_ location: MailboxOptions.Location, command: String) {
     self.location = location
@@ -26,21 +30,63 @@ final class DeadLetterReport: Sendable {
     chosen.withLock { _ = $0.insert(id) }
   }
 
-  /// Call with each diagnostic; prints the new dead letters on `.deadLetterQuarantined`.
+  /// Call with each diagnostic (in order). On `.deadLetterQuarantined` and
+  /// `.quarantinedFileDiscarded` it lists the quarantine and prints: each dead letter of this
+  /// run the quarantine bound deleted since it was shown (`… was deleted from quarantine, which
+  /// keeps at most N files`), each new dead letter (`… moved to quarantine as FILE`), and, for
+  /// a dead letter that left no file to name (quarantine keeps nothing, or trimmed it before
+  /// this listing, as one claim that makes several does), a line saying it was deleted.
+  /// Diagnostics come after the operation that made them, so a listing shows its end state.
   func record(_ event: AppGroupMailboxDiagnostic) {
-    guard event == .deadLetterQuarantined else { return }
+    switch event {
+    case .deadLetterQuarantined: unnamed.withLock { $0 += 1 }
+    case .quarantinedFileDiscarded: break
+    default: return
+    }
     let inspector = try? AppGroupMailboxInspector(
       containerURL: location.container, namespace: location.namespace)
+    let kept = inspector?.settings.maxQuarantinedFiles
+    let bound =
+      "keeps at most \(kept.map(String.init) ?? "its bound of") files (maxQuarantinedFiles)"
+    let current = deadLetters()
+    let names = Set(current.map(\.fileName))
+    let gone = moved.withLock { moved in
+      let gone = moved.filter { !names.contains($0.key) }
+      for file in gone.keys { moved[file] = nil }
+      return gone
+    }
+    for (file, id) in gone.sorted(by: { $0.key < $1.key }) {
+      Output.note(
+        "\(command): message \(id): dead letter \(file) was deleted from quarantine, which "
+          + bound)
+    }
     let attempts = inspector?.settings.maxDeliveryAttempts
     let count = attempts.map { "\($0) deliver" + ($0 == 1 ? "y" : "ies") } ?? "its deliveries"
-    for entry in deadLetters() {
+    var found = false
+    for entry in current {
       guard printed.withLock({ $0.insert(entry.fileName).inserted }) else { continue }
-      if let id = entry.id, chosen.withLock({ $0.contains(id) }) { continue }
+      found = true
+      unnamed.withLock { $0 = max(0, $0 - 1) }
       let id = entry.id?.uuidString.lowercased() ?? "unknown"
+      moved.withLock { $0[entry.fileName] = id }
+      if let id = entry.id, chosen.withLock({ $0.contains(id) }) { continue }
       Output.note(
         "\(command): message \(id): dead letter after \(count) (the mailbox's "
           + "maxDeliveryAttempts); moved to quarantine as \(entry.fileName)")
     }
+    guard event == .deadLetterQuarantined, !found,
+      unnamed.withLock({ left in
+        guard left > 0 else { return false }
+        left -= 1
+        return true
+      })
+    else { return }
+    Output.note(
+      kept == 0
+        ? "\(command): a dead letter was deleted, not quarantined: the mailbox keeps no "
+          + "quarantined files (maxQuarantinedFiles 0)"
+        : "\(command): a dead letter was deleted from quarantine before its name could be "
+          + "shown: quarantine \(bound)")
   }
 
   private func deadLetters() -> [AppGroupMailboxEntry] {

@@ -16,7 +16,8 @@ let maintainCommand = Subcommand(
       {"recoveredClaims", "promotedMessages", "expiredMessages", "staleTemporaryFiles",
       "quarantined", "quarantineDiscarded"}). The mailbox's stored settings
       (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
-      abandoned when the lease in its name has run out.
+      abandoned when the lease in its name has run out; a temporary file is removed once it is
+      15 minutes old (a writer that crashed left it; a live writer renames it within moments).
       """),
   run: { arguments in
     let events = Locked<[AppGroupMailboxDiagnostic]>([])

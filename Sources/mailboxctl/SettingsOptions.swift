@@ -20,7 +20,9 @@ extension MailboxOptions {
     return [
       .value("--max-messages", "N", help("Depth bound: pending + delayed + claimed", "100")),
       .value("--max-payload-bytes", "N", help("Largest message file in bytes", "65536")),
-      .value("--message-lifetime", "SECONDS", help("Lifetime from enqueue", "86400")),
+      .value(
+        "--message-lifetime", "SECONDS",
+        help("Lifetime from enqueue; older messages are deleted undelivered", "86400")),
       .value("--max-quarantined-files", "N", help("Quarantine bound", "20")),
       .value(
         "--max-delivery-attempts", "N",

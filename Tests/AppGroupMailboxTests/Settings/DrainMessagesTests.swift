@@ -55,6 +55,66 @@ import Testing
     )
   }
 
+  /// Found by a new user's review: a dead letter the quarantine bound later deleted was
+  /// reported as "moved to quarantine" and never mentioned again, and one deleted because
+  /// quarantine keeps nothing was not reported at all.
+  @Test func `A dead letter the quarantine bound deletes is reported, as is one never kept`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(
+      limits: .init(maxQuarantinedFiles: 1, maxDeliveryAttempts: 1))
+    var ids: [String] = []
+    for number in 0..<2 {
+      ids.append(try raw.enqueue(Data("\(number)".utf8)).id.uuidString.lowercased())
+    }
+    // Both delivered once elsewhere and released: drain's claims find them past their attempts.
+    for claim in try raw.claimPending(limit: 2) { try claim.release() }
+    let result = try Mailboxctl.run(["drain"] + container.arguments())
+    #expect(result.status == 0)
+    // One claim made both dead letters, the second trimming the first before any listing.
+    let lines = result.stderr.split(separator: "\n").map(String.init)
+    let file = try #require(container.names("quarantine").first)
+    #expect(container.names("quarantine").count == 1)
+    #expect(file.contains(ids[1]))
+    #expect(
+      Array(lines.dropLast())
+        == [
+          "mailboxctl: drain: message \(ids[1]): dead letter after 1 delivery (the mailbox's "
+            + "maxDeliveryAttempts); moved to quarantine as \(file)",
+          "mailboxctl: drain: a dead letter was deleted from quarantine before its name could "
+            + "be shown: quarantine keeps at most 1 files (maxQuarantinedFiles)",
+        ])
+    // Dead letters made one at a time (a handler failing each one's last delivery): the second
+    // trims the first, which was shown, and is named.
+    let next = try (2..<4).map { try raw.enqueue(Data("\($0)".utf8)).id.uuidString.lowercased() }
+    let later = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "false"])
+    #expect(later.status == 75)
+    let shown = try #require(
+      later.stderr.split(separator: "\n").first {
+        $0.hasPrefix("mailboxctl: drain: message \(next[0]): dead letter after 1 delivery")
+      })
+    let shownFile = try #require(shown.split(separator: " ").last.map(String.init))
+    #expect(
+      later.stderr.contains(
+        "mailboxctl: drain: message \(next[0]): dead letter \(shownFile) was deleted from "
+          + "quarantine, which keeps at most 1 files (maxQuarantinedFiles)\n"))
+    #expect(container.names("quarantine").map { $0.contains(next[1]) } == [true])
+
+    let keepsNothing = try TemporaryContainer()
+    let none = try keepsNothing.rawMailbox(
+      limits: .init(maxQuarantinedFiles: 0, maxDeliveryAttempts: 1))
+    try none.enqueue(Data("1".utf8))
+    try #require(try none.claimPending(limit: 1).first).release()
+    let deleted = try Mailboxctl.run(["drain"] + keepsNothing.arguments())
+    #expect(deleted.status == 0)
+    #expect(
+      deleted.stderr.hasPrefix(
+        "mailboxctl: drain: a dead letter was deleted, not quarantined: the mailbox keeps no "
+          + "quarantined files (maxQuarantinedFiles 0)\n"))
+    #expect(keepsNothing.names("quarantine").isEmpty)
+  }
+
   @Test
   func `A handler failing a message's last delivery dead-letters it at once, not after a retry`()
     throws

@@ -89,8 +89,10 @@ let drainDetails = """
   for wake-ups (inotify) and sleeps until the next due time. SIGHUP is handled like SIGTERM.
   A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
   is a terminal.
-  Exit status: 0 done (also after SIGTERM or SIGHUP), 130 after SIGINT, 75 when a handler
-  failed, 66 no such mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
+  Exit status: 0 done (also after SIGTERM or SIGHUP, even when handlers failed before: a
+  stopped unit is not a failed one; the summary counts the failures), 130 after SIGINT, 75
+  when a handler failed, 64 usage (also an --output that is not a regular file), 66 no such
+  mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
   found or not executable or the coprocess keeps ending, 71 CMD could not be started, 74 I/O
   error (also stdout closed by its reader, or the --output file cannot be opened or written),
   76 the coprocess refused the protocol.

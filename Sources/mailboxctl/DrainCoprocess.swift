@@ -207,7 +207,11 @@ final class CoprocessDelivery: DeliveryMode {
     guard handler.failure == nil else { return }
     if overlong { fail(handler, "wrote a line longer than \(HandlerProtocol.maximumLine) bytes") }
     if !handler.greeted, now.timeIntervalSince(handler.startedAt) >= greetingTimeout {
-      fail(handler, "did not answer the greeting within \(Int(greetingTimeout)) s")
+      fail(
+        handler,
+        "did not answer the greeting within \(Int(greetingTimeout)) s (a --coprocess handler "
+          + "speaks docs/HANDLER-PROTOCOL.md; a program that takes one message and exits is for "
+          + "--exec)")
     }
     for flight in flights.values where flight.sentAt == nil && flight.end <= handler.written {
       flight.sentAt = now

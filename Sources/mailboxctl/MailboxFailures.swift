@@ -106,7 +106,9 @@ extension MailboxOptions {
       return CommandFailure(
         .unavailable,
         "cannot open the mailbox at \(path): its settings file cannot be used: "
-          + name.dropFirst("settings: ".count))
+          + name.dropFirst("settings: ".count) + "; to recover, move \(path)/settings away "
+          + "(the mailbox then has the default settings) and set yours again with 'mailboxctl "
+          + "config'")
     default:
       return CommandFailure(error, while: "open")
     }

@@ -106,12 +106,22 @@ import Testing
           + "use the version that wrote it"
       ),
     ]
+    let recovery =
+      "; to recover, move \(container.url.path)/AppGroupMailbox/jobs/settings away (the mailbox "
+      + "then has the default settings) and set yours again with 'mailboxctl config'"
     for (text, message) in cases {
       try Data((text + "\n").utf8).write(to: settings)
       let result = try Mailboxctl.run(["status"] + container.arguments())
       #expect(result.status == 69)
-      #expect(result.stderr == prefix + message + "\n")
+      let hint = message.hasPrefix("its settings file cannot be used") ? recovery : ""
+      #expect(result.stderr == prefix + message + hint + "\n")
       #expect(!result.stderr.contains("secret-value"))
     }
+    // The recovery the message gives works.
+    try FileManager.default.removeItem(at: settings)
+    let recovered = try Mailboxctl.run(
+      ["config"] + container.arguments() + ["--max-messages", "7"])
+    #expect(recovered.status == 0, "\(recovered.stderr)")
+    #expect(try Mailboxctl.run(["status"] + container.arguments()).status == 0)
   }
 }

@@ -58,6 +58,10 @@ let renewCommand = tokenCommand(
 /// A TOKEN that is not exactly `<message id>.<16 hex digits>` is a usage error (64) and nothing
 /// is opened; a token whose claim is gone (acknowledged, released, or recovered after its lease
 /// ran out) exits 66 and changes nothing, in particular not a later claim of the same message.
+/// How many times a token command looks its claim up when the claimed file was renamed under
+/// it by a concurrent use of the same token.
+private let tokenTries = 5
+
 private func tokenCommand(
   name: String, summary: String, options: [OptionSpec], details: String,
   body: @escaping @Sendable (AppGroupRawMailbox.Claim, ParsedArguments) throws -> Void
@@ -85,7 +89,18 @@ private func tokenCommand(
       }
       let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
       do {
-        try body(try mailbox.claim(token: token), arguments)
+        // Another use of the same token (a keep-alive renew beside an ack) may rename the
+        // claimed file between the look-up and the act, which then finds it gone: look it up
+        // again. Gone for good, the look-up itself says so.
+        var tries = 0
+        while true {
+          do {
+            try body(try mailbox.claim(token: token), arguments)
+            break
+          } catch AppGroupMailboxError.claimNoLongerExists where tries < tokenTries - 1 {
+            tries += 1
+          }
+        }
       } catch let failure as CommandFailure {
         throw failure
       } catch let failure as UsageError {

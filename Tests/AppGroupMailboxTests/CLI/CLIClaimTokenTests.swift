@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MailboxLocks
 import Testing
 
 @testable import AppGroupMailbox
@@ -147,6 +148,29 @@ import Testing
     let plain = try run("renew", container, [first.token])
     #expect(plain.status == 0)
     #expect(try #require(ISO8601.parse(String(plain.stdout.dropLast()))) < lease)
+    #expect(try run("ack", container, [first.token]).status == 0)
+    #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
+  }
+
+  /// Found by an adversarial review: two uses of one token at once (a keep-alive renew beside
+  /// another renew or the ack) raced on the claimed file's rename, and the loser said the claim
+  /// no longer existed while it did (an ack so lost left the message to be delivered again).
+  @Test func `Concurrent renewals of one token never report the claim gone`() throws {
+    let container = try TemporaryContainer()
+    try enqueue(container, 1)
+    let first = try #require(try claim(container).first)
+    // Three loops of 40 renewals each, at once (threads of this process, each running one
+    // renewal process at a time).
+    let failures = Locked<[String]>([])
+    DispatchQueue.concurrentPerform(iterations: 3) { _ in
+      for _ in 0..<40 {
+        let renewed = try? Mailboxctl.run(["renew"] + container.arguments() + [first.token])
+        if renewed?.status != 0 {
+          failures.withLock { $0.append(renewed?.stderr ?? "did not run") }
+        }
+      }
+    }
+    #expect(failures.withLock { $0 } == [])
     #expect(try run("ack", container, [first.token]).status == 0)
     #expect(container.names("claimed").isEmpty && container.names("pending").isEmpty)
   }

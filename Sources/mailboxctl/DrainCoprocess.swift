@@ -41,9 +41,13 @@ final class CoprocessDelivery: DeliveryMode {
     /// counts from); nil while it waits in drain's outbox.
     var sentAt: Date?
     var lastRenewal = Date()
-    /// The offset in the handler's input where the message's line ends: it reached the handler
-    /// whole once ``CoprocessHandler/written`` is there.
+    /// The offset in the handler's input where the message's line ends, its line feed
+    /// included.
     let end: Int
+    /// Whether the handler may have the message: every byte of its line but the line feed is
+    /// in its input (``CoprocessHandler/written``). A reader at end of input takes a last line
+    /// without its line feed (Python's `readline`), so that line counts as received too.
+    func reached(_ handler: CoprocessHandler) -> Bool { end - 1 <= handler.written }
     init(_ claim: AppGroupRawMailbox.Claim, end: Int) {
       self.claim = claim
       self.end = end
@@ -193,9 +197,9 @@ final class CoprocessDelivery: DeliveryMode {
   }
 
   /// Puts back, uncounted, every message in flight whose line the handler's input did not take
-  /// whole (its input is closed: it never gets them).
+  /// (its input is closed: it never gets them; see ``Flight/reached(_:)``).
   private func putBackUnsent(_ handler: CoprocessHandler) {
-    for (id, flight) in flights where flight.end > handler.written {
+    for (id, flight) in flights where !flight.reached(handler) {
       flights[id] = nil
       context.putBack(flight.claim)
     }
@@ -213,13 +217,15 @@ final class CoprocessDelivery: DeliveryMode {
           + "speaks docs/HANDLER-PROTOCOL.md; a program that takes one message and exits is for "
           + "--exec)")
     }
-    for flight in flights.values where flight.sentAt == nil && flight.end <= handler.written {
+    for flight in flights.values where flight.sentAt == nil && flight.reached(handler) {
       flight.sentAt = now
     }
+    // The late message it holds longest (its line earliest in its input): a handler working
+    // on one at a time is late with that one, not with those waiting behind it.
     if let timeout = context.handlerTimeout,
-      let late = flights.values.first(where: {
+      let late = flights.values.filter({
         $0.sentAt.map { now.timeIntervalSince($0) >= timeout } ?? false
-      })
+      }).min(by: { $0.end < $1.end })
     {
       fail(
         handler,

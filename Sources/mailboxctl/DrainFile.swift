@@ -15,7 +15,9 @@ import Glibc
 /// back uncounted, so it goes to the new one too.
 ///
 /// Only a regular file: fsync(2) cannot make a FIFO or a device durable (it fails with EINVAL),
-/// so those are refused before anything is claimed. A line cut short by a crash or a full disk
+/// so those are refused before anything is claimed, and a FILE replaced by one mid-run ends
+/// drain with ``ExitStatus/ioError``, the batch put back. FILE is never opened in a way that
+/// waits (a FIFO's open(2) would wait for a reader while drain holds claimed messages). A line cut short by a crash or a full disk
 /// has no line break; before its first append, drain ends such a last line with one, so the
 /// next line starts whole.
 final class FileDelivery: DeliveryMode {
@@ -30,43 +32,38 @@ final class FileDelivery: DeliveryMode {
   /// Opens (creating with mode 0666 less the umask) `path` for appending.
   /// - Throws: ``CommandFailure``: ``ExitStatus/usage`` when `path` is not a regular file;
   ///   ``ExitStatus/ioError`` with the errno when it cannot be opened or its last line not
-  ///   ended; the stop signal's status when one ended the wait for a FIFO put there meanwhile.
+  ///   ended.
   init(context: DrainContext, path: String) throws(CommandFailure) {
     self.context = context
     self.path = path
-    var info = stat()
-    // Before opening: a FIFO's open(2) waits for a reader.
-    if stat(path, &info) == 0 { try Self.requireRegular(info, path) }
-    (fd, identity) = try Self.open(path, signals: context.signals)
+    (fd, identity) = try Self.open(path, refusal: .usage)
   }
 
-  /// Refuses (``ExitStatus/usage``) a status that is not a regular file's.
-  private static func requireRegular(_ info: stat, _ path: String) throws(CommandFailure) {
-    guard info.st_mode & S_IFMT != S_IFREG else { return }
-    throw CommandFailure(
-      .usage,
-      "--output: \(path) is not a regular file: drain appends to a file and flushes it to disk "
-        + "with fsync(2) before acknowledging, which a FIFO or device cannot do; to hand the "
-        + "messages to a program, drain to stdout or use --exec or --coprocess")
+  /// The failure for a `path` that is not a regular file, with `status` (``ExitStatus/usage``
+  /// before anything was claimed, ``ExitStatus/ioError`` when it became one mid-run).
+  private static func notRegular(_ path: String, _ status: ExitStatus) -> CommandFailure {
+    CommandFailure(
+      status,
+      "--output: \(path) is \(status == .usage ? "not" : "no longer") a regular file: drain appends "
+        + "to a file and flushes it to disk with fsync(2) before acknowledging, which a FIFO or "
+        + "device cannot do; to hand the messages to a program, drain to stdout or use --exec "
+        + "or --coprocess")
   }
 
   /// Opens `path` for appending (creating it), ends a last line cut short, flushes the
-  /// directory, and returns the descriptor with the file's device and inode.
-  private static func open(_ path: String, signals: Signals) throws(CommandFailure) -> (
+  /// directory, and returns the descriptor with the file's device and inode. Never waits: the
+  /// open is non-blocking (a FIFO's open(2) would wait for a reader; without one it fails with
+  /// ENXIO), and anything but a regular file is refused with `refusal` as its status.
+  private static func open(_ path: String, refusal: ExitStatus) throws(CommandFailure) -> (
     Int32, (device: UInt64, inode: UInt64)
   ) {
     var descriptor: Int32
     repeat {
-      // A FIFO put there since the check blocks here; a stop signal interrupts it (no
-      // SA_RESTART).
-      descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
-    } while descriptor < 0 && Errno.current == .interrupted && !Signals.stopReceived
+      descriptor = Glibc.open(
+        path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o666)
+    } while descriptor < 0 && Errno.current == .interrupted
     guard descriptor >= 0 else {
-      if Errno.current == .interrupted, let name = signals.stopSignalName {
-        throw CommandFailure(
-          signals.stoppedStatus,
-          "--output: stopped by \(name) while opening \(path); nothing was claimed")
-      }
+      if Errno.current == .noSuchAddressOrDevice { throw notRegular(path, refusal) }
       throw CommandFailure(
         .ioError, "--output: cannot open \(path): \(Errno.current.explanation)")
     }
@@ -77,15 +74,13 @@ final class FileDelivery: DeliveryMode {
       Glibc.close(descriptor)
       throw failure
     }
-    do {
-      try requireRegular(info, path)
-    } catch {
+    guard info.st_mode & S_IFMT == S_IFREG else {
       Glibc.close(descriptor)
-      throw error
+      throw notRegular(path, refusal)
     }
     var last: UInt8 = 0x0A
     if info.st_size > 0 {
-      let reader = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+      let reader = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
       if reader >= 0 {
         _ = pread(reader, &last, 1, info.st_size - 1)
         Glibc.close(reader)
@@ -168,7 +163,7 @@ final class FileDelivery: DeliveryMode {
     Glibc.close(fd)
     fd = -1
     do {
-      (fd, identity) = try Self.open(path, signals: context.signals)
+      (fd, identity) = try Self.open(path, refusal: .ioError)
       return true
     } catch {
       context.fatal = error

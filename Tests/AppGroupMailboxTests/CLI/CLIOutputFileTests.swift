@@ -23,7 +23,12 @@ import Testing
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + ["--follow", "--output", file.path])
     _ = try (0..<3).map { try mailbox.enqueue(Data("{\"n\":\($0)}".utf8)).id }
-    #expect(waitUntil(deadline: 30) { (try? Self.ids(in: file).count) == 3 })
+    // Written and acknowledged (drain checks the file again after writing: moved before that,
+    // the batch would go to the new file too).
+    #expect(
+      waitUntil(deadline: 30) {
+        (try? Self.ids(in: file).count) == 3 && (try? container.remaining().isEmpty) == true
+      })
     // As logrotate with compress: moved away, then (once compressed) deleted.
     #expect(rename(file.path, rotated.path) == 0)
     #expect(unlink(rotated.path) == 0)
@@ -35,6 +40,37 @@ import Testing
     #expect(try Self.ids(in: file) == second.map { $0.uuidString.lowercased() })
     #expect(try container.remaining().isEmpty)
     #expect(finished.stderr.contains("drain: --output \(file.path) was moved away or deleted"))
+  }
+
+  /// Found by an adversarial review: a FILE replaced by a FIFO mid-run was opened again with a
+  /// blocking open(2), which waited for a reader while drain held a claimed batch.
+  @Test func `A file replaced by a FIFO mid-run ends drain with 74, its batch put back`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100))
+    let file = container.url.appendingPathComponent("out.jsonl")
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow", "--output", file.path])
+    try mailbox.enqueue(Data("1".utf8))
+    // Written and acknowledged (drain checks the file again after writing).
+    #expect(
+      waitUntil(deadline: 30) {
+        (try? Self.ids(in: file).count) == 1 && (try? container.remaining().isEmpty) == true
+      })
+    #expect(unlink(file.path) == 0)
+    #expect(mkfifo(file.path, 0o600) == 0)
+    let second = try mailbox.enqueue(Data("2".utf8)).id
+    // No reader ever opens the FIFO: a drain waiting for one would miss the deadline.
+    let finished = try drain.finish(deadline: 30)
+    #expect(finished.status == 74)
+    #expect(
+      finished.stderr.hasSuffix(
+        "mailboxctl: error: drain: --output: \(file.path) is no longer a regular file: drain "
+          + "appends to a file and flushes it to disk with fsync(2) before acknowledging, which "
+          + "a FIFO or device cannot do; to hand the messages to a program, drain to stdout or "
+          + "use --exec or --coprocess\n"), "\(finished.stderr)")
+    let left = try container.remaining()
+    #expect(left.map(\.id) == [second])
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
   }
 
   @Test(arguments: ["fifo", "/dev/null"])

@@ -15,7 +15,9 @@ final class DeadLetterReport: Sendable {
   private let chosen = Locked<Set<UUID>>([])
   /// This run's dead letters still in quarantine: file name to message id.
   private let moved = Locked<[String: String]>([:])
-  /// Dead letters reported by the library that no listing has shown yet.
+  /// Dead letters the library reported less those the listings have shown: negative when a
+  /// listing showed dead letters whose diagnostics have not come yet (one listing shows what
+  /// the whole operation did).
   private let unnamed = Locked(0)
 
   init(_ location: MailboxOptions.Location, command: String) {
@@ -66,7 +68,7 @@ final class DeadLetterReport: Sendable {
     for entry in current {
       guard printed.withLock({ $0.insert(entry.fileName).inserted }) else { continue }
       found = true
-      unnamed.withLock { $0 = max(0, $0 - 1) }
+      unnamed.withLock { $0 -= 1 }
       let id = entry.id?.uuidString.lowercased() ?? "unknown"
       moved.withLock { $0[entry.fileName] = id }
       if let id = entry.id, chosen.withLock({ $0.contains(id) }) { continue }

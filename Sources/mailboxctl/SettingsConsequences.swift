@@ -25,13 +25,16 @@ enum SettingsConsequences {
     let messages = entries.filter { $0.state != .quarantined }
     var notes: [String] = []
     if shorterLifetime {
+      // Claimed messages are their holders' until acknowledged, released or recovered.
       let cutoff = Date().addingTimeInterval(-after.messageLifetime)
-      let old = messages.filter { ($0.enqueuedAt ?? .distantFuture) <= cutoff }.count
+      let old = messages.filter {
+        $0.state != .claimed && ($0.enqueuedAt ?? .distantFuture) <= cutoff
+      }.count
       if old > 0 {
         notes.append(
-          "\(counted(old, "message")) \(old == 1 ? "was" : "were") enqueued more than "
-            + "\(Drainer.format(seconds: after.messageLifetime)) s ago: the next claim or "
-            + "maintain deletes \(old == 1 ? "it" : "them") as expired, undelivered")
+          "\(counted(old, "message")) waiting to be claimed \(old == 1 ? "was" : "were") "
+            + "enqueued more than \(Drainer.format(seconds: after.messageLifetime)) s ago: the "
+            + "next claim or maintain deletes \(old == 1 ? "it" : "them") as expired, undelivered")
       }
     }
     let quarantined = entries.count - messages.count
@@ -45,11 +48,18 @@ enum SettingsConsequences {
           + "\(quarantined - after.maxQuarantinedFiles)")
     }
     if lowerDepth, messages.count > after.maxMessages {
+      // Room for one more: discard-oldest deletes only pending messages, and nothing when
+      // deleting every one it may would not make that room.
+      let needed = messages.count - after.maxMessages + 1
+      let pending = messages.filter { $0.state == .pending }.count
       let consequence =
-        after.overflowPolicy == .discardOldest
-        ? "the next enqueue deletes up to \(messages.count - after.maxMessages + 1) pending "
-          + "messages, the oldest of its priority level or lower first (overflow discard-oldest)"
-        : "enqueues are refused until consumers bring it under (overflow reject-newest)"
+        after.overflowPolicy == .rejectNewest
+        ? "enqueues are refused until consumers bring it under (overflow reject-newest)"
+        : needed <= pending
+          ? "the next enqueue deletes up to \(needed) pending messages, the oldest of its "
+            + "priority level or lower first (overflow discard-oldest)"
+          : "enqueues are refused until claimed or delayed messages leave: deleting every "
+            + "pending message would not make room (overflow discard-oldest)"
       notes.append(
         "the depth (\(messages.count)) is over the new bound of \(after.maxMessages): "
           + consequence)

@@ -113,6 +113,19 @@ import Testing
         "mailboxctl: drain: a dead letter was deleted, not quarantined: the mailbox keeps no "
           + "quarantined files (maxQuarantinedFiles 0)\n"))
     #expect(keepsNothing.names("quarantine").isEmpty)
+
+    // Several dead letters of one claim, all kept: each named once, none said deleted (found
+    // by an adversarial review: the later diagnostics counted as dead letters never shown).
+    let roomy = try TemporaryContainer()
+    let kept = try roomy.rawMailbox(limits: .init(maxDeliveryAttempts: 1))
+    for number in 0..<3 { try kept.enqueue(Data("\(number)".utf8)) }
+    for claim in try kept.claimPending(limit: 3) { try claim.release() }
+    let three = try Mailboxctl.run(["drain"] + roomy.arguments())
+    #expect(three.status == 0)
+    let noted = three.stderr.split(separator: "\n").dropLast()
+    #expect(noted.count == 3, "\(three.stderr)")
+    #expect(noted.allSatisfy { $0.contains(": dead letter after 1 delivery") })
+    #expect(roomy.names("quarantine").count == 3)
   }
 
   @Test

@@ -204,8 +204,8 @@ import Testing
     #expect(lowered.status == 0)
     #expect(
       lowered.stderr
-        == "mailboxctl: config: 5 messages were enqueued more than 3600 s ago: the next claim "
-        + "or maintain deletes them as expired, undelivered\n"
+        == "mailboxctl: config: 5 messages waiting to be claimed were enqueued more than 3600 s "
+        + "ago: the next claim or maintain deletes them as expired, undelivered\n"
         + "mailboxctl: config: the depth (5) is over the new bound of 2: the next enqueue "
         + "deletes up to 4 pending messages, the oldest of its priority level or lower first "
         + "(overflow discard-oldest)\n"
@@ -213,5 +213,38 @@ import Testing
         + "at the next claim it goes to quarantine as a dead letter\n")
     // config itself deleted nothing.
     #expect(try container.rawMailbox().inspector.entries(in: [.pending]).count == 5)
+  }
+
+  /// Found by an adversarial review: the notes counted claimed messages as ones a claim would
+  /// expire, and promised a discard-oldest enqueue would delete pending messages when deleting
+  /// them all would not make room (it then deletes nothing and refuses).
+  @Test func `config's notes leave claimed messages to their holders`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(
+      try Mailboxctl.run(
+        ["create"] + location + ["--max-messages", "50", "--overflow", "discard-oldest"]
+      ).status == 0)
+    let old = ISO8601.format(Date().addingTimeInterval(-7_200))
+    for number in 0..<6 {
+      #expect(
+        try Mailboxctl.run(["enqueue"] + location + ["--data", "\(number)", "--enqueued-at", old])
+          .status == 0)
+    }
+    #expect(try Mailboxctl.run(["claim"] + location + ["--limit", "3"]).status == 0)
+    let lowered = try Mailboxctl.run(
+      ["config"] + location + ["--max-messages", "3", "--message-lifetime", "3600"])
+    #expect(lowered.status == 0)
+    #expect(
+      lowered.stderr
+        == "mailboxctl: config: 3 messages waiting to be claimed were enqueued more than 3600 s "
+        + "ago: the next claim or maintain deletes them as expired, undelivered\n"
+        + "mailboxctl: config: the depth (6) is over the new bound of 3: enqueues are refused "
+        + "until claimed or delayed messages leave: deleting every pending message would not "
+        + "make room (overflow discard-oldest)\n")
+    // As said: the enqueue is refused and deletes nothing.
+    let refused = try Mailboxctl.run(["enqueue"] + location + ["--data", "7"])
+    #expect(refused.status == 75)
+    #expect(try container.rawMailbox().inspector.entries(in: [.pending]).count == 3)
   }
 }

@@ -39,6 +39,16 @@ import Testing
     """
   }
 
+  /// A handler that answers the greeting, reads one line and hangs.
+  static let takesOneThenHangs = """
+    sys.stdin.readline()
+    sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    time.sleep(600)
+
+    """
+
   func handler(_ body: String, in container: TemporaryContainer) throws -> [String] {
     let script = container.url.appendingPathComponent("handler.py")
     try Data(("import json, os, sys, time\n" + body).utf8).write(to: script)
@@ -74,17 +84,9 @@ import Testing
     for number in 0..<8 {
       try mailbox.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
     }
-    let takesOneThenHangs = """
-      sys.stdin.readline()
-      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
-      sys.stdout.flush()
-      sys.stdin.readline()
-      time.sleep(600)
-
-      """
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--jobs", "8", "--handler-timeout", "0.5"]
-        + (try handler(takesOneThenHangs, in: container)), deadline: 90)
+        + (try handler(Self.takesOneThenHangs, in: container)), deadline: 90)
     // Five handlers, each late with the one message it had, then drain gives up.
     #expect(result.status == 69, "\(result.stderr)")
     let quarantined = try mailbox.inspector.entries(in: [.quarantined])
@@ -183,17 +185,9 @@ import Testing
   @Test func `Of several late messages, the one whose line came first is blamed`() throws {
     let container = try TemporaryContainer()
     let ids = try container.enqueueNumbered(count: 4)
-    let takesOneThenHangs = """
-      sys.stdin.readline()
-      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
-      sys.stdout.flush()
-      sys.stdin.readline()
-      time.sleep(600)
-
-      """
     let drain = try Mailboxctl.start(
       ["drain"] + container.arguments() + ["--jobs", "4", "--handler-timeout", "1"]
-        + (try handler(takesOneThenHangs, in: container)))
+        + (try handler(Self.takesOneThenHangs, in: container)))
     #expect(waitUntil(deadline: 60) { drain.stderr.contains("unanswered for 1 s") })
     drain.signal(SIGTERM)
     let finished = try drain.finish(deadline: 60)

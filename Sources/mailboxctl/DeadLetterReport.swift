@@ -15,10 +15,6 @@ final class DeadLetterReport: Sendable {
   private let chosen = Locked<Set<UUID>>([])
   /// This run's dead letters still in quarantine: file name to message id.
   private let moved = Locked<[String: String]>([:])
-  /// Dead letters the library reported less those the listings have shown: negative when a
-  /// listing showed dead letters whose diagnostics have not come yet (one listing shows what
-  /// the whole operation did).
-  private let unnamed = Locked(0)
 
   init(_ location: MailboxOptions.Location, command: String) {
     self.location = location
@@ -32,43 +28,50 @@ final class DeadLetterReport: Sendable {
     chosen.withLock { _ = $0.insert(id) }
   }
 
-  /// Call with each diagnostic (in order). On `.deadLetterQuarantined` and
-  /// `.quarantinedFileDiscarded` it lists the quarantine and prints: each dead letter of this
-  /// run the quarantine bound deleted since it was shown (`… was deleted from quarantine, which
-  /// keeps at most N files`), each new dead letter (`… moved to quarantine as FILE`), and, for
-  /// a dead letter that left no file to name (quarantine keeps nothing, or trimmed it before
-  /// this listing, as one claim that makes several does), a line saying it was deleted.
-  /// Diagnostics come after the operation that made them, so a listing shows its end state.
+  /// Call with each diagnostic (in order). On `.deadLetterQuarantined` it prints the dead
+  /// letters new in the quarantine listing (`… moved to quarantine as FILE`), or, when the
+  /// mailbox keeps no quarantined files, that one was deleted. On `.quarantinedFileDiscarded`
+  /// (this process trimmed the quarantine to its bound) it names each dead letter it printed
+  /// that is gone (`… was deleted from quarantine, which keeps at most N files`), or says the
+  /// oldest file was deleted when none of them is. Diagnostics come after the operation that
+  /// made them, so a listing shows its end state; a dead letter made and trimmed by one
+  /// operation shows as that second line only. With other processes dead-lettering in the
+  /// same mailbox at once, the listing may show theirs too (the diagnostic carries no id).
   func record(_ event: AppGroupMailboxDiagnostic) {
-    switch event {
-    case .deadLetterQuarantined: unnamed.withLock { $0 += 1 }
-    case .quarantinedFileDiscarded: break
-    default: return
-    }
+    guard event == .deadLetterQuarantined || event == .quarantinedFileDiscarded else { return }
     let inspector = try? AppGroupMailboxInspector(
       containerURL: location.container, namespace: location.namespace)
     let kept = inspector?.settings.maxQuarantinedFiles
     let bound =
       "keeps at most \(kept.map(String.init) ?? "its bound of") files (maxQuarantinedFiles)"
-    let current = deadLetters()
-    let names = Set(current.map(\.fileName))
-    let gone = moved.withLock { moved in
-      let gone = moved.filter { !names.contains($0.key) }
-      for file in gone.keys { moved[file] = nil }
-      return gone
-    }
-    for (file, id) in gone.sorted(by: { $0.key < $1.key }) {
+    if event == .deadLetterQuarantined, kept == 0 {
       Output.note(
-        "\(command): message \(id): dead letter \(file) was deleted from quarantine, which "
-          + bound)
+        "\(command): a dead letter was deleted, not quarantined: the mailbox keeps no "
+          + "quarantined files (maxQuarantinedFiles 0)")
+      return
+    }
+    let current = deadLetters()
+    if event == .quarantinedFileDiscarded {
+      let names = Set(current.map(\.fileName))
+      let gone = moved.withLock { moved in
+        let gone = moved.filter { !names.contains($0.key) }
+        for file in gone.keys { moved[file] = nil }
+        return gone
+      }
+      for (file, id) in gone.sorted(by: { $0.key < $1.key }) {
+        Output.note(
+          "\(command): message \(id): dead letter \(file) was deleted from quarantine, which "
+            + bound)
+      }
+      if gone.isEmpty {
+        Output.note("\(command): quarantine was full: its oldest file was deleted; it \(bound)")
+      }
+      return
     }
     let attempts = inspector?.settings.maxDeliveryAttempts
     let count = attempts.map { "\($0) deliver" + ($0 == 1 ? "y" : "ies") } ?? "its deliveries"
-    var found = false
     for entry in current {
       guard printed.withLock({ $0.insert(entry.fileName).inserted }) else { continue }
-      found = true
-      unnamed.withLock { $0 -= 1 }
       let id = entry.id?.uuidString.lowercased() ?? "unknown"
       moved.withLock { $0[entry.fileName] = id }
       if let id = entry.id, chosen.withLock({ $0.contains(id) }) { continue }
@@ -76,19 +79,6 @@ final class DeadLetterReport: Sendable {
         "\(command): message \(id): dead letter after \(count) (the mailbox's "
           + "maxDeliveryAttempts); moved to quarantine as \(entry.fileName)")
     }
-    guard event == .deadLetterQuarantined, !found,
-      unnamed.withLock({ left in
-        guard left > 0 else { return false }
-        left -= 1
-        return true
-      })
-    else { return }
-    Output.note(
-      kept == 0
-        ? "\(command): a dead letter was deleted, not quarantined: the mailbox keeps no "
-          + "quarantined files (maxQuarantinedFiles 0)"
-        : "\(command): a dead letter was deleted from quarantine before its name could be "
-          + "shown: quarantine \(bound)")
   }
 
   private func deadLetters() -> [AppGroupMailboxEntry] {

@@ -51,19 +51,29 @@ final class FileDelivery: DeliveryMode {
   }
 
   /// Opens `path` for appending (creating it), ends a last line cut short, flushes the
-  /// directory, and returns the descriptor with the file's device and inode. Never waits: the
-  /// open is non-blocking (a FIFO's open(2) would wait for a reader; without one it fails with
-  /// ENXIO), and anything but a regular file is refused with `refusal` as its status.
+  /// directory, and returns the descriptor with the file's device and inode. Anything but a
+  /// regular file is refused with `refusal` as its status, by stat(2) before it is opened and
+  /// by fstat(2) after; the open never waits (non-blocking: a FIFO's open(2) would wait for a
+  /// reader, and without one fails with ENXIO).
   private static func open(_ path: String, refusal: ExitStatus) throws(CommandFailure) -> (
     Int32, (device: UInt64, inode: UInt64)
   ) {
+    // Looked at before it is opened: opening a FIFO or device for writing is itself an act
+    // (its reader sees end of file when it is closed again; a device may react).
+    var before = stat()
+    if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
+      throw notRegular(path, refusal)
+    }
     var descriptor: Int32
     repeat {
       descriptor = Glibc.open(
         path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o666)
     } while descriptor < 0 && Errno.current == .interrupted
     guard descriptor >= 0 else {
-      if Errno.current == .noSuchAddressOrDevice { throw notRegular(path, refusal) }
+      // Replaced since the look: a FIFO without a reader (ENXIO), a directory (EISDIR).
+      if [.noSuchAddressOrDevice, .isDirectory].contains(Errno.current) {
+        throw notRegular(path, refusal)
+      }
       throw CommandFailure(
         .ioError, "--output: cannot open \(path): \(Errno.current.explanation)")
     }

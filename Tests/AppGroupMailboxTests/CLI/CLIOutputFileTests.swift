@@ -73,18 +73,26 @@ import Testing
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
   }
 
-  @Test(arguments: ["fifo", "/dev/null"])
-  func `A FIFO or a device as --output is refused before anything is claimed`(target: String)
-    throws
-  {
+  @Test(arguments: ["fifo", "/dev/null", "directory"])
+  func `A FIFO, a device or a directory as --output is refused before anything is claimed`(
+    target: String
+  ) throws {
     let container = try TemporaryContainer()
     let ids = try container.enqueueNumbered(count: 2)
     var path = target
+    var reader: Int32 = -1
     if target == "fifo" {
       path = container.url.appendingPathComponent("fifo").path
       #expect(mkfifo(path, 0o600) == 0)
+      // A reader waits on it: drain must not even open it (found by an adversarial review:
+      // opened and closed again, the reader saw end of file).
+      reader = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+      #expect(reader >= 0)
+    } else if target == "directory" {
+      path = container.url.appendingPathComponent("out").path
+      try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
     }
-    // No reader ever opens the FIFO: a drain that opened it would wait here until the deadline.
+    defer { if reader >= 0 { close(reader) } }
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--output", path], deadline: 30)
     #expect(result.status == 64)
@@ -95,5 +103,10 @@ import Testing
     let left = try container.remaining()
     #expect(left.map(\.id) == ids)
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+    if reader >= 0 {
+      // No writer ever came and went: no hang-up on the reader's side (pipe(7), fs/pipe.c).
+      var waiter = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+      #expect(poll(&waiter, 1, 0) == 0)
+    }
   }
 }

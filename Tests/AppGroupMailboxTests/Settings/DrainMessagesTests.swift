@@ -82,8 +82,8 @@ import Testing
         == [
           "mailboxctl: drain: message \(ids[1]): dead letter after 1 delivery (the mailbox's "
             + "maxDeliveryAttempts); moved to quarantine as \(file)",
-          "mailboxctl: drain: a dead letter was deleted from quarantine before its name could "
-            + "be shown: quarantine keeps at most 1 files (maxQuarantinedFiles)",
+          "mailboxctl: drain: quarantine was full: its oldest file was deleted; it keeps at most "
+            + "1 files (maxQuarantinedFiles)",
         ])
     // Dead letters made one at a time (a handler failing each one's last delivery): the second
     // trims the first, which was shown, and is named.

@@ -52,16 +52,16 @@ let renewCommand = tokenCommand(
   }
 }
 
+/// How many times a token command looks its claim up when the claimed file was renamed under
+/// it by a concurrent use of the same token.
+private let tokenTries = 5
+
 /// A subcommand that finds the claim its TOKEN argument names and runs `body` on it; `options`
 /// are all it accepts (``MailboxOptions/writing(_:)`` or ``MailboxOptions/claiming(_:)``).
 ///
 /// A TOKEN that is not exactly `<message id>.<16 hex digits>` is a usage error (64) and nothing
 /// is opened; a token whose claim is gone (acknowledged, released, or recovered after its lease
 /// ran out) exits 66 and changes nothing, in particular not a later claim of the same message.
-/// How many times a token command looks its claim up when the claimed file was renamed under
-/// it by a concurrent use of the same token.
-private let tokenTries = 5
-
 private func tokenCommand(
   name: String, summary: String, options: [OptionSpec], details: String,
   body: @escaping @Sendable (AppGroupRawMailbox.Claim, ParsedArguments) throws -> Void

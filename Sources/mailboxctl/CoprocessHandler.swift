@@ -27,6 +27,10 @@ final class CoprocessHandler {
   private(set) var blockedSince: Date?
   /// The errno that ended writing to its stdin (EPIPE: it closed it), once one did.
   private(set) var writeError: Int32?
+  /// A read end of its stdin's pipe, opened as drain closes the write end (``closeInput()``),
+  /// from which ``inputRead`` tells what no process read; -1 before, or when /proc could not
+  /// open it.
+  private var inputLeft: Int32 = -1
   private let inbox: Inbox
   /// The write end of the reader thread's stop pipe: closing it (``abandonOutput()``) ends the
   /// reader even while a process the handler left behind keeps its stdout open; -1 once closed.
@@ -206,13 +210,29 @@ final class CoprocessHandler {
   /// Closes its stdin: a handler that reads end of file exits.
   /// What is still queued is dropped: the caller puts back the messages whose line had not been
   /// written whole (their end past ``written``).
+  ///
+  /// First it opens a new read end of the same pipe through /proc/self/fd (proc(5): the entry
+  /// opens the pipe itself, as a FIFO; non-blocking, so at once), kept for ``inputRead``. Only
+  /// writers keep a reader from end of file, so the handler still sees it.
   func closeInput() {
     guard inputOpen else { return }
     inputOpen = false
     outbox = []
     outboxStart = 0
     blockedSince = nil
+    inputLeft = open("/proc/self/fd/\(input)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     close(input)
+  }
+
+  /// How many bytes of its stdin some process read: those written less those still in the pipe
+  /// (ioctl FIONREAD, pipe(7)); nil while its input is open or when drain cannot tell. Final once
+  /// no process holds the pipe's read end but drain: a message whose line starts at or after it
+  /// never left the pipe.
+  var inputRead: Int? {
+    guard inputLeft >= 0 else { return nil }
+    var unread: Int32 = 0
+    guard ioctl(inputLeft, UInt(FIONREAD), &unread) == 0 else { return nil }
+    return written - Int(unread)
   }
 
   /// Ends the reader thread once drain is done with this handler, so a process the handler left
@@ -232,6 +252,7 @@ final class CoprocessHandler {
 
   deinit {
     closeInput()
+    if inputLeft >= 0 { close(inputLeft) }
     abandonOutput()
   }
 }

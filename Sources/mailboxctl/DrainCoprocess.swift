@@ -41,15 +41,17 @@ final class CoprocessDelivery: DeliveryMode {
     /// counts from); nil while it waits in drain's outbox.
     var sentAt: Date?
     var lastRenewal = Date()
-    /// The offset in the handler's input where the message's line ends, its line feed
-    /// included.
+    /// The offsets in the handler's input where the message's line starts and ends (its line
+    /// feed included).
+    let start: Int
     let end: Int
     /// Whether the handler may have the message: every byte of its line but the line feed is
     /// in its input (``CoprocessHandler/written``). A reader at end of input takes a last line
     /// without its line feed (Python's `readline`), so that line counts as received too.
     func reached(_ handler: CoprocessHandler) -> Bool { end - 1 <= handler.written }
-    init(_ claim: AppGroupRawMailbox.Claim, end: Int) {
+    init(_ claim: AppGroupRawMailbox.Claim, start: Int, end: Int) {
       self.claim = claim
+      self.start = start
       self.end = end
     }
   }
@@ -104,8 +106,9 @@ final class CoprocessDelivery: DeliveryMode {
         held.claim = claim
         continue
       }
+      let lineStart = start + text.utf8.count
       text += DrainContext.line(claim) + "\n"
-      flights[id] = Flight(claim, end: start + text.utf8.count)
+      flights[id] = Flight(claim, start: lineStart, end: start + text.utf8.count)
     }
     guard !text.isEmpty else { return }
     handler.send(text)
@@ -313,12 +316,23 @@ final class CoprocessDelivery: DeliveryMode {
   private func bury(_ handler: CoprocessHandler, outputEnded: Bool) {
     self.handler = nil
     let reason = handler.failure ?? "ended"
+    // A line that never left its input's pipe never reached it: that message goes back
+    // uncounted, whatever the blame. Known only once its output ended (a process it left
+    // holding its output may hold its input too, and read on).
+    let read = outputEnded ? handler.inputRead : nil
+    let unread = flights.filter { _, flight in read.map { flight.start >= $0 } ?? false }
     if !(context.stopping && flights.isEmpty) {
       let held =
         outputEnded ? "" : " (its output stayed open \(Int(outputGrace)) s after it exited)"
+      let untouched = unread.isEmpty ? "" : " (\(unread.count) of them never read: uncounted)"
       Output.note(
         "drain: --coprocess handler (pid \(handler.process.pid)) \(reason)\(held); "
-          + "\(flights.count) unanswered message\(flights.count == 1 ? "" : "s") released")
+          + "\(flights.count) unanswered message\(flights.count == 1 ? "" : "s") released"
+          + untouched)
+    }
+    for (id, flight) in unread {
+      flights[id] = nil
+      context.putBack(flight.claim)
     }
     for flight in flights.values {
       switch blame {

@@ -69,31 +69,65 @@ import Testing
     return (drain, go)
   }
 
-  /// Found by an adversarial review: when a handler failed in a way other than through its
-  /// input (here a late answer), the lines still waiting in drain for room in its stdin were
-  /// dropped with it and their messages released as failed deliveries: with one delivery
-  /// allowed, each was dead-lettered (and past the quarantine bound deleted) although no handler
-  /// ever had it.
-  @Test func `Messages whose line never reached a failed handler go back uncounted`() throws {
+  /// A handler that answers the greeting, reads one line a byte at a time (so nothing after it
+  /// leaves the pipe) and hangs.
+  static let readsOneLineThenHangs = """
+    def line():
+        data = b""
+        while not data.endswith(b"\\n"):
+            data += os.read(0, 1)
+    line()
+    sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+    sys.stdout.flush()
+    line()
+    time.sleep(600)
+
+    """
+
+  /// Drains eight messages of `padding` bytes, one delivery allowed, with `body` as the
+  /// handler, late with the one it read after 0.5 s: five handlers, five dead letters, then
+  /// drain gives up; the other three never reached a handler and keep a delivery count of 0.
+  /// Returns drain's stderr.
+  func drainWithLateHandlers(padding: Int, body: String) throws -> String {
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox(
       limits: .init(maxMessages: 100, maxPayloadBytes: 200_000, maxDeliveryAttempts: 1))
-    // Lines of 100 KB: the one after the line a handler read never fits the pipe (64 KiB), so
-    // each handler holds exactly one message.
-    let pad = String(repeating: "p", count: 100_000)
+    let pad = String(repeating: "p", count: padding)
     for number in 0..<8 {
       try mailbox.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
     }
     let result = try Mailboxctl.run(
       ["drain"] + container.arguments() + ["--jobs", "8", "--handler-timeout", "0.5"]
-        + (try handler(Self.takesOneThenHangs, in: container)), deadline: 90)
-    // Five handlers, each late with the one message it had, then drain gives up.
+        + (try handler(body, in: container)), deadline: 90)
     #expect(result.status == 69, "\(result.stderr)")
     let quarantined = try mailbox.inspector.entries(in: [.quarantined])
     #expect(quarantined.count == 5)
     #expect(quarantined.allSatisfy { $0.quarantineReason == "deadletter" })
     let pending = try mailbox.inspector.entries(in: [.pending])
     #expect(pending.map(\.deliveryCount) == [0, 0, 0])
+    return result.stderr
+  }
+
+  /// Found by an adversarial review: when a handler failed in a way other than through its
+  /// input (here a late answer), the lines still waiting in drain for room in its stdin were
+  /// dropped with it and their messages released as failed deliveries: with one delivery
+  /// allowed, each was dead-lettered (and past the quarantine bound deleted) although no handler
+  /// ever had it.
+  @Test func `Messages whose line never reached a failed handler go back uncounted`() throws {
+    // Lines of 100 KB: the one after the line a handler read never fits the pipe (64 KiB), so
+    // each handler holds exactly one message.
+    _ = try drainWithLateHandlers(padding: 100_000, body: Self.takesOneThenHangs)
+  }
+
+  /// Found by an adversarial review: lines written whole into the pipe that the failed handler
+  /// never read (they were still in the pipe when it was gone) were released as deliveries,
+  /// and with one delivery allowed dead-lettered. Lines of 20 KB: the handler reads the first,
+  /// and three more then fit the pipe (64 KiB), never read.
+  @Test func `Messages whose line a failed handler left in the pipe go back uncounted`() throws {
+    let stderr = try drainWithLateHandlers(padding: 20_000, body: Self.readsOneLineThenHangs)
+    #expect(
+      stderr.contains("4 unanswered messages released (3 of them never read: uncounted)"),
+      "\(stderr)")
   }
 
   /// Found by an adversarial review: `--handler-timeout` counted from when drain queued a

@@ -96,7 +96,7 @@ final class DrainContext {
       if let failure {
         Output.note(
           "drain: message \(Self.name(claim)): handler \(failure); released, retry in "
-            + "\(Drainer.format(seconds: seconds)) s")
+            + "\(Output.seconds(seconds)) s")
       }
     } catch AppGroupMailboxError.claimNoLongerExists {
       // Recovered by another consumer already: nothing of ours to release.

@@ -191,7 +191,7 @@ final class CoprocessDelivery: DeliveryMode {
     if let error = handler.writeError {
       fail(handler, "closed its input (\(Errno(rawValue: error)))")
     } else if let since = handler.blockedSince, now.timeIntervalSince(since) >= timeout {
-      fail(handler, "did not read its input for \(Drainer.format(seconds: timeout)) s")
+      fail(handler, "did not read its input for \(Output.seconds(timeout)) s")
     } else {
       return
     }
@@ -233,7 +233,7 @@ final class CoprocessDelivery: DeliveryMode {
       fail(
         handler,
         "left message \(DrainContext.name(late.claim)) unanswered for "
-          + "\(Drainer.format(seconds: timeout)) s", culprit: late.claim)
+          + "\(Output.seconds(timeout)) s", culprit: late.claim)
     }
     if ended, !handler.process.hasExited {
       // Its output ended: give it a second to exit, so the report can say how it ended.
@@ -327,7 +327,7 @@ final class CoprocessDelivery: DeliveryMode {
       let untouched = unread.isEmpty ? "" : " (\(unread.count) of them never read: uncounted)"
       Output.note(
         "drain: --coprocess handler (pid \(handler.process.pid)) \(reason)\(held); "
-          + "\(flights.count) unanswered message\(flights.count == 1 ? "" : "s") released"
+          + "\(Output.counted(flights.count, "unanswered message")) released"
           + untouched)
     }
     for (id, flight) in unread {

@@ -149,8 +149,8 @@ final class FileDelivery: DeliveryMode {
       if reopen() {
         Output.note(
           "drain: --output \(path) was moved away or deleted while drain wrote to it; writing "
-            + "to a new \(path), where the \(claims.count) message"
-            + "\(claims.count == 1 ? "" : "s") written to the old file go again")
+            + "to a new \(path), where the \(Output.counted(claims.count, "message")) written "
+            + "to the old file go again")
       }
       return
     }

@@ -85,15 +85,6 @@ final class Drainer {
     return context.failedHandlers > 0 ? .temporaryFailure : .success
   }
 
-  /// Seconds with up to `decimals` decimals (3 by default; 6, the mailbox's microsecond
-  /// resolution, for a stored setting), without trailing zeros (`0.4`, `2`, `0.125`).
-  static func format(seconds: TimeInterval, decimals: Int = 3) -> String {
-    var text = String(format: "%.\(decimals)f", seconds)
-    while text.hasSuffix("0") { text.removeLast() }
-    if text.hasSuffix(".") { text.removeLast() }
-    return text
-  }
-
   /// How many more messages `--limit` allows.
   private var remaining: Int { limit.map { max(0, $0 - started) } ?? Int.max }
 

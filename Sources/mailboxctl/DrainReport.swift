@@ -61,7 +61,7 @@ final class DrainReport {
       }
       if context.failedHandlers > 0 {
         text +=
-          "; \(context.failedHandlers) handler failure" + (context.failedHandlers == 1 ? "" : "s")
+          "; " + Output.counted(context.failedHandlers, "handler failure")
       }
       if delayed > 0, let due = status?.nextDueAt {
         text +=

@@ -66,7 +66,7 @@ enum EnqueueChecks {
     dueTooLate: Bool, lifetime: TimeInterval, creating: Bool, message: String = "the message",
     outcome: String = "nothing was enqueued"
   ) -> CommandFailure {
-    let seconds = "\(Drainer.format(seconds: lifetime)) s"
+    let seconds = "\(Output.seconds(lifetime)) s"
     let why =
       dueTooLate
       ? "would expire before it is due (the mailbox's message lifetime is \(seconds))"

@@ -261,7 +261,7 @@ private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: B
 {
   let depth = (try? mailbox.inspector.status().depth).map(String.init) ?? "unknown"
   var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
-  if waited > 0 { text += " after waiting \(Drainer.format(seconds: waited)) s" }
+  if waited > 0 { text += " after waiting \(Output.seconds(waited)) s" }
   if mailbox.settings.overflowPolicy == .discardOldest {
     text +=
       " (discard-oldest deletes only a pending message of this message's priority level or "

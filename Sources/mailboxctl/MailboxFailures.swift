@@ -22,7 +22,7 @@ extension MailboxOptions {
         + "the defaults)"
     return CommandFailure(
       .unavailable,
-      "\(location.directory.path) holds \(files) file\(files == 1 ? "" : "s") of the old format "
+      "\(location.directory.path) holds \(Output.counted(files, "file")) of the old format "
         + "(AppGroupMailbox on Apple platforms) that this command would not see: run "
         + "'mailboxctl migrate\(place)' first (see 'mailboxctl migrate --help')\(create)")
   }

@@ -76,7 +76,7 @@ let migrateCommand = Subcommand(
     } catch LegacyMigrationError.quarantineFull(let needed, let held) {
       throw CommandFailure(
         .dataError,
-        "\(needed) old file\(needed == 1 ? "" : "s") would go to quarantine/, which holds "
+        "\(Output.counted(needed, "old file")) would go to quarantine/, which holds "
           + "\(held) of at most \(mailbox.settings.maxQuarantinedFiles) (maxQuarantinedFiles), "
           + "and migrate never deletes an old file: none was moved; raise the bound, for example "
           + "'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
@@ -90,7 +90,7 @@ let migrateCommand = Subcommand(
         .temporaryFailure,
         "the mailbox is full (maxMessages \(mailbox.settings.maxMessages)), and migrate never "
           + "evicts a message, whatever the overflow policy: what was imported stays, "
-          + "\(left) old file\(left == 1 ? "" : "s") stay\(left == 1 ? "s" : ""); raise the bound, "
+          + "\(Output.counted(left, "old file")) stay\(left == 1 ? "s" : ""); raise the bound, "
           + "for example 'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
           + "--max-messages \(held + left)', and run migrate again")
     } catch {
@@ -128,7 +128,7 @@ private func expiredFailure(_ count: Int, oldest: Date, lifetime: Double, locati
   let days = (age / 86_400).rounded(.up) + 1
   let stated =
     "\(count) message\(count == 1 ? " is" : "s are") older than the mailbox's message lifetime "
-    + "(\(Drainer.format(seconds: lifetime)) s) and would expire at once: not imported, "
+    + "(\(Output.seconds(lifetime)) s) and would expire at once: not imported, "
     + "\(count == 1 ? "its old file stays" : "their old files stay")"
   guard days <= 11_574 else {
     return CommandFailure(

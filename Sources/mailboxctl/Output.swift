@@ -68,6 +68,20 @@ enum Output {
     return text.unicodeScalars.count > limit ? shown + "…" : shown
   }
 
+  /// `count` and `noun`, plural with an "s" unless `count` is 1 (`1 message`, `0 files`).
+  static func counted(_ count: Int, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
+  }
+
+  /// Seconds with up to `decimals` decimals (3 by default; 6, the mailbox's microsecond
+  /// resolution, for a stored setting), without trailing zeros (`0.4`, `2`, `0.125`).
+  static func seconds(_ seconds: TimeInterval, decimals: Int = 3) -> String {
+    var text = String(format: "%.\(decimals)f", seconds)
+    while text.hasSuffix("0") { text.removeLast() }
+    if text.hasSuffix(".") { text.removeLast() }
+    return text
+  }
+
   /// Colour only when stderr is a terminal and NO_COLOR is unset or empty
   /// (https://no-color.org).
   static var useColour: Bool {

@@ -147,7 +147,7 @@ private func printSettings(
     object.add("maxPayloadBytes", settings.maxPayloadBytes)
     object.add(
       "messageLifetime",
-      rawJSON: Data(Drainer.format(seconds: settings.messageLifetime, decimals: 6).utf8))
+      rawJSON: Data(Output.seconds(settings.messageLifetime, decimals: 6).utf8))
     object.add("maxQuarantinedFiles", settings.maxQuarantinedFiles)
     object.add("maxDeliveryAttempts", settings.maxDeliveryAttempts)
     object.add("overflow", overflow)
@@ -160,7 +160,7 @@ private func printSettings(
     ("namespace", location.namespace),
     ("max messages", String(settings.maxMessages)),
     ("max payload bytes", String(settings.maxPayloadBytes)),
-    ("message lifetime", Drainer.format(seconds: settings.messageLifetime, decimals: 6) + " s"),
+    ("message lifetime", Output.seconds(settings.messageLifetime, decimals: 6) + " s"),
     ("max quarantined", String(settings.maxQuarantinedFiles)),
     ("max deliveries", settings.maxDeliveryAttempts.map(String.init) ?? "unlimited"),
     ("overflow", overflow),

@@ -32,8 +32,8 @@ enum SettingsConsequences {
       }.count
       if old > 0 {
         notes.append(
-          "\(counted(old, "message")) waiting to be claimed \(old == 1 ? "was" : "were") "
-            + "enqueued more than \(Drainer.format(seconds: after.messageLifetime)) s ago: the "
+          "\(Output.counted(old, "message")) waiting to be claimed \(old == 1 ? "was" : "were") "
+            + "enqueued more than \(Output.seconds(after.messageLifetime)) s ago: the "
             + "next claim or maintain deletes \(old == 1 ? "it" : "them") as expired, undelivered")
       }
     }
@@ -43,7 +43,7 @@ enum SettingsConsequences {
       // trims.
       let when = after.maxQuarantinedFiles == 0 ? "maintain" : "quarantine or maintain"
       notes.append(
-        "quarantine holds \(counted(quarantined, "file")), over the new bound of "
+        "quarantine holds \(Output.counted(quarantined, "file")), over the new bound of "
           + "\(after.maxQuarantinedFiles): the next \(when) deletes the oldest "
           + "\(quarantined - after.maxQuarantinedFiles)")
     }
@@ -70,16 +70,11 @@ enum SettingsConsequences {
       }.count
       if spent > 0 {
         notes.append(
-          "\(counted(spent, "message")) waiting to be claimed \(spent == 1 ? "was" : "were") "
+          "\(Output.counted(spent, "message")) waiting to be claimed \(spent == 1 ? "was" : "were") "
             + "delivered \(maximum) or more times: at the next claim \(spent == 1 ? "it goes" : "they go") "
             + "to quarantine as \(spent == 1 ? "a dead letter" : "dead letters")")
       }
     }
     return notes
-  }
-
-  /// `count` and `noun`, with an s when it is not one.
-  private static func counted(_ count: Int, _ noun: String) -> String {
-    "\(count) \(noun)\(count == 1 ? "" : "s")"
   }
 }

@@ -185,7 +185,7 @@ import Testing
 
   @Test func `Seconds print with up to three decimals and no trailing zeros`() {
     #expect(
-      [0.4, 2, 0.125, 0.0004, 300, 1.5].map { Drainer.format(seconds: $0) }
+      [0.4, 2, 0.125, 0.0004, 300, 1.5].map { Output.seconds($0) }
         == ["0.4", "2", "0.125", "0", "300", "1.5"])
   }
 }

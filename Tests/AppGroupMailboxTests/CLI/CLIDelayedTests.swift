@@ -95,7 +95,7 @@ import Testing
       Array(lines.prefix(3))
         == [0.5, 1, 2].map {
           "mailboxctl: drain: message \(m): handler exit status 1; released, retry in "
-            + "\(Drainer.format(seconds: $0)) s"
+            + "\(Output.seconds($0)) s"
         })
     #expect(lines.count == 4)
     #expect(

@@ -7,10 +7,8 @@ let eventsCommand = Subcommand(
   spec: CommandSpec(
     name: "events",
     summary: "Print lifecycle events (enqueued, claimed, ...) as JSON Lines as they happen.",
-    options: MailboxOptions.location + [
-      .value("--count", "N", "Exit after N events (lines)."),
-      .value("--timeout", "SECONDS", "Exit after SECONDS."),
-      .flag("--json", "Accepted and changes nothing: events always prints JSON Lines."),
+    options: MailboxOptions.location + FollowLimits.options(counting: "events (lines)") + [
+      .flag("--json", "Accepted and changes nothing: events always prints JSON Lines.")
     ],
     details: """
       Follows the mailbox's areas with inotify and prints one JSON object per line for each
@@ -29,8 +27,7 @@ let eventsCommand = Subcommand(
       is unavailable.
       """),
   run: { arguments in
-    let count = try arguments.integer("--count", in: 1...Int.max)
-    let timeout = try arguments.seconds("--timeout")
+    let limits = try FollowLimits(arguments)
     let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let signals = Signals.install()
     let events: AppGroupMailboxEvents
@@ -42,7 +39,6 @@ let eventsCommand = Subcommand(
     defer { events.close() }
     // Armed: whatever happens after this note is printed.
     Output.note("events: following \(location.directory.path)")
-    let deadline = timeout.map { Date().addingTimeInterval($0) }
     let ended = Locked<(done: Bool, failure: CommandFailure?)>((false, nil))
     let task = Task { [signals] in
       do {
@@ -50,7 +46,7 @@ let eventsCommand = Subcommand(
         for try await event in events {
           try Output.data(EventLine.json(event) + "\n")
           printed += 1
-          if let count, printed >= count { break }
+          if limits.reached(printed) { break }
         }
       } catch let failure as CommandFailure {
         ended.withLock { $0.failure = failure }
@@ -61,8 +57,7 @@ let eventsCommand = Subcommand(
       signals.wakeup.signal()
     }
     while signals.stopSignal == nil, !ended.withLock({ $0.done }) {
-      let left = deadline.map { $0.timeIntervalSinceNow } ?? 3600
-      if left <= 0 { break }
+      guard let left = limits.secondsLeft else { break }
       signals.wakeup.waitCoalescing(seconds: left)
     }
     if let failure = ended.withLock({ $0.failure }) { throw failure }

@@ -19,8 +19,7 @@ let watchCommand = Subcommand(
     SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
     """,
   run: { arguments in
-    let count = try arguments.integer("--count", in: 1...Int.max)
-    let timeout = try arguments.seconds("--timeout")
+    let limits = try FollowLimits(arguments)
     let (inspector, location) = try MailboxOptions.openForReading(arguments)
     let signals = Signals.install()
     // Armed before the note below: whatever is enqueued after it is seen.
@@ -28,13 +27,11 @@ let watchCommand = Subcommand(
     defer { wakeUps.close() }
     Output.note("watch: waiting for changes in \(location.directory.path)/pending")
     if wakeUps.isPolling { Output.note("watch: inotify is unavailable; checking every second") }
-    let deadline = timeout.map { Date().addingTimeInterval($0) }
     var seen = 0
     while signals.stopSignal == nil {
-      if let count, seen >= count { break }
+      if limits.reached(seen) { break }
       guard try wakeUps.take() > 0 else {
-        let left = deadline.map { $0.timeIntervalSinceNow } ?? 3600
-        if left <= 0 { break }
+        guard let left = limits.secondsLeft else { break }
         signals.wakeup.waitCoalescing(seconds: left)
         continue
       }
@@ -69,8 +66,4 @@ let watchCommand = Subcommand(
   }
 )
 
-private let watchOptions: [OptionSpec] = [
-  .value("--count", "N", "Exit after N wake-ups."),
-  .value("--timeout", "SECONDS", "Exit after SECONDS."),
-  MailboxOptions.json,
-]
+private let watchOptions = FollowLimits.options(counting: "wake-ups") + [MailboxOptions.json]

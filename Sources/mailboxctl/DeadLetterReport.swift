@@ -8,6 +8,9 @@ import MailboxLocks
 /// so the line is built from the quarantine listing (names only, never contents).
 final class DeadLetterReport: Sendable {
   private let location: MailboxOptions.Location
+  /// The mailbox's inspector, opened at first use that succeeds (its settings and listings are
+  /// read afresh on each use).
+  private let opened = Locked<AppGroupMailboxInspector?>(nil)
   private let command: String
   private let printed = Locked<Set<String>>([])
   /// Ids a handler dead-lettered itself (`drain --coprocess`): reported by the caller with the
@@ -39,8 +42,7 @@ final class DeadLetterReport: Sendable {
   /// same mailbox at once, the listing may show theirs too (the diagnostic carries no id).
   func record(_ event: AppGroupMailboxDiagnostic) {
     guard event == .deadLetterQuarantined || event == .quarantinedFileDiscarded else { return }
-    let inspector = try? AppGroupMailboxInspector(
-      containerURL: location.container, namespace: location.namespace)
+    let inspector = inspector
     let kept = inspector?.settings.maxQuarantinedFiles
     let bound =
       "keeps at most \(kept.map(String.init) ?? "its bound of") files (maxQuarantinedFiles)"
@@ -81,12 +83,19 @@ final class DeadLetterReport: Sendable {
     }
   }
 
+  /// nil while the mailbox cannot be opened (then nothing is reported).
+  private var inspector: AppGroupMailboxInspector? {
+    opened.withLock { opened in
+      if opened == nil {
+        opened = try? AppGroupMailboxInspector(
+          containerURL: location.container, namespace: location.namespace)
+      }
+      return opened
+    }
+  }
+
   private func deadLetters() -> [AppGroupMailboxEntry] {
-    guard
-      let inspector = try? AppGroupMailboxInspector(
-        containerURL: location.container, namespace: location.namespace),
-      let entries = try? inspector.entries(in: [.quarantined])
-    else { return [] }
+    guard let entries = try? inspector?.entries(in: [.quarantined]) else { return [] }
     return entries.filter { $0.quarantineReason == "deadletter" }
   }
 }

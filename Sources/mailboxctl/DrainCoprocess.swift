@@ -181,8 +181,8 @@ final class CoprocessDelivery: DeliveryMode {
   }
 
   /// Gives up on a handler whose input failed: it closed it (EPIPE), or took nothing of what
-  /// waits for `--handler-timeout` (60 s without it). Messages whose line it did not get whole
-  /// go back uncounted.
+  /// waits for `--handler-timeout` (60 s without it). ``poll()`` then stops it and puts back,
+  /// uncounted, the messages whose line it did not get whole.
   private func checkInput(_ handler: CoprocessHandler, now: Date) {
     // Before its greeting's answer no message was sent: how it ended (its exit, the greeting
     // timeout) says more than a greeting it did not read.
@@ -192,11 +192,7 @@ final class CoprocessDelivery: DeliveryMode {
       fail(handler, "closed its input (\(Errno(rawValue: error)))")
     } else if let since = handler.blockedSince, now.timeIntervalSince(since) >= timeout {
       fail(handler, "did not read its input for \(Output.seconds(timeout)) s")
-    } else {
-      return
     }
-    handler.closeInput()
-    putBackUnsent(handler)
   }
 
   /// Puts back, uncounted, every message in flight whose line the handler's input did not take

@@ -57,24 +57,44 @@ enum NameBytes {
     byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
   }
 
-  /// Appends `id` as 36 lower-case characters (8-4-4-4-12), as `uuidString.lowercased()`.
+  /// Appends `id` as 36 lower-case characters (8-4-4-4-12), as `uuidString.lowercased()`:
+  /// four words of 8 digits (``hexDigits(_:)``) stored around the dashes.
   static func uuid(_ id: UUID, into bytes: inout [UInt8]) {
+    let (high, low) = unsafeBitCast(id.uuid, to: (UInt64, UInt64).self)
+    let (first, second) = (UInt64(bigEndian: high), UInt64(bigEndian: low))
     var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
     withUnsafeMutableBytes(of: &text) { out in
-      withUnsafeBytes(of: id.uuid) { raw in
-        var at = 0
-        for index in 0..<16 {
-          if index == 4 || index == 6 || index == 8 || index == 10 {
-            out[at] = UInt8(ascii: "-")
-            at += 1
-          }
-          out[at] = hexDigit(raw[index] >> 4)
-          out[at + 1] = hexDigit(raw[index] & 0xf)
-          at += 2
+      @inline(__always) func store(_ digits: UInt64, at: Int, split: Bool) {
+        if split {
+          out.storeBytes(
+            of: UInt32(truncatingIfNeeded: digits).littleEndian, toByteOffset: at, as: UInt32.self)
+          out.storeBytes(
+            of: UInt32(truncatingIfNeeded: digits >> 32).littleEndian, toByteOffset: at + 5,
+            as: UInt32.self)
+        } else {
+          out.storeBytes(of: digits.littleEndian, toByteOffset: at, as: UInt64.self)
         }
       }
+      store(hexDigits(second & 0xFFFF_FFFF), at: 28, split: false)
+      store(hexDigits(second >> 32), at: 19, split: true)
+      store(hexDigits(first & 0xFFFF_FFFF), at: 9, split: true)
+      store(hexDigits(first >> 32), at: 0, split: false)
+      (out[8], out[13], out[18], out[23]) = (0x2D, 0x2D, 0x2D, 0x2D)  // "-"
       bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<36]))
     }
+  }
+
+  /// The 8 lower-case hexadecimal digits of `value` (0 to 2^32 - 1) as a little-endian word,
+  /// the first digit in its lowest byte: the inverse of ``hexWord(_:lowercaseOnly:)``.
+  @inline(__always)
+  static func hexDigits(_ value: UInt64) -> UInt64 {
+    // Halves, bytes, nibbles spread to a byte each, the first digit in the top byte.
+    var nibbles = (value | value << 16) & 0x0000_FFFF_0000_FFFF
+    nibbles = (nibbles | nibbles << 8) & 0x00FF_00FF_00FF_00FF
+    nibbles = ((nibbles | nibbles << 4) & 0x0F0F_0F0F_0F0F_0F0F).byteSwapped
+    // "0" + n, and 39 more ("a" - "0" - 10) where n is 10 or more (n + 0x76 reaches 0x80).
+    let letters = ((nibbles &+ 0x7676_7676_7676_7676) >> 7) & 0x0101_0101_0101_0101
+    return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
   }
 
   /// The lower-case hexadecimal digit of a nibble (0 to 15).
@@ -95,32 +115,54 @@ extension NameBytes {
   }
 
   /// ``parseUUID(_:)`` over a buffer; with `lowercaseOnly`, upper-case digits do not parse
-  /// (a file name's canonical form). A first claim at depth parses one per pending name.
+  /// (a file name's canonical form). A first claim at depth parses one per pending name, and a
+  /// claim two or three: the 32 digits are read as four words of 8 and each word checked and
+  /// converted at once (``hexWord(_:lowercaseOnly:)``).
   static func parseUUID(_ bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool) -> UUID? {
-    guard bytes.count == 36, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
-      bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-")
+    guard let base = bytes.baseAddress, bytes.count == 36, base[8] == UInt8(ascii: "-"),
+      base[13] == UInt8(ascii: "-"), base[18] == UInt8(ascii: "-"), base[23] == UInt8(ascii: "-")
     else { return nil }
-    var high: UInt64 = 0
-    var low: UInt64 = 0
-    var seen: UInt64 = 0  // every nibble ORed: 16 marks a byte that is not a digit
-    let letters: UInt8 = lowercaseOnly ? 0 : 0x20
-    @inline(__always) func add(_ range: Range<Int>, to word: inout UInt64) {
-      for index in range {
-        let byte = bytes[index]
-        let digit = byte &- UInt8(ascii: "0")
-        let letter = (byte | letters) &- UInt8(ascii: "a")
-        let nibble: UInt64 = digit < 10 ? UInt64(digit) : letter < 6 ? UInt64(letter) + 10 : 16
-        seen |= nibble
-        word = word << 4 | (nibble & 0xf)
-      }
+    let raw = UnsafeRawPointer(base)
+    @inline(__always) func eight(_ at: Int) -> UInt64 {
+      UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt64.self))
     }
-    add(0..<8, to: &high)
-    add(9..<13, to: &high)
-    add(14..<18, to: &high)
-    add(19..<23, to: &low)
-    add(24..<36, to: &low)
-    guard seen & 16 == 0 else { return nil }
+    @inline(__always) func four(_ at: Int) -> UInt64 {
+      UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+    }
+    // 8-4-4-4-12: the digits at 0..<8, 9..<13 and 14..<18, 19..<23 and 24..<28, 28..<36.
+    guard let a = hexWord(eight(0), lowercaseOnly: lowercaseOnly),
+      let b = hexWord(four(9) | four(14) << 32, lowercaseOnly: lowercaseOnly),
+      let c = hexWord(four(19) | four(24) << 32, lowercaseOnly: lowercaseOnly),
+      let d = hexWord(eight(28), lowercaseOnly: lowercaseOnly)
+    else { return nil }
     // Two big-endian words are the 16 bytes of the UUID in order.
+    let high = a << 32 | b
+    let low = c << 32 | d
     return UUID(uuid: unsafeBitCast((high.bigEndian, low.bigEndian), to: uuid_t.self))
+  }
+
+  /// The value of 8 hexadecimal digits held in `word`, the first in its lowest byte (as loaded
+  /// little-endian): 0 to 2^32 - 1; nil when a byte is not `0`-`9`, `a`-`f` or (unless
+  /// `lowercaseOnly`) `A`-`F`. All 8 bytes at once (SIMD within a register): a byte below 0x80
+  /// plus `0x80 - bound` has its top bit set exactly when it is at least `bound`, and never
+  /// carries into the next byte.
+  @inline(__always)
+  static func hexWord(_ word: UInt64, lowercaseOnly: Bool) -> UInt64? {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let tops: UInt64 = 0x8080_8080_8080_8080
+    guard word & tops == 0 else { return nil }
+    @inline(__always) func within(_ first: UInt64, _ last: UInt64) -> UInt64 {
+      (word &+ (0x80 - first) &* ones) & ~(word &+ (0x80 - last - 1) &* ones) & tops
+    }
+    var valid = within(0x30, 0x39) | within(0x61, 0x66)
+    if !lowercaseOnly { valid |= within(0x41, 0x46) }
+    guard valid == tops else { return nil }
+    // A digit's value is its low 4 bits; a letter's (bit 6 set) its low 4 bits plus 9.
+    var nibbles = (word & 0x0F0F_0F0F_0F0F_0F0F) &+ ((word >> 6) & ones) &* 9
+    // The first digit to the top byte, then pairs of nibbles, of bytes, of halves packed.
+    nibbles = nibbles.byteSwapped
+    nibbles = (nibbles | nibbles >> 4) & 0x00FF_00FF_00FF_00FF
+    nibbles = (nibbles | nibbles >> 8) & 0x0000_FFFF_0000_FFFF
+    return (nibbles | nibbles >> 16) & 0xFFFF_FFFF
   }
 }

@@ -76,6 +76,48 @@ import Testing
     #expect(NameBytes.parseUUID(Array((" " + id.uuidString.dropFirst()).utf8)) == nil)
   }
 
+  /// The parse reads eight digits at a time: every byte value at every place of a UUID, in
+  /// both modes, is taken or refused as a byte-at-a-time reading would, with Foundation's value.
+  @Test func `UUID parsing takes exactly the digits and dashes, byte by byte`() {
+    let mixed = Array("0123abcd-ef45-6789-ABCD-EF0123456789".utf8)
+    let lower = Array("0123abcd-ef45-6789-abcd-ef0123456789".utf8)
+    for (base, lowercaseOnly) in [(mixed, false), (lower, true)] {
+      for place in base.indices {
+        for value in 0...255 {
+          var bytes = base
+          bytes[place] = UInt8(value)
+          let digit = (0x30...0x39).contains(value) || (0x61...0x66).contains(value)
+          let upper = (0x41...0x46).contains(value)
+          let taken =
+            [8, 13, 18, 23].contains(place) ? value == 0x2D : digit || (upper && !lowercaseOnly)
+          let parsed = bytes.withUnsafeBufferPointer {
+            NameBytes.parseUUID($0, lowercaseOnly: lowercaseOnly)
+          }
+          let expected = taken ? UUID(uuidString: String(decoding: bytes, as: UTF8.self)) : nil
+          #expect(parsed == expected, "byte \(value) at \(place)")
+          if taken { #expect(parsed != nil, "byte \(value) at \(place)") }
+        }
+      }
+    }
+  }
+
+  /// The UUID is written eight digits at a time: every nibble value at every place comes out
+  /// as Foundation's lower-cased string, and parses back.
+  @Test func `UUIDs are written as Foundation writes them, lower-cased`() {
+    var ids = (0..<256).map { value in
+      UUID(
+        uuid: unsafeBitCast(
+          (UInt64(value) &* 0x0101_0101_0101_0101, ~UInt64(value) << 3), to: uuid_t.self))
+    }
+    ids += (0..<1000).map { _ in UUID() }
+    for id in ids {
+      var bytes: [UInt8] = [0x41]
+      NameBytes.uuid(id, into: &bytes)
+      #expect(bytes == [0x41] + Array(id.uuidString.lowercased().utf8))
+      #expect(NameBytes.parseUUID(bytes.dropFirst()) == id)
+    }
+  }
+
   @Test func `Names and the state line keep their fixed-width form`() {
     var bytes: [UInt8] = []
     NameBytes.decimal(42, width: 5, into: &bytes)

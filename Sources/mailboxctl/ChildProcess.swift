@@ -213,6 +213,12 @@ final class ChildProcess: Sendable {
   /// Whether ``stop(grace:now:)`` was called.
   var stopRequested: Bool { stopping.withLock { $0.terminateSentAt != nil } }
 
+  /// Whether ``stop(grace:now:)`` sent SIGKILL to the group.
+  var killSent: Bool { stopping.withLock { $0.killSent } }
+
+  /// Whether ``reap()`` collected the exited leader.
+  var isReaped: Bool { reaped.withLock { $0 } }
+
   /// A pipe whose both ends are close-on-exec (only the coordinating thread starts programs, so
   /// none inherits them in between) and numbered 3 or above (so a dup2(2) onto
   /// descriptor 0 or 1 in the child always makes a fresh descriptor, even when mailboxctl was

@@ -69,7 +69,8 @@ let drainDetails = """
   MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
   soon as CMD exits (whatever it left running), unless drain stopped CMD on its way out (then
   the message goes back whatever CMD exits with); any other status, a signal or a handler
-  timeout releases it with a retry delay: it waits in delayed/ (not pending, so it neither
+  timeout releases it with a retry delay, once what CMD left in its process group is gone
+  (SIGTERM when CMD exits, SIGKILL 5 s later): it waits in delayed/ (not pending, so it neither
   spins nor blocks the messages behind it) and returns to its original position after
   min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter, never above
   --retry-max-delay (at the cap, jitter only shortens a delay).

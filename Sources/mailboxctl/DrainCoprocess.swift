@@ -138,7 +138,11 @@ final class CoprocessDelivery: DeliveryMode {
       if handler.process.hasExited {
         let exitedAt = handler.exitedAt ?? now
         handler.exitedAt = exitedAt
-        if ended || now.timeIntervalSince(exitedAt) >= outputGrace {
+        // Nothing goes back while a process of its group may still work on it (SIGKILL
+        // follows the grace; see ``ChildProcess/groupMayRun``).
+        if ended || now.timeIntervalSince(exitedAt) >= outputGrace,
+          !handler.process.groupMayRun
+        {
           bury(handler, outputEnded: ended)
           return
         }

@@ -44,31 +44,46 @@ final class ExecDelivery: DeliveryMode {
   /// Acknowledges or releases every handler that has exited, then renews leases of long
   /// handlers and enforces `--handler-timeout` (SIGTERM to the handler's process group, then
   /// SIGKILL after the grace).
+  ///
+  /// A message goes back only once no process of its handler's group may still work on it:
+  /// the group of a handler that failed, timed out or was stopped gets SIGTERM when the handler
+  /// exits (also what it left running), SIGKILL after the grace, and the message waits
+  /// (its lease renewed) until the group has no running member or SIGKILL was sent
+  /// (``ChildProcess/groupMayRun``). A handler that exited 0 is acknowledged at once, whatever
+  /// it left running.
   func poll() {
+    let now = Date()
     running.removeAll { run in
       guard run.hasExited else { return false }
+      // Judged once, when it is first seen exited (stopping what it left behind below is no
+      // stop of the handler).
+      let verdict = run.verdict ?? run.judge()
+      run.verdict = verdict
+      if verdict != .finished {
+        run.stop(grace: context.killGrace, now: now)
+        if run.process.groupMayRun { return false }
+      }
       run.feed.handlerExited()
       feeds.append(run.feed)
-      if run.stopRequested && !run.timedOut {
-        // Stopped by a stop signal: whatever its exit status (many programs exit 0 on
-        // SIGTERM), it was interrupted, not finished; it did not fail either: its message goes
-        // straight back.
-        context.release(run.claim)
-      } else if run.succeeded && !run.timedOut {
-        context.acknowledge(run.claim)
-      } else {
-        context.release(run.claim, failure: run.outcome)
+      switch verdict {
+      case .finished: context.acknowledge(run.claim)
+      // Stopped by a stop signal: whatever its exit status (many programs exit 0 on SIGTERM),
+      // it was interrupted, not finished; it did not fail either: its message goes straight
+      // back.
+      case .interrupted: context.release(run.claim)
+      case .failed: context.release(run.claim, failure: run.outcome)
       }
       return true
     }
     joinEndedFeeds()
-    let now = Date()
-    for run in running where !run.hasExited {
-      if let timeout = context.handlerTimeout, now.timeIntervalSince(run.startedAt) >= timeout {
-        run.timedOut = true
-        run.stop(grace: context.killGrace, now: now)
-      } else if run.stopRequested {
-        run.stop(grace: context.killGrace, now: now)
+    for run in running {
+      if !run.hasExited {
+        if let timeout = context.handlerTimeout, now.timeIntervalSince(run.startedAt) >= timeout {
+          run.timedOut = true
+          run.stop(grace: context.killGrace, now: now)
+        } else if run.stopRequested {
+          run.stop(grace: context.killGrace, now: now)
+        }
       }
       if now.timeIntervalSince(run.lastRenewal) >= context.renewInterval {
         context.renew(run.claim)

@@ -11,8 +11,9 @@ import Glibc
 /// microsecond), `MAILBOX_DELIVERY_COUNT` (1 on the first delivery), `MAILBOX_MESSAGE_TYPE`
 /// (empty when untyped), `MAILBOX_PAYLOAD_VERSION` (1 unless the producer recorded another),
 /// `MAILBOX_PRIORITY` (the level, 0 to 9), `MAILBOX_NAMESPACE` and `MAILBOX_CONTAINER`. Its stdout and stderr are
-/// mailboxctl's own. It runs in its own process group (see ``ChildProcess``); its exit counts
-/// as soon as it exits, whatever it left running.
+/// mailboxctl's own. It runs in its own process group (see ``ChildProcess``); an exit 0 counts
+/// as soon as it exits, whatever it left running; any other end once nothing it left in its
+/// group may still run (``ExecDelivery/poll()``).
 final class HandlerRun {
   let claim: AppGroupRawMailbox.Claim
   let process: ChildProcess
@@ -82,4 +83,23 @@ final class HandlerRun {
 
   /// Whether it was stopped by drain (a timeout or a stop request).
   var stopRequested: Bool { process.stopRequested }
+
+  /// What its exit means for its message.
+  enum Verdict {
+    /// Exited 0, neither timed out nor stopped: acknowledged.
+    case finished
+    /// Stopped by a stop signal (not a timeout): released without counting a failure.
+    case interrupted
+    /// Failed or timed out: released with the retry policy.
+    case failed
+  }
+
+  /// Its verdict, once the coordinator judged its exit (``judge()``).
+  var verdict: Verdict?
+
+  /// The verdict of its exit: call once it has exited, before drain stops what it left.
+  func judge() -> Verdict {
+    if stopRequested && !timedOut { return .interrupted }
+    return succeeded && !timedOut ? .finished : .failed
+  }
 }

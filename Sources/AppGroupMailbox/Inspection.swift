@@ -170,6 +170,11 @@ public enum AppGroupMailboxRequeueOutcome: Sendable, Equatable, Hashable {
   /// A message with this id is already pending, delayed or claimed; the file stays in
   /// quarantine.
   case alreadyPresent(UUID)
+  /// The message with this id is past its lifetime (its enqueue date is
+  /// ``AppGroupMailboxLimits/messageLifetime`` or more ago): pending again, it would be deleted
+  /// as expired at the next claim. The file stays in quarantine: raise the lifetime first, or
+  /// purge it.
+  case expired(UUID)
   /// No quarantined file has that name.
   case notFound
   /// The file is not a readable message envelope (hostile, oversized, malformed or a future
@@ -226,10 +231,11 @@ public struct AppGroupMailboxInspector: Sendable {
   /// Moves the quarantined file `fileName` back to pending, keeping its id, `enqueuedAt` and
   /// type, with a fresh insertion sequence, its delivery count reset to 0 and the default
   /// priority level (``AppGroupMailboxPriority/default``: a quarantine name keeps no level), under the same
-  /// lock and depth bound as an enqueue. A message past its lifetime is then deleted by the
-  /// next claim.
-  /// - Throws: ``AppGroupMailboxError/mailboxFull`` (the file stays in quarantine);
-  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  /// lock and depth bound as an enqueue. A message past its lifetime stays in quarantine
+  /// (``AppGroupMailboxRequeueOutcome/expired(_:)``): the next claim would delete it.
+  /// - Throws: ``AppGroupMailboxError/mailboxFull`` when the mailbox holds `maxMessages`
+  ///   whatever the overflow policy (a requeue never deletes a pending message to make room;
+  ///   the file stays in quarantine); ``AppGroupMailboxError/ioFailure(_:)``.
   /// A message with the same id that is pending, delayed or claimed keeps the file in
   /// quarantine (``AppGroupMailboxRequeueOutcome/alreadyPresent(_:)``).
   /// - Complexity: O(n) in the entries of pending, delayed and claimed (the duplicate check).

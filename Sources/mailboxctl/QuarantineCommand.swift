@@ -17,11 +17,14 @@ let quarantineCommand = Subcommand(
       ID is a message id (every quarantined file with that id) or a quarantine file name (the
       only way to name a file whose id is unknown).
       requeue puts a readable message back in pending at priority 5 (quarantine names keep no
-      level) and the position of its enqueue date, with its delivery count reset; a file that is not a readable message stays (exit 65), an
-      id already pending or claimed stays too. purge deletes files. list and show only read:
-      they work on a read-only file system and for a user who may only read the mailbox.
-      Exit status: 66 when an ID matches nothing, 65 when a file is not a message, 75 when the
-      mailbox is full.
+      level) and the position of its enqueue date, with its delivery count reset; a file that
+      is not a readable message stays (exit 65), as does a message past its lifetime (exit 65:
+      a claim would delete it; raise --message-lifetime with config first), and an id already
+      pending or claimed. A full mailbox stops requeue (exit 75) whatever the overflow policy:
+      it never deletes a pending message to make room. purge deletes files. list and show only
+      read: they work on a read-only file system and for a user who may only read the mailbox.
+      Exit status: 66 when an ID matches nothing, 65 when a file is not a message or expired,
+      75 when the mailbox is full.
       """),
   run: { arguments in try runQuarantine(arguments) })
 
@@ -149,6 +152,13 @@ private func requeue(
     case .alreadyPresent(let id):
       try report(name, id, "alreadyPresent", json: json)
       Output.note("quarantine: message \(id.uuidString.lowercased()) is already pending or claimed")
+    case .expired(let id):
+      try report(name, id, "expired", json: json)
+      Output.note(
+        "quarantine: \(name) stays in quarantine: its enqueue date is the message lifetime or "
+          + "more ago, so a claim would delete it; raise the lifetime first ('mailboxctl config "
+          + "--message-lifetime'), or purge it")
+      status = .dataError
     case .notFound:
       try report(name, ids[name], "notFound", json: json)
       status = .noInput
@@ -182,12 +192,27 @@ private func forEachName<Result>(
   outcome: (String, Result, inout ExitStatus) throws -> Void
 ) throws -> ExitStatus {
   var status = ExitStatus.success
-  for name in names {
+  for (index, name) in names.enumerated() {
     let result: Result
     do {
       result = try operation(name)
     } catch {
-      throw CommandFailure(error, while: "\(verb) \(name)")
+      var failure = CommandFailure(error, while: "\(verb) \(name)")
+      if case .mailboxFull = error as? AppGroupMailboxError {
+        // Not the enqueue's advice: a requeue never deletes a pending message to make room,
+        // whatever the overflow policy.
+        failure.message =
+          "\(verb) \(name): the mailbox is full (maxMessages): a requeue never deletes a "
+          + "pending message to make room, whatever the overflow policy; wait for consumers or "
+          + "raise the bound ('mailboxctl config --max-messages')"
+      }
+      let untried = names.count - index - 1
+      if untried > 0 {
+        failure.message +=
+          untried == 1
+          ? "; the file after it was not tried" : "; the \(untried) files after it were not tried"
+      }
+      throw failure
     }
     try outcome(name, result, &status)
   }

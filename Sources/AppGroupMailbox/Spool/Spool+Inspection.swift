@@ -213,6 +213,8 @@ extension Spool {
         let micros = min(max(header.enqueuedAt, 0), MessageKey.maxMicros)
         let name = PendingName(
           key: MessageKey(micros: micros, sequence: counters.sequence + 1), id: id, attempts: 0)
+        // Past its lifetime the next claim would delete it: the quarantine keeps the only copy.
+        if isExpired(name, at: now) { return .expired(id) }
         // The counters go to disk before the rename, as an enqueue's do: killed, or failing to
         // write `state`, after the rename would leave a depth below the messages on disk (so
         // enqueues pass the bound) and a sequence handed out again. Left high when nothing

@@ -25,6 +25,9 @@ let claimCommand = Subcommand(
     ones after it are put back without counting the delivery, and the command exits 74.
     SIGINT, SIGTERM or SIGHUP (also while a write waits for a reader) puts back alike the
     messages not printed yet (exit 130 for SIGINT, else 0).
+    What a claim removes instead of delivering is said on stderr: messages past the lifetime
+    (deleted), dead letters (a line each, as drain's) and files that are no message (moved to
+    quarantine).
     Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 69 it cannot be
     opened (permission denied...), 74 I/O error.
     """,
@@ -42,7 +45,16 @@ private let claimOptions: [OptionSpec] = [
 private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   let limit = try arguments.integer("--limit", in: 1...Int(Int32.max)) ?? 1
   let json = arguments.flag("--json")
-  let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+  // What the claims remove instead of delivering (expired messages, dead letters, files that
+  // are no message) is said on stderr, as drain says it.
+  let removed = QuarantineCounter()
+  let deadLetters = DeadLetterReport(try MailboxOptions.location(arguments), command: "claim")
+  let (mailbox, _) = try MailboxOptions.open(
+    arguments, mustExist: true,
+    diagnostic: {
+      removed.record($0)
+      deadLetters.record($0)
+    })
   if mailbox.isHeld {
     Output.note("claim: the mailbox is held: nothing is claimed until 'mailboxctl resume'")
   }
@@ -54,6 +66,16 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
     claims = try mailbox.claimPending(limit: limit)
   } catch {
     throw CommandFailure(error, while: "")
+  }
+  if removed.expired > 0 {
+    Output.note(
+      "claim: deleted \(Output.counted(removed.expired, "expired message")) (older than the "
+        + "mailbox's message lifetime), never delivered")
+  }
+  if removed.count > 0 {
+    Output.note(
+      "claim: moved \(Output.counted(removed.count, "file")) to quarantine ('mailboxctl "
+        + "quarantine list' shows them)")
   }
   for (index, claim) in claims.enumerated() {
     do {

@@ -45,7 +45,8 @@ final class DeadLetterReport: Sendable {
     let inspector = inspector
     let kept = inspector?.settings.maxQuarantinedFiles
     let bound =
-      "keeps at most \(kept.map(String.init) ?? "its bound of") files (maxQuarantinedFiles)"
+      "keeps at most \(kept.map { Output.counted($0, "file") } ?? "its bound of files") "
+      + "(maxQuarantinedFiles)"
     if event == .deadLetterQuarantined, kept == 0 {
       Output.note(
         "\(command): a dead letter was deleted, not quarantined: the mailbox keeps no "

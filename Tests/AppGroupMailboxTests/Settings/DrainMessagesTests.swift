@@ -83,7 +83,7 @@ import Testing
           "mailboxctl: drain: message \(ids[1]): dead letter after 1 delivery (the mailbox's "
             + "maxDeliveryAttempts); moved to quarantine as \(file)",
           "mailboxctl: drain: quarantine was full: its oldest file was deleted; it keeps at most "
-            + "1 files (maxQuarantinedFiles)",
+            + "1 file (maxQuarantinedFiles)",
         ])
     // Dead letters made one at a time (a handler failing each one's last delivery): the second
     // trims the first, which was shown, and is named.
@@ -98,7 +98,7 @@ import Testing
     #expect(
       later.stderr.contains(
         "mailboxctl: drain: message \(next[0]): dead letter \(shownFile) was deleted from "
-          + "quarantine, which keeps at most 1 files (maxQuarantinedFiles)\n"))
+          + "quarantine, which keeps at most 1 file (maxQuarantinedFiles)\n"))
     #expect(container.names("quarantine").map { $0.contains(next[1]) } == [true])
 
     let keepsNothing = try TemporaryContainer()

@@ -104,7 +104,10 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   if let data = arguments.value("--data") {
     input = EnqueueInput(Array(data.utf8), lines: lines)
   } else {
-    input = EnqueueInput(try EnqueueInput.readStandardInput(), lines: lines)
+    input = EnqueueInput(
+      try EnqueueInput.readStandardInput(
+        limit: lines ? nil : EnqueueInput.singleMessageInputLimit),
+      lines: lines)
   }
   let keyed = try EnqueueKey.request(arguments)
   for (option, given) in [("--id", id != nil), ("--key", keyed != nil)]

@@ -68,17 +68,31 @@ struct EnqueueInput {
     return start..<end
   }
 
+  /// The most standard input one message is read from: the largest message file a mailbox
+  /// takes (``AppGroupMailboxLimits/payloadCeiling``, 64 MiB) and 1 MiB of whitespace around
+  /// it. More is refused while it is read, not held in memory.
+  static let singleMessageInputLimit = AppGroupMailboxLimits.payloadCeiling + 1_048_576
+
   /// Reads standard input to its end with read(2), retrying EINTR and waiting (poll(2)) when
-  /// the descriptor is non-blocking.
+  /// the descriptor is non-blocking; at most `limit` bytes (nil: no bound).
   /// - Throws: ``CommandFailure`` with ``ExitStatus/noInput`` (66) naming the errno when stdin
-  ///   cannot be read: closed (EBADF), a directory (EISDIR), an I/O error (EIO)...
-  static func readStandardInput() throws(CommandFailure) -> [UInt8] {
+  ///   cannot be read: closed (EBADF), a directory (EISDIR), an I/O error (EIO)...; with
+  ///   ``ExitStatus/dataError`` (65) once it holds more than `limit` bytes.
+  static func readStandardInput(limit: Int? = nil) throws(CommandFailure) -> [UInt8] {
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
     while true {
       let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
       if count > 0 {
         bytes.append(contentsOf: chunk[..<count])
+        if let limit, bytes.count > limit {
+          throw CommandFailure(
+            .dataError,
+            "standard input holds more than \(limit) bytes, more than one message can be (a "
+              + "message file holds at most \(AppGroupMailboxLimits.payloadCeiling) bytes, the "
+              + "largest maxPayloadBytes); nothing was enqueued (--lines takes one message a "
+              + "line)")
+        }
         continue
       }
       if count == 0 { return bytes }

@@ -329,4 +329,22 @@ import Testing
     #expect(
       (try? FileManager.default.contentsOfDirectory(atPath: container.url.path)) ?? [] == [])
   }
+
+  /// Found by an adversarial review: one message's input was read whole, however large, before
+  /// it was refused (a runaway producer took gigabytes). Reading stops past 65 MiB, more than
+  /// any message file can hold.
+  @Test func `One message's input is refused while read once it passes 65 MiB`() throws {
+    let container = try TemporaryContainer()
+    let location = "--container '\(container.url.path)' --namespace jobs"
+    let result = try shell(
+      "head -c 80000000 /dev/zero | tr '\\0' a | \"$0\" enqueue \(location); echo $? >&2")
+    #expect(result.stdout == "")
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: standard input holds more than 68157440 bytes, more than "
+        + "one message can be (a message file holds at most 67108864 bytes, the largest "
+        + "maxPayloadBytes); nothing was enqueued (--lines takes one message a line)\n65\n")
+    #expect(
+      (try? FileManager.default.contentsOfDirectory(atPath: container.url.path)) ?? [] == [])
+  }
 }

@@ -194,18 +194,23 @@ public enum AppGroupMailboxRequeueOutcome: Sendable, Equatable, Hashable {
 public struct AppGroupMailboxInspector: Sendable {
   let spool: Spool
 
-  /// Counts and ages of the namespace.
+  /// Counts and ages of the namespace. Taken while other processes claim and release: each
+  /// message counts once, in the state it was seen in last (pending is listed again after
+  /// claimed and delayed, the order every single move follows), so the depth never exceeds the
+  /// messages there are; a message that moves twice while it is listed may be missed.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
   ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
   ///   its areas was deleted.
-  /// - Complexity: one listing of each area and one fstatat(2) per entry, O(n).
+  /// - Complexity: one listing of each area (two of pending) and one fstatat(2) per entry, O(n),
+  ///   with a dictionary entry per message.
   public func status() throws -> AppGroupMailboxStatus {
     try spool.removalReported { try mapIO("status") { try spool.inspectStatus() } }
   }
 
   /// The entries in `states`: pending, then claimed, each in claim order (the highest priority
   /// level first, oldest first within a level), then delayed by due time, then
-  /// quarantined by quarantine time.
+  /// quarantined by quarantine time. A message is listed once, in the state it was seen in
+  /// last, as ``status()`` counts it.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
   ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
   ///   its areas was deleted.

@@ -7,27 +7,37 @@ extension Spool {
     var status = AppGroupMailboxStatus(
       pending: 0, claimed: 0, quarantined: 0, temporaryFiles: 0, oldestPendingEnqueuedAt: nil,
       oldestClaimedAt: nil, bytes: 0)
+    // Each message once (``sightings(_:_:)``): its state, size, and the time its state's
+    // figure takes (enqueued, claimed: the inode's change, due).
+    let seen = try sightings([.pending, .claimed, .delayed]) {
+      state, fileName, info -> (UUID, (AppGroupMailboxEntry.State, Int, Int64))? in
+      let size = Int(info.st_size)
+      switch state {
+      case .pending:
+        return PendingName(parsing: fileName).map { ($0.id, (state, size, $0.key.micros)) }
+      case .claimed:
+        let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
+        return ClaimedName(parsing: fileName).map { ($0.message.id, (state, size, changed)) }
+      default:
+        return DelayedName(parsing: fileName).map { ($0.message.id, (state, size, $0.dueMicros)) }
+      }
+    }
     var oldestPending: Int64?
-    try eachEntry(directories.pending) { fileName, info in
-      guard let name = PendingName(parsing: fileName) else { return }
-      status.pending += 1
-      status.bytes += Int(info.st_size)
-      oldestPending = min(oldestPending ?? .max, name.key.micros)
-    }
-    var nextDue: Int64?
-    try eachEntry(directories.delayed) { fileName, info in
-      guard let name = DelayedName(parsing: fileName) else { return }
-      status.delayed += 1
-      status.bytes += Int(info.st_size)
-      nextDue = min(nextDue ?? .max, name.dueMicros)
-    }
     var oldestClaim: Int64?
-    try eachEntry(directories.claimed) { fileName, info in
-      guard ClaimedName(parsing: fileName) != nil else { return }
-      status.claimed += 1
-      status.bytes += Int(info.st_size)
-      let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-      oldestClaim = min(oldestClaim ?? .max, changed)
+    var nextDue: Int64?
+    for (state, size, micros) in seen.values {
+      status.bytes += size
+      switch state {
+      case .pending:
+        status.pending += 1
+        oldestPending = min(oldestPending ?? .max, micros)
+      case .claimed:
+        status.claimed += 1
+        oldestClaim = min(oldestClaim ?? .max, micros)
+      default:
+        status.delayed += 1
+        nextDue = min(nextDue ?? .max, micros)
+      }
     }
     for entry in try Syscall.list(directories.quarantine) {
       status.quarantined += 1
@@ -43,24 +53,36 @@ extension Spool {
     return status
   }
 
+  /// The order of an entry within its state: claim order for pending and claimed messages, the
+  /// file name (due time first) for delayed ones and for quarantined files.
+  private enum ListingOrder: Comparable {
+    case claim(MessageKey)
+    case name(String)
+  }
+
   /// See ``AppGroupMailboxInspector/entries(in:)``.
   func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry] {
+    let seen = try sightings(states) {
+      state, name, info -> (UUID, (ListingOrder, AppGroupMailboxEntry))? in
+      let size = Int(info.st_size)
+      switch state {
+      case .pending:
+        return PendingName(parsing: name).map {
+          ($0.id, (.claim($0.key), pendingEntry($0, fileName: name, size: size)))
+        }
+      case .claimed:
+        return ClaimedName(parsing: name).map {
+          ($0.message.id, (.claim($0.message.key), claimedEntry($0, size: size)))
+        }
+      default:
+        return DelayedName(parsing: name).map {
+          ($0.message.id, (.name(name), delayedEntry($0, size: size)))
+        }
+      }
+    }
     var result: [AppGroupMailboxEntry] = []
-    if states.contains(.pending) {
-      result += try listed(directories.pending) { name, size in
-        PendingName(parsing: name).map { ($0.key, pendingEntry($0, fileName: name, size: size)) }
-      }
-    }
-    if states.contains(.claimed) {
-      result += try listed(directories.claimed) { name, size in
-        ClaimedName(parsing: name).map { ($0.message.key, claimedEntry($0, size: size)) }
-      }
-    }
-    if states.contains(.delayed) {
-      // Delayed names sort by due time as text (fixed-width due time first).
-      result += try listed(directories.delayed) { name, size in
-        DelayedName(parsing: name).map { (name, delayedEntry($0, size: size)) }
-      }
+    for state in [AppGroupMailboxEntry.State.pending, .claimed, .delayed] {
+      result += seen.values.filter { $0.1.state == state }.sorted { $0.0 < $1.0 }.map(\.1)
     }
     if states.contains(.quarantined) {
       result += try listed(directories.quarantine) { name, size in

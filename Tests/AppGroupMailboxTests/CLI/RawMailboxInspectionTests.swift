@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import AppGroupMailbox
@@ -124,5 +125,45 @@ import Testing
     #expect(try raw.inspector.requeueQuarantined(quarantined.fileName) == .notAMessage)
     #expect(container.names("quarantine") == [quarantined.fileName])
     #expect(container.names("pending") == [])
+  }
+
+  /// Found by an adversarial review: counts and listings taken while other consumers claim and
+  /// release listed a message in pending and again in claimed (a depth above maxMessages, an
+  /// id listed twice). Each message now counts once, where it was seen last. The workers claim
+  /// and put back for as long as the inspector samples.
+  @Test func `Counts and listings never count a message twice while it moves`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 20))
+    for number in 0..<20 { try mailbox.enqueue(Data("\(number)".utf8)) }
+    let done = Atomic<Bool>(false)
+    let moves = Atomic<Int>(0)
+    let workers = DispatchGroup()
+    for _ in 0..<3 {
+      DispatchQueue.global().async(group: workers) {
+        while !done.load(ordering: .relaxed) {
+          for claim in (try? mailbox.claimPending(limit: 2)) ?? [] {
+            try? claim.releaseUndelivered()
+            moves.add(1, ordering: .relaxed)
+          }
+        }
+      }
+    }
+    var overCounted: [Int] = []
+    var twice: [Int] = []
+    // At least 200 samples, and on until the workers made 500 moves (60 s at most).
+    let deadline = Date().addingTimeInterval(60)
+    var samples = 0
+    while samples < 200 || (moves.load(ordering: .relaxed) < 500 && Date() < deadline) {
+      samples += 1
+      let depth = try mailbox.inspector.status().depth
+      if depth > 20 { overCounted.append(depth) }
+      let ids = try mailbox.inspector.entries(in: [.pending, .claimed, .delayed]).map(\.id)
+      if Set(ids).count != ids.count { twice.append(ids.count) }
+    }
+    done.store(true, ordering: .relaxed)
+    workers.wait()
+    #expect(moves.load(ordering: .relaxed) >= 500)
+    #expect(overCounted == [])
+    #expect(twice == [])
   }
 }

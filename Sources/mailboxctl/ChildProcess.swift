@@ -63,11 +63,7 @@ final class ChildProcess: Sendable {
     var child: pid_t = 0
     let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
     guard result == 0 else {
-      // posix_spawn does not run a file without a #! line with /bin/sh, as execvp(3) would.
-      let hint =
-        result == ENOEXEC
-        ? " (not a program: a script needs a first line '#!' naming its interpreter, such as "
-          + "#!/bin/sh)" : ""
+      let hint = ExecLookup.startHint(executable, error: result)
       throw CommandFailure(
         .osError,
         "cannot start \(executable): \(Errno(rawValue: result).explanation)" + hint)

@@ -47,4 +47,34 @@ enum ExecLookup {
     }
     return CommandFailure(.unavailable, "\(option): command not found: \(command)")
   }
+
+  /// What to add when posix_spawn(3) could not start `executable` with `error`: a file without
+  /// a `#!` line is no program (ENOEXEC: posix_spawn does not fall back to /bin/sh, as execvp(3)
+  /// would); a script whose `#!` line names an interpreter that is missing or cannot be run
+  /// fails with the script's own path (ENOENT, EACCES; execve(2)), so that line is named.
+  static func startHint(_ executable: String, error: Int32) -> String {
+    if error == ENOEXEC {
+      return " (not a program: a script needs a first line '#!' naming its interpreter, such as "
+        + "#!/bin/sh)"
+    }
+    guard error == ENOENT || error == EACCES, let line = firstLine(executable),
+      line.hasPrefix("#!")
+    else { return "" }
+    let interpreter = line.dropFirst(2).split(separator: " ", maxSplits: 1).first ?? ""
+    return
+      " (its '#!' line names the interpreter \(Output.shown(String(interpreter), limit: 100)), "
+      + "which cannot be run)"
+  }
+
+  /// The first line of the file at `path` (at most 256 bytes read), nil when it cannot be read.
+  private static func firstLine(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    guard count > 0 else { return nil }
+    let line = buffer[..<count].prefix { $0 != 0x0A }
+    return String(decoding: line, as: UTF8.self)
+  }
 }

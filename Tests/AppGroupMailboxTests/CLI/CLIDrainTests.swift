@@ -284,6 +284,17 @@ import Testing
         "mailboxctl: error: drain: --exec: cannot start \(broken.path): Exec format error "
           + "(errno 8) (not a program: a script needs a first line '#!' naming its interpreter, "
           + "such as #!/bin/sh)\n"), "\(unstartable.stderr)")
+    // A #! line naming a missing interpreter: execve(2) fails with ENOENT, which named the
+    // script itself (found by an adversarial review); the error names the #! line.
+    try Data("#! /no/such/interpreter -x\ncat >/dev/null\n".utf8).write(to: broken)
+    let noInterpreter = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--exec", broken.path])
+    #expect(noInterpreter.status == 71)
+    #expect(
+      noInterpreter.stderr.hasSuffix(
+        "mailboxctl: error: drain: --exec: cannot start \(broken.path): No such file or "
+          + "directory (errno 2) (its '#!' line names the interpreter /no/such/interpreter, "
+          + "which cannot be run)\n"), "\(noInterpreter.stderr)")
     #expect(try container.rawMailbox().inspector.entries(in: [.pending]).map(\.id) == ids)
   }
 

@@ -93,6 +93,21 @@ let migrateCommand = Subcommand(
           + "\(Output.counted(left, "old file")) stay\(left == 1 ? "s" : ""); raise the bound, "
           + "for example 'mailboxctl config\(MailboxOptions.locationArguments(arguments)) "
           + "--max-messages \(held + left)', and run migrate again")
+    } catch AppGroupMailboxError.payloadTooLarge(let actual, let maximum) {
+      let left = AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
+      // Over the ceiling no bound helps: the file cannot be a message of this format.
+      let fix =
+        actual > AppGroupMailboxLimits.payloadCeiling
+        ? "move it out of \(location.directory.path) (no mailbox takes a message file over "
+          + "\(AppGroupMailboxLimits.payloadCeiling) bytes)"
+        : "raise the bound, for example 'mailboxctl config"
+          + "\(MailboxOptions.locationArguments(arguments)) --max-payload-bytes \(actual)'"
+      throw CommandFailure(
+        .dataError,
+        "an old message would make a message file of \(actual) bytes, over the limit of "
+          + "\(maximum) (maxPayloadBytes): what was imported stays, "
+          + "\(Output.counted(left, "old file")) stay\(left == 1 ? "s" : ""); \(fix), and run "
+          + "migrate again")
     } catch {
       throw CommandFailure(error, while: "")
     }

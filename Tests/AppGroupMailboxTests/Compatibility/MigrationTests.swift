@@ -227,6 +227,37 @@ import Testing
     try Self.expectConverted(container)
   }
 
+  /// Found by an adversarial review: an old message over the mailbox's payload bound stopped
+  /// migrate with the library's bare "The encoded message is N bytes" (no word of what stays or
+  /// what to do).
+  @Test func `Migrate stopped by the payload bound says what stays and how to go on`() throws {
+    let container = try TemporaryContainer()
+    try FixtureTests.install("apple-spool-0.2.1", into: container)
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments() + Self.longLived + ["--max-payload-bytes", "150"])
+    #expect(created.status == 0, "\(created.stderr)")
+    let refused = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(refused.status == 65)
+    #expect(
+      refused.stderr.hasPrefix(
+        "mailboxctl: error: migrate: an old message would make a message file of "),
+      "\(refused.stderr)")
+    #expect(
+      refused.stderr.contains(
+        " bytes, over the limit of 150 (maxPayloadBytes): what was imported stays, "),
+      "\(refused.stderr)")
+    #expect(
+      refused.stderr.contains("; raise the bound, for example 'mailboxctl config --container"),
+      "\(refused.stderr)")
+    #expect(try Self.legacyNames(container).count > 0)
+    let raised = try Mailboxctl.run(
+      ["config"] + container.arguments() + ["--max-payload-bytes", "65536"])
+    #expect(raised.status == 0)
+    let again = try Mailboxctl.run(["migrate"] + container.arguments())
+    #expect(again.status == 0, "\(again.stderr)")
+    try Self.expectConverted(container)
+  }
+
   @Test func `create on an unconverted directory sets the lifetime migrate then uses`() throws {
     let container = try TemporaryContainer()
     try FixtureTests.install("apple-spool-0.2.1", into: container)

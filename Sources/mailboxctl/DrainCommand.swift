@@ -60,7 +60,8 @@ let drainDetails = """
   closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
   and the rest of the batch are put back with their delivery count unchanged, and drain
   exits 74.
-  With --exec CMD gets the message JSON and a newline on stdin (written whole to whoever
+  With --exec CMD gets the message JSON (its bytes as enqueued: a pretty-printed message keeps
+  its line breaks, so read it whole, not with read) and a newline on stdin (written whole to whoever
   reads it: a process CMD leaves running with its stdin gets the rest after CMD exited, until
   10 s pass without a byte read or drain is stopped by a signal or an error) and MAILBOX_ID,
   MAILBOX_ENQUEUED_AT,

@@ -148,10 +148,17 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   // A misspelt --namespace or --container makes a new mailbox: never silently once messages
   // went into it (also before a --lines import's error, which names where to resume).
   func noteCreated() {
-    guard !existed, MailboxOptions.givenSettings(arguments).isEmpty else { return }
-    Output.note(
-      "enqueue: created the mailbox \(location.directory.path) with the default settings "
-        + "('mailboxctl create' chooses them)")
+    guard !existed else { return }
+    if MailboxOptions.givenSettings(arguments).isEmpty {
+      Output.note(
+        "enqueue: created the mailbox \(location.directory.path) with the default settings "
+          + "('mailboxctl create' chooses them)")
+    }
+    if let note = MailboxOptions.privateInSharedContainer(
+      location, sharing: mailbox.settings.permissions)
+    {
+      Output.note("enqueue: " + note)
+    }
   }
   if mailbox.limits != assumed { try check(mailbox.limits, creating: false) }
   // The exit status says whether every message was stored: 0 yes, even when printing an id

@@ -255,4 +255,20 @@ enum MailboxOptions {
           + "release)")
     }
   }
+
+  /// A note for a private mailbox just made in a container shared with a group (setgid or
+  /// group-writable): the group's other users cannot open it, and the sharing mode is fixed at
+  /// creation, so the note says how to make it again. Nil for a group-shared mailbox or a
+  /// private container.
+  static func privateInSharedContainer(_ location: Location, sharing: AppGroupMailboxPermissions)
+    -> String?
+  {
+    var info = stat()
+    guard sharing == .private, stat(location.container.path, &info) == 0,
+      info.st_mode & S_ISGID != 0 || info.st_mode & S_IWGRP != 0
+    else { return nil }
+    return "the new mailbox \(location.directory.path) is private (only its owner may use it), "
+      + "though its container is shared with a group; for the group, remove it (rm -r "
+      + "\(location.directory.path)) and make it with 'mailboxctl create --group-shared'"
+  }
 }

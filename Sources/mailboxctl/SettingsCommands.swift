@@ -57,6 +57,10 @@ let createCommand = Subcommand(
         "another process created the mailbox at \(location.directory.path) first, with other "
           + "settings; 'mailboxctl config' shows them")
     }
+    if let note = MailboxOptions.privateInSharedContainer(location, sharing: stored.permissions)
+    {
+      Output.note("create: " + note)
+    }
     try printSettings(stored, location, json: arguments.flag("--json"))
     if MailboxOptions.legacyFiles(location) > 0 {
       Output.note(

@@ -80,8 +80,8 @@ let drainDetails = """
   seconds (not counted as a delivery; drain hands out every other pending message before it
   sends that one again), or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
   it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
-  released (a message whose line it was not sent whole, or left unread in the pipe, goes back
-  with its delivery count unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
+  released (a message of whose line it read no byte goes back with its delivery count
+  unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
   answer drain stops with 69. After a stop signal its stdin is closed at once and its answers
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that

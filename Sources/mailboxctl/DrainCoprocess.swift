@@ -45,10 +45,14 @@ final class CoprocessDelivery: DeliveryMode {
     /// feed included).
     let start: Int
     let end: Int
-    /// Whether the handler may have the message: every byte of its line but the line feed is
-    /// in its input (``CoprocessHandler/written``). A reader at end of input takes a last line
-    /// without its line feed (Python's `readline`), so that line counts as received too.
+    /// Whether the handler can read the message whole: every byte of its line but the line
+    /// feed is in its input (``CoprocessHandler/written``; a reader at end of input takes a last
+    /// line without its line feed, as Python's `readline` does). `--handler-timeout` counts from
+    /// then (``sentAt``).
     func reached(_ handler: CoprocessHandler) -> Bool { end - 1 <= handler.written }
+    /// Whether a byte of its line is in the handler's input: one the handler may have read.
+    /// Only once its handler is gone can drain tell whether it did (``bury(_:outputEnded:)``).
+    func entered(_ handler: CoprocessHandler) -> Bool { start < handler.written }
     init(_ claim: AppGroupRawMailbox.Claim, start: Int, end: Int) {
       self.claim = claim
       self.start = start
@@ -88,8 +92,8 @@ final class CoprocessDelivery: DeliveryMode {
   /// Queues the messages' lines for the handler's input and writes what the pipe takes now,
   /// never waiting for it (``CoprocessHandler/send(_:)``); ``poll()`` writes the rest as the
   /// handler reads, renewing every lease meanwhile. When the handler closes its input or stops
-  /// reading for `--handler-timeout` (60 s without it), it is stopped, and a message whose line
-  /// was not written whole never reached it: it is put back at once without counting the
+  /// reading for `--handler-timeout` (60 s without it), it is stopped, and a message of whose
+  /// line no byte was written never reached it: it is put back at once without counting the
   /// delivery, not held as in flight.
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     guard let handler, handler.failure == nil else {
@@ -132,7 +136,7 @@ final class CoprocessDelivery: DeliveryMode {
     }
     if handler.failure != nil {
       handler.stop(grace: context.killGrace, now: now)
-      // Its input is closed now: a message whose line it did not get whole never reached it,
+      // Its input is closed now: a message of whose line it got no byte never reached it,
       // whatever the failure was, and goes back at once, its delivery not counted.
       putBackUnsent(handler)
       if handler.process.hasExited {
@@ -199,10 +203,12 @@ final class CoprocessDelivery: DeliveryMode {
     }
   }
 
-  /// Puts back, uncounted, every message in flight whose line the handler's input did not take
-  /// (its input is closed: it never gets them; see ``Flight/reached(_:)``).
+  /// Puts back, uncounted, every message in flight of whose line the handler's input took no
+  /// byte (its input is closed: it never gets them). One it took a part of stays until the
+  /// handler is gone: it may have read that part (a line longer than the pipe holds, read in
+  /// part by a handler that then died, is a delivery; ``bury(_:outputEnded:)`` tells).
   private func putBackUnsent(_ handler: CoprocessHandler) {
-    for (id, flight) in flights where !flight.reached(handler) {
+    for (id, flight) in flights where !flight.entered(handler) {
       flights[id] = nil
       context.putBack(flight.claim)
     }

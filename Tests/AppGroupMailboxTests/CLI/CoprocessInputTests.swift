@@ -115,8 +115,9 @@ import Testing
   /// ever had it.
   @Test func `Messages whose line never reached a failed handler go back uncounted`() throws {
     // Lines of 100 KB: the one after the line a handler read never fits the pipe (64 KiB), so
-    // each handler holds exactly one message.
-    _ = try drainWithLateHandlers(padding: 100_000, body: Self.takesOneThenHangs)
+    // each handler holds exactly one message. It reads a byte at a time: a handler that reads
+    // ahead (Python's buffered `readline`) has bytes of the next line, which then count.
+    _ = try drainWithLateHandlers(padding: 100_000, body: Self.readsOneLineThenHangs)
   }
 
   /// Found by an adversarial review: lines written whole into the pipe that the failed handler
@@ -128,6 +129,33 @@ import Testing
     #expect(
       stderr.contains("4 unanswered messages released (3 of them never read: uncounted)"),
       "\(stderr)")
+  }
+
+  /// Found by an adversarial review: a line longer than the pipe, of which the handler read a
+  /// part before it died, went back uncounted as "not written whole": with one delivery
+  /// allowed it came back for ever (five handlers, then exit 69, then the next drain). It is a
+  /// delivery: the handler had bytes of it.
+  @Test func `A message a failed handler read in part is a delivery`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 100, maxPayloadBytes: 1_000_000, maxDeliveryAttempts: 1))
+    try mailbox.enqueue(Data(#"{"blob":"\#(String(repeating: "x", count: 300_000))"}"#.utf8))
+    let body = """
+      sys.stdin.readline()
+      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+      sys.stdout.flush()
+      taken = 0
+      while taken < 100000:
+          taken += len(os.read(0, 100000 - taken))
+      sys.exit(1)
+
+      """
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + (try handler(body, in: container)), deadline: 90)
+    #expect(result.stderr.contains("1 unanswered message released\n"), "\(result.stderr)")
+    #expect(try mailbox.inspector.entries(in: [.pending, .delayed]) == [])
+    let quarantined = try mailbox.inspector.entries(in: [.quarantined])
+    #expect(quarantined.map(\.quarantineReason) == ["deadletter"])
   }
 
   /// Found by an adversarial review: `--handler-timeout` counted from when drain queued a

@@ -26,7 +26,8 @@ let claimCommand = Subcommand(
     SIGINT, SIGTERM or SIGHUP (also while a write waits for a reader) puts back alike the
     messages not printed yet (exit 130 for SIGINT, else 0).
     What a claim removes instead of delivering is said on stderr: messages past the lifetime
-    (deleted), dead letters (a line each, as drain's) and files that are no message (moved to
+    (deleted), dead letters (a line each, as drain's; with other processes dead-lettering at
+    the same time the lines may name theirs too) and files that are no message (moved to
     quarantine).
     Exit status: 0 ok (also when nothing was pending), 66 no such mailbox, 69 it cannot be
     opened (permission denied...), 74 I/O error.
@@ -72,10 +73,11 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
       "claim: deleted \(Output.counted(removed.expired, "expired message")) (older than the "
         + "mailbox's message lifetime), never delivered")
   }
-  if removed.count > 0 {
+  if removed.notMessages > 0 {
     Output.note(
-      "claim: moved \(Output.counted(removed.count, "file")) to quarantine ('mailboxctl "
-        + "quarantine list' shows them)")
+      "claim: moved \(Output.counted(removed.notMessages, "file")) that \(removed.notMessages == 1 ? "is" : "are") no message it can "
+        + "deliver (malformed or unsafe) to quarantine ('mailboxctl quarantine list' shows "
+        + "\(removed.notMessages == 1 ? "it" : "them"))")
   }
   for (index, claim) in claims.enumerated() {
     do {

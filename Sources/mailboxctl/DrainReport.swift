@@ -77,11 +77,16 @@ final class DrainReport {
 /// Counts the drain's quarantine and expiry diagnostics (from any thread): the messages that left
 /// the mailbox without reaching the handler.
 final class QuarantineCounter: Sendable {
-  private let value = Locked<(quarantined: Int, expired: Int)>((0, 0))
+  private let value = Locked<(quarantined: Int, notMessages: Int, expired: Int)>((0, 0, 0))
 
   func record(_ event: AppGroupMailboxDiagnostic) {
     switch event {
-    case .malformedMessageQuarantined, .unsafeFileQuarantined, .deadLetterQuarantined:
+    case .malformedMessageQuarantined, .unsafeFileQuarantined:
+      value.withLock {
+        $0.quarantined += 1
+        $0.notMessages += 1
+      }
+    case .deadLetterQuarantined:
       value.withLock { $0.quarantined += 1 }
     case .expiredMessageRemoved:
       value.withLock { $0.expired += 1 }
@@ -91,6 +96,9 @@ final class QuarantineCounter: Sendable {
 
   /// Files quarantined (malformed, unsafe, dead letters).
   var count: Int { value.withLock { $0.quarantined } }
+  /// Files quarantined as no message this mailbox can deliver (malformed, unsafe): not the
+  /// dead letters, which ``DeadLetterReport`` names.
+  var notMessages: Int { value.withLock { $0.notMessages } }
   /// Messages deleted because their lifetime ran out before a handler had them.
   var expired: Int { value.withLock { $0.expired } }
 }

@@ -20,6 +20,18 @@ import Testing
     """
   }
 
+  /// A mailbox holding one message, and the files the first delivery's child and the second
+  /// delivery's verdict go to.
+  func oneMessage() throws -> (TemporaryContainer, child: URL, verdict: URL) {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    return (
+      container, container.url.appendingPathComponent("child"),
+      container.url.appendingPathComponent("verdict")
+    )
+  }
+
   /// Runs `drain --follow` on one message with `options` and `handler` until the second
   /// delivery wrote its verdict on the first delivery's child; returns the verdict.
   func secondDeliveryVerdict(
@@ -43,11 +55,7 @@ import Testing
   func `An --exec handler's message goes back only once its process group is gone`(
     ending: String
   ) throws {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
-    let child = container.url.appendingPathComponent("child")
-    let verdict = container.url.appendingPathComponent("verdict")
+    let (container, child, verdict) = try oneMessage()
     // The first delivery leaves a child that ignores SIGTERM, then times out or fails.
     let script = """
       cat > /dev/null
@@ -67,11 +75,7 @@ import Testing
   @Test func `A --coprocess handler's messages go back only once its process group is gone`()
     throws
   {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
-    let child = container.url.appendingPathComponent("child")
-    let verdict = container.url.appendingPathComponent("verdict")
+    let (container, child, verdict) = try oneMessage()
     // The first handler leaves a child that ignores SIGTERM (and holds neither of its pipes)
     // and exits with the message unanswered; the second checks on the child and acknowledges.
     let script = """

@@ -48,14 +48,8 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   let json = arguments.flag("--json")
   // What the claims remove instead of delivering (expired messages, dead letters, files that
   // are no message) is said on stderr, as drain says it.
-  let removed = QuarantineCounter()
-  let deadLetters = DeadLetterReport(try MailboxOptions.location(arguments), command: "claim")
-  let (mailbox, _) = try MailboxOptions.open(
-    arguments, mustExist: true,
-    diagnostic: {
-      removed.record($0)
-      deadLetters.record($0)
-    })
+  let (mailbox, _, removed, _) = try MailboxOptions.openReportingRemovals(
+    arguments, command: "claim")
   if mailbox.isHeld {
     Output.note("claim: the mailbox is held: nothing is claimed until 'mailboxctl resume'")
   }

@@ -124,14 +124,8 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
     return (option, executable, Array(command.dropFirst()))
   }.first
   let retryPolicy = try Drainer.retryPolicy(arguments)
-  let quarantined = QuarantineCounter()
-  let deadLetters = DeadLetterReport(try MailboxOptions.location(arguments), command: "drain")
-  let (mailbox, location) = try MailboxOptions.open(
-    arguments, mustExist: true,
-    diagnostic: {
-      quarantined.record($0)
-      deadLetters.record($0)
-    })
+  let (mailbox, location, quarantined, deadLetters) = try MailboxOptions.openReportingRemovals(
+    arguments, command: "drain")
   if mailbox.isHeld {
     Output.note(
       "drain: the mailbox is held: nothing is claimed until 'mailboxctl resume'"

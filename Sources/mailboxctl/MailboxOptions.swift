@@ -271,4 +271,24 @@ enum MailboxOptions {
       + "though its container is shared with a group; for the group, remove it (rm -r "
       + "\(location.directory.path)) and make it with 'mailboxctl create --group-shared'"
   }
+
+  /// Opens an existing mailbox (``open(_:mustExist:unconverted:diagnostic:)``) for a command
+  /// whose claims may remove messages instead of delivering them (`drain`, `claim`): each dead
+  /// letter is reported as it happens (``DeadLetterReport``, its lines prefixed with
+  /// `command`; a handler's own dead letters are told to it, ``DeadLetterReport/handlerChose(_:)``),
+  /// and the returned counter counts what was quarantined or expired.
+  /// - Throws: ``CommandFailure`` as ``open(_:mustExist:unconverted:diagnostic:)``.
+  static func openReportingRemovals(_ arguments: ParsedArguments, command: String) throws -> (
+    AppGroupRawMailbox, Location, QuarantineCounter, DeadLetterReport
+  ) {
+    let removed = QuarantineCounter()
+    let deadLetters = DeadLetterReport(try location(arguments), command: command)
+    let (mailbox, location) = try open(
+      arguments, mustExist: true,
+      diagnostic: {
+        removed.record($0)
+        deadLetters.record($0)
+      })
+    return (mailbox, location, removed, deadLetters)
+  }
 }

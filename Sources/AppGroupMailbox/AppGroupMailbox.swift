@@ -271,13 +271,18 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///   type's costs one lstat(2) on the claim after a name with its id arrived, and after each
   ///   such listing. See docs/PERFORMANCE.md.
   public func claimPending(limit: Int? = nil) throws -> [Claim] {
+    var claims: [Claim] = []
     try spool.claimPending(limit: limit) { raw in
-      guard
-        let message = payloadMigrations.decode(
+      do {
+        let message = try payloadMigrations.decode(
           raw.payload, version: raw.header.declaredPayloadVersion, decoder: decoder)
-      else { return nil }
-      return Claim(raw: raw, message: message, mailbox: self)
+        claims.append(Claim(raw: raw, message: message, mailbox: self))
+        return true
+      } catch {
+        return false
+      }
     }
+    return claims
   }
 
 }

@@ -86,12 +86,17 @@ final class PayloadMigrations<Message: Decodable & Sendable>: PayloadVersioning 
   }
 
   /// The message of payload version `version` encoded as `payload`: decoded directly at the
-  /// current version, else through its migration; nil when it does not decode, the migration
-  /// throws, or no migration exists (the claim then quarantines it as malformed; a version
-  /// without a migration never reaches here, see ``accepts(_:)``).
-  func decode(_ payload: Data, version: Int, decoder: JSONDecoder) -> Message? {
-    if version == current { return try? decoder.decode(Message.self, from: payload) }
-    guard let migrate = migrations.withLock({ $0[version] }) else { return nil }
-    return try? migrate(payload)
+  /// current version, else through its migration (the claim quarantines as malformed what this
+  /// throws for; a version without a migration never reaches here, see ``accepts(_:)``).
+  /// Throws rather than returning an optional: in this generic class, `Message?` costs a
+  /// run-time metadata lookup per message (docs/PERFORMANCE.md).
+  /// - Throws: the decoder's or the migration's error; ``NoMigration`` when there is none.
+  func decode(_ payload: Data, version: Int, decoder: JSONDecoder) throws -> Message {
+    if version == current { return try decoder.decode(Message.self, from: payload) }
+    guard let migrate = migrations.withLock({ $0[version] }) else { throw NoMigration() }
+    return try migrate(payload)
   }
+
+  /// Thrown by ``decode(_:version:decoder:)`` for a version without a migration.
+  struct NoMigration: Error {}
 }

@@ -238,10 +238,13 @@ public final class AppGroupRawMailbox: Sendable {
   /// they are, unread (for `mailboxctl drain`, which tries every other message before it takes
   /// again one its handler asked to retry).
   package func claimPending(limit: Int?, passingOver: Set<UUID>) throws -> [Claim] {
+    var claims: [Claim] = []
     try spool.claimPending(limit: limit, passingOver: passingOver) { raw in
-      guard Self.isJSON(raw.payload) else { return nil }
-      return Claim(raw: raw, mailbox: self)
+      guard Self.isJSON(raw.payload) else { return false }
+      claims.append(Claim(raw: raw, mailbox: self))
+      return true
     }
+    return claims
   }
 
   /// Whether `data` is a message of an untyped mailbox: one JSON value by the grammar of

@@ -29,8 +29,8 @@ extension Spool {
   /// Expired
   /// messages met on the way are deleted. A claimed file is then opened without following links or
   /// blocking, checked on the descriptor, read to at most the payload limit plus one byte, and
-  /// `decode` turns it into the caller's value (nil = it does not decode: quarantined as
-  /// malformed). Entries quarantined or deleted do not count toward `limit`, so a call returns up
+  /// handed to `accept`, which keeps it as the caller's value and returns true, or returns false
+  /// when it does not decode (quarantined as malformed). Entries quarantined or deleted do not count toward `limit`, so a call returns up
   /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
   /// listing once (planted files were never counted, so decrementing would drift). An error after
@@ -44,12 +44,17 @@ extension Spool {
   /// Messages whose id is in `passingOver` are left where they are, unread and not counted as
   /// skipped (the caller's choice: `mailboxctl drain` passes over what its handler asked to
   /// retry until it has tried the rest).
+  ///
+  /// Not generic, so the loop runs specialized whatever the caller's message type (a generic
+  /// loop called from the generic mailbox class looks up `Optional<T>` and `Array<T>` metadata
+  /// at run time on every message: about 1,500 instructions a claim, docs/PERFORMANCE.md).
+  /// - Returns: how many messages `accept` kept.
   /// - Complexity: O(log n) per entry looked at and per name that entered `pending/` since the
   ///   last call, plus one fstatat(2) per entry looked at; O(n log n) when the index lists.
-  func claim<T>(
+  func claim(
     limit: Int?, passingOver: Set<UUID> = [], diagnostics: inout [AppGroupMailboxDiagnostic],
-    decode: (RawClaim) -> T?
-  ) throws -> [T] {
+    accept: (RawClaim) -> Bool
+  ) throws -> Int {
     try sweepIfDue(diagnostics: &diagnostics)
     // One read of the process's inotify instance tells what arrived in delayed/, settings and
     // pending/ before this claim began (a recovery by the sweep included).
@@ -61,9 +66,9 @@ extension Spool {
     }
     if settings.isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
-      return []
+      return 0
     }
-    var results: [T] = []
+    var accepted = 0
     let wanted = limit ?? Int.max
     var removed = 0
     let foreign = try mapIO("claim") {
@@ -93,36 +98,37 @@ extension Spool {
     nextRecheck.withLock { if $0 <= now { $0 = .max } }  // this claim looks again
     defer {
       pendingIndex.push(kept + passed)
-      noteSkipped(kept, complete: results.count < wanted)
+      noteSkipped(kept, complete: accepted < wanted)
     }
     do {
       try claimFromIndex(
         wanted: wanted, passingOver: passingOver, kept: &kept, passed: &passed,
-        removed: &removed, results: &results, diagnostics: &diagnostics, decode: decode)
+        removed: &removed, accepted: &accepted, diagnostics: &diagnostics, accept: accept)
     } catch {
       // Names taken from the index may not have been handled: list before the next claim.
       pendingIndex.invalidate()
       // Messages already renamed into claimed/ are this caller's: handed out, not stranded
       // there until their lease runs out with a delivery counted (ENOSPC on the 8th of 40).
       // The error comes back with the next claim.
-      guard !results.isEmpty else { throw error }
+      guard accepted > 0 else { throw error }
       // Nor lost to a recount that fails the same way (it lists; the depth is an upper bound).
       if removed > 0 { try? withStateLock { $0 = try recount(stored: $0) } }
-      return results
+      return accepted
     }
     if removed > 0 {
       try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
     }
-    return results
+    return accepted
   }
 
-  /// The loop of ``claim(limit:diagnostics:decode:)`` over the index's names.
-  private func claimFromIndex<T>(
+  /// The loop of ``claim(limit:passingOver:diagnostics:accept:)`` over the index's names.
+  private func claimFromIndex(
     wanted: Int, passingOver: Set<UUID>, kept: inout [PendingName], passed: inout [PendingName],
     removed: inout Int,
-    results: inout [T], diagnostics: inout [AppGroupMailboxDiagnostic], decode: (RawClaim) -> T?
+    accepted: inout Int, diagnostics: inout [AppGroupMailboxDiagnostic],
+    accept: (RawClaim) -> Bool
   ) throws {
-    while results.count < wanted, let (name, mark) = pendingIndex.nextWithMark() {
+    while accepted < wanted, let (name, mark) = pendingIndex.nextWithMark() {
       if !passingOver.isEmpty, passingOver.contains(name.id) {
         passed.append(name)
         continue
@@ -165,8 +171,8 @@ extension Spool {
               removed += 1
               diagnostics.append(.expiredMessageRemoved)
             }
-          } else if let value = decode(raw) {
-            results.append(value)
+          } else if accept(raw) {
+            accepted += 1
           } else if quarantine(
             from: directories.claimed, claimed.fileName, id: name.id, reason: .malformed,
             diagnostics: &diagnostics)

@@ -239,18 +239,21 @@ final class Spool: Sendable {
 
   /// `claimPending(limit:)` of both mailbox types: a `limit` of 0 claims nothing and one below 0
   /// throws ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`); otherwise claims with
-  /// ``claim(limit:diagnostics:decode:)`` and delivers its diagnostics once every lock is let go.
-  func claimPending<T>(
-    limit: Int?, passingOver: Set<UUID> = [], decode: (RawClaim) -> T?
-  ) throws -> [T] {
+  /// ``claim(limit:passingOver:diagnostics:accept:)`` and delivers its diagnostics once every
+  /// lock is let go. `accept` keeps a claimed message as the caller's value and returns true, or
+  /// returns false when it does not decode (quarantined as malformed). Not generic: each
+  /// mailbox type collects its own claims (see ``claim(limit:passingOver:diagnostics:accept:)``).
+  func claimPending(
+    limit: Int?, passingOver: Set<UUID> = [], accept: (RawClaim) -> Bool
+  ) throws {
     if let limit, limit <= 0 {
       guard limit == 0 else { throw AppGroupMailboxError.invalidLimit("claim limit") }
-      return []
+      return
     }
     var diagnostics: [AppGroupMailboxDiagnostic] = []
     defer { emit(diagnostics) }
-    return try removalReported {
-      try claim(limit: limit, passingOver: passingOver, diagnostics: &diagnostics, decode: decode)
+    _ = try removalReported {
+      try claim(limit: limit, passingOver: passingOver, diagnostics: &diagnostics, accept: accept)
     }
   }
 

@@ -6,34 +6,56 @@ import Foundation
 enum NameBytes {
   /// Appends `value` in decimal, zero-padded to at least `width` digits.
   static func decimal(_ value: UInt64, width: Int, into bytes: inout [UInt8]) {
-    // The digits are built right to left in 24 bytes on the stack (a UInt64 has at most 20),
-    // then appended at once.
-    let zeros: UInt64 = 0x3030_3030_3030_3030
-    var buffer = (zeros, zeros, zeros)
+    // Three words of 8 digits (``decimalDigits(_:)``) hold the 20 a UInt64 can have, 24 bytes
+    // on the stack, "0"s where the value has no digits; the digits the value has, or `width`
+    // of them, are appended at once.
     if width > 24 { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - 24)) }
-    withUnsafeMutableBytes(of: &buffer) { raw in
-      var remaining = value
-      var index = raw.count
-      repeat {
-        index -= 1
-        raw[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
-        remaining /= 10
-      } while remaining > 0
-      let start = min(index, raw.count - min(max(width, 0), raw.count))
-      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[start...]))
+    let eight: UInt64 = 100_000_000
+    let zeros: UInt64 = 0x3030_3030_3030_3030
+    var text = (zeros, zeros, decimalDigits(value % eight).littleEndian)
+    if value >= eight {
+      text.1 = decimalDigits(value / eight % eight).littleEndian
+      if value >= eight &* eight { text.0 = decimalDigits(value / eight / eight).littleEndian }
+    }
+    // The digit count: floor(log10(2^bits)) is t or t + 1 (t = bits * 1233 >> 12, 1233 / 4096
+    // just above log10(2)); the one comparison with 10^t decides.
+    let bits = UInt64.bitWidth - value.leadingZeroBitCount
+    let t = (bits &* 1233) >> 12
+    let digits = max(1, value >= powersOfTen[t] ? t + 1 : t)
+    withUnsafeBytes(of: &text) { raw in
+      bytes.append(
+        contentsOf: UnsafeRawBufferPointer(rebasing: raw[(24 - max(digits, min(width, 24)))...]))
     }
   }
 
-  /// Appends `value` in lower-case hexadecimal, zero-padded to `width` digits (at most 16).
+  /// 10^0 to 10^19, every power of ten a UInt64 holds.
+  private static let powersOfTen: [UInt64] = (0..<20).map {
+    (0..<$0).reduce(1) { value, _ in value * 10 }
+  }
+
+  /// The 8 decimal digits of `value` (0 to 99,999,999; zero-padded) as a little-endian word,
+  /// the first digit in its lowest byte: halves of 4 digits, quarters of 2 and digits in lanes
+  /// of one word, each division by 100 or 10 a multiplication and a shift that is exact in its
+  /// range (x / 100 = x * 10,486 >> 20 for x < 10,000; x / 10 = x * 103 >> 10 for x < 100;
+  /// Lemire, "Converting integers to decimal strings faster with AVX-512", 2022, the scalar
+  /// part).
+  @inline(__always)
+  static func decimalDigits(_ value: UInt64) -> UInt64 {
+    let halves = value / 10_000 | (value % 10_000) << 32  // the first 4 digits in the low lane
+    let high = ((halves &* 10_486) >> 20) & 0x0000_007F_0000_007F
+    let quarters = (halves &- high &* 100) << 16 | high
+    var digits = ((quarters &* 103) >> 10) & 0x000F_000F_000F_000F
+    digits |= (quarters &- digits &* 10) << 8
+    return digits | 0x3030_3030_3030_3030
+  }
+
+  /// Appends `value` in lower-case hexadecimal, zero-padded to `width` digits (at most 16;
+  /// the low `width` digits when `value` has more).
   static func hex(_ value: UInt64, width: Int, into bytes: inout [UInt8]) {
-    var buffer: (UInt64, UInt64) = (0, 0)
-    withUnsafeMutableBytes(of: &buffer) { raw in
-      let count = max(0, min(width, 16))
-      for index in 0..<count {
-        let shift = UInt64((count - 1 - index) * 4)
-        raw[index] = hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xf)
-      }
-      bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<count]))
+    var text = (hexDigits(value >> 32).littleEndian, hexDigits(value & 0xFFFF_FFFF).littleEndian)
+    withUnsafeBytes(of: &text) { raw in
+      bytes.append(
+        contentsOf: UnsafeRawBufferPointer(rebasing: raw[(16 - max(0, min(width, 16)))...]))
     }
   }
 
@@ -95,12 +117,6 @@ enum NameBytes {
     // "0" + n, and 39 more ("a" - "0" - 10) where n is 10 or more (n + 0x76 reaches 0x80).
     let letters = ((nibbles &+ 0x7676_7676_7676_7676) >> 7) & 0x0101_0101_0101_0101
     return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
-  }
-
-  /// The lower-case hexadecimal digit of a nibble (0 to 15).
-  @inline(__always)
-  private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-    nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
   }
 }
 

@@ -136,7 +136,16 @@ import Testing
   }
 
   @Test func `Decimal, hexadecimal and UUID fields match Foundation's formatting at every width`() {
-    let values: [UInt64] = [0, 1, 9, 10, 99, 12_345, 1 << 32, 9_999_999_999_999_999, .max]
+    // Every digit count's first and last value, each 8-digit word's edges, and random values
+    // of every size (the digits are made eight at a time, NameBytes.decimalDigits).
+    var powers: [UInt64] = [1]
+    while let next = powers.last.map({ $0.multipliedReportingOverflow(by: 10) }), !next.overflow {
+      powers.append(next.partialValue)
+    }
+    var values: [UInt64] = [0, 12_345, 1 << 32, 99_999_999_0000_0001, .max, .max - 1]
+    values += powers + powers.map { $0 - 1 } + powers.dropFirst().map { $0 + 1 }
+    var generator = SystemRandomNumberGenerator()
+    values += (0..<500).map { _ in generator.next() >> UInt64.random(in: 0..<64) }
     for value in values {
       for width in [0, 1, 16, 20, 24, 30] {
         var bytes: [UInt8] = []

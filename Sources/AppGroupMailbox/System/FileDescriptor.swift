@@ -1,10 +1,11 @@
 import Glibc
 import MailboxLocks
+import Synchronization
 
 /// What a path is to the mailbox: the part of an error that says where a call failed without
 /// naming a file (a path can hold a message id; contents never appear). See docs/FORMAT.md for
 /// the layout.
-enum PathRole: String, Sendable {
+enum PathRole: String, Sendable, CaseIterable {
   case container = "container"
   case mailboxesDirectory = "mailboxes directory"
   case namespaceDirectory = "namespace directory"
@@ -43,7 +44,7 @@ struct FileDescriptor: ~Copyable, Sendable {
   init(adopting rawValue: Int32, role: PathRole) {
     self.rawValue = rawValue
     self.role = role
-    Self.roles.withLock { $0[rawValue] = role }
+    Self.register(rawValue, role)
   }
 
   /// openat(2) of `name` in `directory` (always with `O_CLOEXEC`), owned by the result.
@@ -88,12 +89,53 @@ struct FileDescriptor: ~Copyable, Sendable {
 
   /// The role of every descriptor a ``FileDescriptor`` owns now, by number. A number is
   /// registered only while its owner keeps it open, so it cannot name a reused descriptor.
+  /// Numbers below ``RoleTable/size`` (all of them in a process within the usual limit of
+  /// open files) take one atomic byte each, with no lock and no hashing: a claim opens and
+  /// closes a message file, and a locked dictionary cost about 750 instructions of it
+  /// (docs/PERFORMANCE.md). Larger numbers go to the dictionary.
+  private static let table = RoleTable()
   private static let roles = Locked<[Int32: PathRole]>([:])
 
-  private static func forget(_ fd: Int32) { _ = roles.withLock { $0.removeValue(forKey: fd) } }
+  private static func register(_ fd: Int32, _ role: PathRole?) {
+    if fd >= 0, fd < RoleTable.size {
+      table.store(role, at: Int(fd))
+    } else {
+      roles.withLock { $0[fd] = role }
+    }
+  }
+
+  private static func forget(_ fd: Int32) { register(fd, nil) }
 
   /// The role of `fd` if a ``FileDescriptor`` owns it (nil for `AT_FDCWD` and borrowed numbers).
   static func role(of fd: Int32) -> PathRole? {
-    fd < 0 ? nil : roles.withLock { $0[fd] }
+    guard fd >= 0 else { return nil }
+    return fd < RoleTable.size ? table.load(at: Int(fd)) : roles.withLock { $0[fd] }
+  }
+}
+
+/// One atomic byte per descriptor number below ``size``: 0 for none, else the index of its
+/// ``PathRole`` in `allCases` plus one. Relaxed ordering: a descriptor is registered and
+/// looked up by the thread that uses it; another thread's view only names an error's role.
+/// Thread-safe; allocated once for the process and never freed.
+private final class RoleTable: Sendable {
+  /// How many descriptor numbers the table covers (4 KiB of memory).
+  static let size = 4096
+  /// Every role once, in the order of their codes.
+  private static let roles = PathRole.allCases
+  nonisolated(unsafe) private let bytes: UnsafeMutablePointer<Atomic<UInt8>>
+
+  init() {
+    bytes = UnsafeMutablePointer<Atomic<UInt8>>.allocate(capacity: Self.size)
+    for index in 0..<Self.size { (bytes + index).initialize(to: Atomic(0)) }
+  }
+
+  func store(_ role: PathRole?, at index: Int) {
+    let code = role.flatMap { Self.roles.firstIndex(of: $0) }.map { UInt8($0 + 1) } ?? 0
+    bytes[index].store(code, ordering: .relaxed)
+  }
+
+  func load(at index: Int) -> PathRole? {
+    let code = Int(bytes[index].load(ordering: .relaxed))
+    return code == 0 ? nil : Self.roles[code - 1]
   }
 }

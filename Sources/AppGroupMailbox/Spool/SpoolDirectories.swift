@@ -33,6 +33,20 @@ final class SpoolDirectories: Sendable {
   var state: Int32 { stateFile.rawValue }
   let path: String
 
+  /// Whether the namespace directory and each of `areas` (names from ``areas``) are still the
+  /// directories their paths name: not deleted, moved or replaced, an ancestor's rename (the
+  /// container's) included. One fstat(2) and one lstat(2) each.
+  func isInPlace(areas: [String]) -> Bool {
+    let held: [String: Int32] = [
+      "tmp": tmp, "pending": pending, "claimed": claimed, "quarantine": quarantine,
+      "delayed": delayed,
+    ]
+    return isSameDirectory(namespace, at: path)
+      && areas.allSatisfy { area in
+        held[area].map { isSameDirectory($0, at: path + "/" + area) } ?? false
+      }
+  }
+
   /// Whether the namespace directory or one of its areas was deleted since it was opened: a
   /// deleted directory keeps no links (fstat(2) on its descriptor shows `st_nlink` 0). A
   /// recursive removal deletes the areas before the namespace, so each is asked.

@@ -11,7 +11,8 @@ import MailboxLocks
 /// second iteration after the first ended finishes at once; two at the same time trap, as for
 /// `AsyncThrowingStream`). The sequence ends when the iterating task is cancelled, the iterator is
 /// dropped, or ``close()`` is called; it throws ``AppGroupMailboxError/mailboxDirectoryRemoved``
-/// when an area's directory is deleted, moved, replaced or unmounted. A queue overflow is an event
+/// when an area's directory is deleted, moved, replaced or unmounted (within 10 seconds when a
+/// directory above them, such as the container, is renamed, which sends no inotify event). A queue overflow is an event
 /// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they
 /// are taken, up to a bound (``AppGroupMailboxInspector/events(bufferLimit:)``): when a slow
 /// iteration lets the buffer fill, its last slot holds an ``AppGroupMailboxEvent/Kind/overflowed``
@@ -39,6 +40,8 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
     var watches: [InotifyWatch] = []
     var derivation: EventDerivation
     var iterated = false
+    /// The timer of the place checks (see ``init(directories:lifetime:bufferLimit:placeCheckInterval:)``).
+    var placeTimer: RepeatingTimer?
   }
 
   private let stream: AsyncThrowingStream<AppGroupMailboxEvent, any Error>
@@ -46,10 +49,15 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
   private let state: Locked<State>
 
   /// Watches `directories` (the 4 message areas and the namespace) on the shared inotify
-  /// instance.
+  /// instance, and every `placeCheckInterval` seconds checks that they are still the
+  /// directories their paths name (a renamed container sends no inotify event to the watches
+  /// inside it; ``WatcherCore/placeCheckInterval``).
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"events"`) when inotify is
   ///   unavailable (`EMFILE`, `ENOSPC` at the instance or watch limits).
-  init(directories: SpoolDirectories, lifetime: TimeInterval, bufferLimit: Int) throws {
+  init(
+    directories: SpoolDirectories, lifetime: TimeInterval, bufferLimit: Int,
+    placeCheckInterval: TimeInterval = WatcherCore.placeCheckInterval
+  ) throws {
     (stream, continuation) = AsyncThrowingStream.makeStream(
       bufferingPolicy: .bufferingOldest(bufferLimit))
     let state = Locked(State(derivation: EventDerivation(lifetimeMicros: Int64(lifetime * 1e6))))
@@ -82,8 +90,18 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
         throw error
       }
     }
+    let timer = RepeatingTimer(
+      every: placeCheckInterval, leeway: .milliseconds(Int(placeCheckInterval * 100)),
+      on: Self.placeQueue
+    ) { [continuation] in
+      guard !directories.isInPlace(areas: Array(Self.areaNames)) else { return }
+      continuation.finish(throwing: AppGroupMailboxError.mailboxDirectoryRemoved)
+    }
+    state.withLock { $0.placeTimer = timer }
     continuation.onTermination = { _ in Self.stop(state) }
   }
+
+  private static let placeQueue = DispatchQueue(label: "AppGroupMailbox.events.place")
 
   deinit {
     // Never iterated: nothing else would end the watches.
@@ -151,13 +169,15 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
 
   /// Removes the watches and leaves the shared instance, once.
   private static func stop(_ state: Locked<State>) {
-    let (instance, watches) = state.withLock { state in
+    let (instance, watches, timer) = state.withLock { state in
       defer {
         state.instance = nil
         state.watches = []
+        state.placeTimer = nil
       }
-      return (state.instance, state.watches)
+      return (state.instance, state.watches, state.placeTimer)
     }
+    timer?.cancel()
     guard let instance else { return }
     for watch in watches { instance.remove(watch) }
     InotifyHub.release(instance)

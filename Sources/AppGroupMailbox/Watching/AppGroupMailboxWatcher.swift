@@ -29,9 +29,12 @@ public final class AppGroupMailboxWatcher: Sendable, AsyncSequence {
 
   init(
     target: any WakeUpTarget, pollingInterval: TimeInterval,
-    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
+    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?,
+    placeCheckInterval: TimeInterval = WatcherCore.placeCheckInterval
   ) {
-    core = WatcherCore(target: target, pollingInterval: pollingInterval, diagnostic: diagnostic)
+    core = WatcherCore(
+      target: target, pollingInterval: pollingInterval, diagnostic: diagnostic,
+      placeCheckInterval: placeCheckInterval)
   }
 
   /// Watches the notification name `notificationName` in `containerURL`: wakes after each

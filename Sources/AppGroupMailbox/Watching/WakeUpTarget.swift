@@ -15,6 +15,12 @@ protocol WakeUpTarget: Sendable {
   func reopen() -> Bool
   /// Checks the directory: `.scanned(found:)` or `.gone`.
   func scan() -> WakeUpStateMachine.Input
+  /// Whether the watched directories are still the ones their paths name: nil when they are,
+  /// else the input that says what to do (`.gone`, or `.watchLost` to watch the directory the
+  /// path names now). Moving an ancestor (a renamed container) moves the watched directories
+  /// without an inotify event on any watch, so the watcher asks this on a timer
+  /// (``WatcherCore/placeCheckInterval``).
+  func placeCheck() -> WakeUpStateMachine.Input?
   /// Releases what the target opened.
   func close()
 }
@@ -115,11 +121,9 @@ final class PendingAreaTarget: WakeUpTarget {
 
   func reopen() -> Bool { isFollowable }
 
-  private var isFollowable: Bool {
-    isSameDirectory(directories.pending, at: pendingPath)
-      && isSameDirectory(directories.delayed, at: delayedPath)
-      && isSameDirectory(directories.namespace, at: directories.path)
-  }
+  func placeCheck() -> WakeUpStateMachine.Input? { isFollowable ? nil : .gone }
+
+  private var isFollowable: Bool { directories.isInPlace(areas: ["pending", "delayed"]) }
 
   /// Found when `pending/` holds a message name, or when the earliest due time in `delayed/`
   /// differs from the previous scan's (a new delayed message a polling watcher would otherwise
@@ -151,6 +155,8 @@ final class NotificationTarget: WakeUpTarget {
   private struct State {
     var lastSeen: FileStamp?
     var scannedOnce = false
+    /// The device and inode of the directory the current watch is on.
+    var watched: (dev: UInt, ino: UInt)?
   }
   private let state = Locked(State())
 
@@ -171,7 +177,19 @@ final class NotificationTarget: WakeUpTarget {
     let mask =
       InotifyMask.arrivals | InotifyMask.selfGone | InotifyMask.options
       | InotifyMask.bits(IN_ATTRIB, IN_CLOSE_WRITE)
+    let identity = (try? Syscall.fstat(fd)).map { (dev: UInt($0.st_dev), ino: UInt($0.st_ino)) }
+    state.withLock { $0.watched = identity }
     return [try addWatch(instance, fd: fd, path: file.directoryPath, mask: mask, handler: handler)]
+  }
+
+  /// `.watchLost` when the path names another directory than the one watched (or none): the
+  /// watcher re-watches the path, re-creating the directory, as after its deletion.
+  func placeCheck() -> WakeUpStateMachine.Input? {
+    guard let watched = state.withLock({ $0.watched }) else { return nil }
+    guard let named = try? Syscall.lstat(AT_FDCWD, file.directoryPath),
+      UInt(named.st_dev) == watched.dev, UInt(named.st_ino) == watched.ino
+    else { return .watchLost }
+    return nil
   }
 
   func classify(_ event: InotifyEvent) -> WakeUpStateMachine.Input? {

@@ -21,17 +21,13 @@ final class WatcherCore: Sendable {
     case async(CheckedContinuation<WaitOutcome, Never>)
   }
 
-  /// The polling timer; Dispatch sources are thread-safe but not marked `Sendable`.
-  private final class PollTimer: @unchecked Sendable {
-    let source: any DispatchSourceTimer
-    init(_ source: any DispatchSourceTimer) { self.source = source }
-  }
-
   private struct State {
     var machine = WakeUpStateMachine()
     var instance: InotifyInstance?
     var watches: [InotifyWatch] = []
-    var timer: PollTimer?
+    var timer: RepeatingTimer?
+    /// The timer of the place checks (``placeCheckInterval``).
+    var placeTimer: RepeatingTimer?
     var waiters: [Int: Waiter] = [:]
     var results: [Int: WaitOutcome] = [:]
     /// Async waiters whose id is drawn but who have not looked at the state yet, and those of
@@ -45,24 +41,34 @@ final class WatcherCore: Sendable {
   private struct Deferred {
     var wake: [(Waiter, WaitOutcome)] = []
     var release: InotifyInstance?
-    var timer: PollTimer?
+    var timer: RepeatingTimer?
+    var placeTimer: RepeatingTimer?
     var diagnostics: [AppGroupMailboxDiagnostic] = []
   }
+
+  /// How often the watcher asks its target whether the watched directories are still the ones
+  /// their paths name (``WakeUpTarget/placeCheck()``), in seconds: an ancestor's rename sends
+  /// no inotify event, so a mailbox whose container was renamed is reported gone within this
+  /// time (a polling watcher's scans check it too).
+  static let placeCheckInterval: TimeInterval = 10
 
   let target: any WakeUpTarget
   let pollingInterval: TimeInterval
   private let diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
   private let state = Locked(State())
 
-  /// Adds the watches (or falls back to polling), then scans once.
+  /// Adds the watches (or falls back to polling), then scans once; checks the watched
+  /// directories' place every `placeCheckInterval` seconds.
   init(
     target: any WakeUpTarget, pollingInterval: TimeInterval,
-    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?
+    diagnostic: (@Sendable (AppGroupMailboxDiagnostic) -> Void)?,
+    placeCheckInterval: TimeInterval = WatcherCore.placeCheckInterval
   ) {
     self.target = target
     self.pollingInterval = pollingInterval
     self.diagnostic = diagnostic
     arm()
+    startPlaceChecks(every: placeCheckInterval)
   }
 
   deinit {
@@ -74,8 +80,26 @@ final class WatcherCore: Sendable {
       for watch in leftovers.1 { instance.remove(watch) }
       InotifyHub.release(instance)
     }
-    leftovers.2?.source.cancel()
+    leftovers.2?.cancel()
+    state.withLock { $0.placeTimer }?.cancel()
     target.close()
+  }
+
+  /// Starts the timer that asks the target, outside the lock, whether its directories are in
+  /// place and feeds the answer to the machine (which ignores it once finished).
+  private func startPlaceChecks(every interval: TimeInterval) {
+    let timer = RepeatingTimer(
+      every: interval, leeway: .milliseconds(Int(interval * 100)), on: Self.pollQueue
+    ) { [weak self] in
+      guard let self, let input = self.target.placeCheck() else { return }
+      self.process([input])
+    }
+    let kept = state.withLock { state -> Bool in
+      guard !state.machine.isFinished else { return false }
+      state.placeTimer = timer
+      return true
+    }
+    if !kept { timer.cancel() }
   }
 
   // MARK: Inputs
@@ -142,7 +166,8 @@ final class WatcherCore: Sendable {
       }
     }
     for event in deferred.diagnostics { diagnostic?(event) }
-    deferred.timer?.source.cancel()
+    deferred.timer?.cancel()
+    deferred.placeTimer?.cancel()
     if let instance = deferred.release { InotifyHub.release(instance) }
     for (waiter, outcome) in deferred.wake { resume(waiter, outcome) }
   }
@@ -191,13 +216,9 @@ final class WatcherCore: Sendable {
         deferred.diagnostics.append(
           .wakeUpsPolling(systemCall: cause.call, errno: cause.errno.rawValue))
       }
-      let timer = DispatchSource.makeTimerSource(queue: Self.pollQueue)
-      let interval = max(pollingInterval, 0.001)
-      timer.schedule(
-        deadline: .now() + interval, repeating: interval, leeway: .milliseconds(1))
-      timer.setEventHandler { [weak self] in self?.process([.tick]) }
-      timer.resume()
-      state.timer = PollTimer(timer)
+      state.timer = RepeatingTimer(
+        every: pollingInterval, leeway: .milliseconds(1), on: Self.pollQueue
+      ) { [weak self] in self?.process([.tick]) }
       return target.scan()
     case .finish(let ending):
       if let instance = state.instance {
@@ -208,6 +229,8 @@ final class WatcherCore: Sendable {
       state.watches = []
       deferred.timer = state.timer
       state.timer = nil
+      deferred.placeTimer = state.placeTimer
+      state.placeTimer = nil
       for (id, waiter) in state.waiters {
         if case .blocking = waiter { state.results[id] = .finished(ending) }
         deferred.wake.append((waiter, .finished(ending)))

@@ -133,7 +133,8 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
   }
   let context = DrainContext(
     mailbox: mailbox, location: location, signals: Signals.install(), retryPolicy: retryPolicy,
-    handlerTimeout: handlerTimeout, jobs: jobs, deadLetters: deadLetters)
+    handlerTimeout: handlerTimeout, shutdownTimeout: shutdownTimeout, jobs: jobs,
+    deadLetters: deadLetters)
   let mode: any DeliveryMode
   switch handler {
   case ("--exec", let executable, let rest)?:
@@ -149,7 +150,7 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
   }
   return Drainer(
     context: context, mode: mode, limit: limit, timeout: timeout,
-    shutdownTimeout: shutdownTimeout, follow: arguments.flag("--follow"),
+    follow: arguments.flag("--follow"),
     report: DrainReport(context: context, json: arguments.flag("--json"), quarantined: quarantined))
 }
 

@@ -16,6 +16,9 @@ final class DrainContext {
   let jobs: Int
   /// Seconds between SIGTERM and SIGKILL for a handler being stopped.
   let killGrace: TimeInterval = 5
+  /// `--shutdown-timeout`: after a stop signal, how long handlers may take to finish what they
+  /// hold (and a long-running handler to exit at end of input) before they are stopped.
+  let shutdownTimeout: TimeInterval
 
   var delivered = 0
   var released = 0
@@ -24,18 +27,27 @@ final class DrainContext {
   /// else is claimable, so a message retried at once neither spins alone nor keeps the messages
   /// behind it waiting (see ``Drainer``).
   var retried: Set<UUID> = []
-  /// The failure that ends the drain (claiming stops, what is in flight is finished).
-  var fatal: CommandFailure?
+  /// The failure that ends the drain (claiming stops, what is in flight is finished): the
+  /// first one (``fail(_:)``), the cause of those that follow from it.
+  private(set) var fatal: CommandFailure?
+
+  /// Records `failure` as the one that ends the drain, unless one was recorded already (a
+  /// deleted mailbox, say, makes the releases after it fail too: the exit status and the error
+  /// line are the deletion's).
+  func fail(_ failure: CommandFailure) {
+    if fatal == nil { fatal = failure }
+  }
 
   /// Prints the dead letters the mailbox's `maxDeliveryAttempts` makes; told about the handler's.
   let deadLetters: DeadLetterReport
 
   init(
     mailbox: AppGroupRawMailbox, location: MailboxOptions.Location, signals: Signals,
-    retryPolicy: AppGroupMailboxRetryPolicy, handlerTimeout: TimeInterval?, jobs: Int,
-    deadLetters: DeadLetterReport
+    retryPolicy: AppGroupMailboxRetryPolicy, handlerTimeout: TimeInterval?,
+    shutdownTimeout: TimeInterval, jobs: Int, deadLetters: DeadLetterReport
   ) {
     self.deadLetters = deadLetters
+    self.shutdownTimeout = shutdownTimeout
     self.mailbox = mailbox
     self.location = location
     self.signals = signals
@@ -57,10 +69,11 @@ final class DrainContext {
       delivered += 1
     } catch AppGroupMailboxError.claimNoLongerExists {
       Output.note(
-        "drain: message \(Self.name(claim)): the claim was recovered by another "
-          + "consumer before the acknowledge (lease too short?); it will be delivered again")
+        "drain: message \(Self.name(claim)): the claim was gone before the acknowledge "
+          + "(recovered by another consumer after its lease ran out, which delivers it again, "
+          + "or acknowledged or released with its claim token)")
     } catch {
-      fatal = CommandFailure(error, while: "")
+      fail(CommandFailure(error, while: ""))
     }
   }
 
@@ -86,7 +99,7 @@ final class DrainContext {
       } catch AppGroupMailboxError.claimNoLongerExists {
         // Recovered by another consumer already: its next claim dead-letters it.
       } catch {
-        fatal = CommandFailure(error, while: "dead letter")
+        fail(CommandFailure(error, while: "dead letter"))
       }
       return
     }
@@ -106,7 +119,7 @@ final class DrainContext {
             + "recovered")
       }
     } catch {
-      fatal = CommandFailure(error, while: "release")
+      fail(CommandFailure(error, while: "release"))
       // delayed/ cannot take it (a full disk): back in line at once rather than held until
       // its lease runs out; the drain still stops with the error.
       if seconds > 0 { try? claim.release() }
@@ -138,7 +151,7 @@ final class DrainContext {
     } catch AppGroupMailboxError.claimNoLongerExists {
       // Recovered by another consumer already: nothing of ours to put back.
     } catch {
-      fatal = CommandFailure(error, while: "release")
+      fail(CommandFailure(error, while: "release"))
       if after > 0 { try? claim.releaseUndelivered(retryAfter: 0) }  // as in release(_:...)
     }
   }
@@ -154,7 +167,7 @@ final class DrainContext {
     } catch AppGroupMailboxError.claimNoLongerExists {
       Output.note("drain: message \(Self.name(claim)): its claim was already recovered")
     } catch {
-      fatal = CommandFailure(error, while: "dead-letter")
+      fail(CommandFailure(error, while: "dead-letter"))
     }
   }
 

@@ -173,15 +173,21 @@ final class CoprocessDelivery: DeliveryMode {
     handler.stop(grace: context.killGrace)
   }
 
-  /// Closes the handler's stdin and waits up to the grace for it to exit, then stops it.
+  /// Closes the handler's stdin and waits for it to exit: up to the kill grace at the end of a
+  /// run, `--shutdown-timeout` after a stop signal, not at all after a second one. Then its
+  /// process group gets SIGTERM (what an exited handler left in it too), SIGKILL after the
+  /// grace, and drain returns once none of the group can run (``ChildProcess/groupMayRun``).
   func close() {
     guard let handler else { return }
     handler.closeInput()
-    let deadline = Date().addingTimeInterval(context.killGrace)
-    while !handler.process.hasExited, Date() < deadline {
+    let start = Date()
+    let patience = context.stopping ? context.shutdownTimeout : context.killGrace
+    while !handler.process.hasExited, Date().timeIntervalSince(start) < patience,
+      context.signals.stopCount < 2
+    {
       context.signals.wakeup.wait(seconds: 0.1)
     }
-    while !handler.process.hasExited {
+    while !handler.process.hasExited || handler.process.groupMayRun {
       handler.stop(grace: context.killGrace)
       context.signals.wakeup.wait(seconds: 0.1)
     }
@@ -260,7 +266,7 @@ final class CoprocessDelivery: DeliveryMode {
         executable: executable, arguments: arguments, environment: environment,
         greeting: HandlerProtocol.greeting(jobs: context.jobs), wakeup: context.signals.wakeup)
     } catch {
-      context.fatal = CommandFailure(error.status, "--coprocess: \(error.message)")
+      context.fail(CommandFailure(error.status, "--coprocess: \(error.message)"))
     }
   }
 
@@ -274,8 +280,8 @@ final class CoprocessDelivery: DeliveryMode {
         handler.greeted = true
       case .failure(let fault):
         handler.failure = fault.text
-        context.fatal = CommandFailure(
-          .protocolError, "--coprocess: the handler was refused: \(fault.text)")
+        context.fail(
+          CommandFailure(.protocolError, "--coprocess: the handler was refused: \(fault.text)"))
       }
       return
     }
@@ -354,10 +360,11 @@ final class CoprocessDelivery: DeliveryMode {
     guard context.fatal == nil, !context.stopping else { return }
     deaths += 1
     if deaths >= maximumDeaths {
-      context.fatal = CommandFailure(
-        .unavailable,
-        "--coprocess: the handler ended \(deaths) times in a row without an answer (last: "
-          + "\(reason)); giving up")
+      context.fail(
+        CommandFailure(
+          .unavailable,
+          "--coprocess: the handler ended \(deaths) times in a row without an answer (last: "
+            + "\(reason)); giving up"))
       return
     }
     restartAt = Date().addingTimeInterval(min(10, 0.1 * pow(2, Double(deaths - 1))))

@@ -35,7 +35,7 @@ final class ExecDelivery: DeliveryMode {
             location: context.location, wakeup: context.signals.wakeup))
       } catch {
         for unstarted in claims[index...] { context.putBack(unstarted) }
-        context.fatal = CommandFailure(error.status, "--exec: \(error.message)")
+        context.fail(CommandFailure(error.status, "--exec: \(error.message)"))
         return
       }
     }

@@ -135,10 +135,11 @@ final class FileDelivery: DeliveryMode {
     guard error == 0 else {
       for claim in claims { context.putBack(claim) }
       if error != EINTR {
-        context.fatal = StdoutDelivery.failure(
-          error, what: path,
-          note: "the batch was put back, its delivery not counted (any of its lines already "
-            + "in the file will be there twice)")
+        context.fail(
+          StdoutDelivery.failure(
+            error, what: path,
+            note: "the batch was put back, its delivery not counted (any of its lines already "
+              + "in the file will be there twice)"))
       }
       return
     }
@@ -176,7 +177,7 @@ final class FileDelivery: DeliveryMode {
       (fd, identity) = try Self.open(path, refusal: .ioError)
       return true
     } catch {
-      context.fatal = error
+      context.fail(error)
       return false
     }
   }

@@ -10,7 +10,6 @@ final class Drainer {
   let mode: any DeliveryMode
   let limit: Int?
   let timeout: Double?
-  let shutdownTimeout: Double
   let follow: Bool
   let report: DrainReport
   /// The longest idle wait of `--follow` between looks at the mailbox when nothing wakes it
@@ -23,13 +22,12 @@ final class Drainer {
 
   init(
     context: DrainContext, mode: any DeliveryMode, limit: Int?, timeout: Double?,
-    shutdownTimeout: Double, follow: Bool, report: DrainReport
+    follow: Bool, report: DrainReport
   ) {
     self.context = context
     self.mode = mode
     self.limit = limit
     self.timeout = timeout
-    self.shutdownTimeout = shutdownTimeout
     self.follow = follow
     self.report = report
   }
@@ -44,7 +42,7 @@ final class Drainer {
       do {
         _ = try wakeUps?.take()
       } catch {
-        context.fatal = error
+        context.fail(error)
       }
       let timeUp = { deadline.map { Date() >= $0 } ?? false }
       let limitReached = limit.map { started >= $0 } ?? false
@@ -75,7 +73,7 @@ final class Drainer {
       // Something is in flight, or the mode cannot take messages yet (a handler starting).
       let wait =
         mode.hasPendingOutput ? Self.writingPoll : blocked && mode.inFlight == 0 ? 0.05 : 0.25
-      signals.wakeup.waitCoalescing(seconds: wait)
+      signals.wakeup.waitCoalescing(seconds: min(wait, renewalPoll))
     }
     finishInFlight()
     mode.close()
@@ -84,6 +82,12 @@ final class Drainer {
     if signals.stopSignal != nil { return signals.stoppedStatus }
     return context.failedHandlers > 0 ? .temporaryFailure : .success
   }
+
+  /// The longest wait while messages are in flight: half the time between lease renewals, so
+  /// ``DeliveryMode/poll()`` renews each lease at most half a renewal interval late, well
+  /// within the lease, however short `--claim-timeout` is (a wait of 0.25 s let a lease of
+  /// 0.2 s run out under a handler still at work).
+  private var renewalPoll: TimeInterval { context.renewInterval / 2 }
 
   /// How many more messages `--limit` allows.
   private var remaining: Int { limit.map { max(0, $0 - started) } ?? Int.max }
@@ -102,7 +106,7 @@ final class Drainer {
       context.retried = []
       return try mailbox.claimPending(limit: count, passingOver: [])
     } catch {
-      context.fatal = CommandFailure(error, while: "")
+      context.fail(CommandFailure(error, while: ""))
       return []
     }
   }
@@ -139,13 +143,14 @@ final class Drainer {
         let since = stopRequestedAt ?? Date()
         stopRequestedAt = since
         if context.signals.stopCount > 1 || context.fatal != nil
-          || Date().timeIntervalSince(since) >= shutdownTimeout
+          || Date().timeIntervalSince(since) >= context.shutdownTimeout
         {
           mode.abandon()
         }
       }
       if mode.inFlight == 0 { break }
-      context.signals.wakeup.waitCoalescing(seconds: mode.hasPendingOutput ? Self.writingPoll : 0.1)
+      context.signals.wakeup.waitCoalescing(
+        seconds: min(mode.hasPendingOutput ? Self.writingPoll : 0.1, renewalPoll))
       report.showProgress(running: mode.inFlight)
     }
   }

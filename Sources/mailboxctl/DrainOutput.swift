@@ -26,7 +26,7 @@ final class StdoutDelivery: DeliveryMode {
         // the mailbox at once, uncounted (the reader, not the message, failed; a part of a line
         // is no message).
         for unwritten in claims[index...] { context.putBack(unwritten) }
-        if error != EINTR { context.fatal = Self.failure(error, what: "stdout") }
+        if error != EINTR { context.fail(Self.failure(error, what: "stdout")) }
         return
       }
       context.acknowledge(claim)

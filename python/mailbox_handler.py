@@ -10,7 +10,7 @@ The simplest handler is a function; returning acknowledges the message:
     import mailbox_handler
 
     def handle(message):
-        print("got", message.message)   # print() goes to stderr: stdout is the protocol's
+        print("got", message.message)   # print() (and child processes) write to stderr
 
     mailbox_handler.run(handle)
 
@@ -91,15 +91,26 @@ class Message:
 
 class Session:
     """The handler's end of the protocol. Creating it does the handshake (it reads drain's
-    greeting from stdin and answers on stdout) and sends later ``print()`` output to stderr.
+    greeting from stdin and answers on stdout). Without ``stdin`` and ``stdout`` given, it moves
+    the protocol's pipes off descriptors 0 and 1 first, to private copies that child processes
+    do not inherit: descriptor 0 then reads /dev/null and descriptor 1 writes to stderr, as
+    ``print()`` does. So neither ``print()`` nor a program the handler runs (``subprocess``,
+    ``os.system``) can write a line into the protocol (drain would stop the handler as
+    writing garbage and fail every message it holds) or read a message meant for the handler.
     Iterate to receive messages (iteration ends when drain closes stdin); answer each exactly
     once with ``ack``, ``release``, ``retry`` or ``dead_letter``, from any thread."""
 
     def __init__(self, stdin=None, stdout=None):
-        self._in = stdin if stdin is not None else sys.stdin.buffer
-        self._out = stdout if stdout is not None else sys.stdout.buffer
+        if stdin is None:
+            stand_in = os.open(os.devnull, os.O_RDONLY)
+            stdin = _take_descriptor(0, "rb", stand_in)
+            os.close(stand_in)
         if stdout is None:
-            sys.stdout = sys.stderr  # print() must not corrupt the protocol
+            sys.stdout.flush()
+            stdout = _take_descriptor(1, "wb", 2)
+            sys.stdout = sys.stderr
+        self._in = stdin
+        self._out = stdout
         self._lock = threading.Lock()
         line = self._in.readline()
         if not line:
@@ -150,6 +161,15 @@ class Session:
         with self._lock:
             self._out.write(data)
             self._out.flush()
+
+
+def _take_descriptor(fd, mode, stand_in):
+    """The pipe on descriptor ``fd`` as a file opened with ``mode``, on a private copy that
+    child processes do not inherit (os.dup, PEP 446); ``fd`` itself then refers to what
+    descriptor ``stand_in`` does (dup2(2))."""
+    private = os.dup(fd)
+    os.dup2(stand_in, fd)
+    return os.fdopen(private, mode)
 
 
 def _retry_seconds(after):

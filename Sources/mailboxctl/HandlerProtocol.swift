@@ -42,14 +42,19 @@ enum HandlerProtocol {
     else {
       return .failure(Fault("its first line is not a \(name) greeting"))
     }
-    guard let version = integer(object["version"]) else {
+    // `1.0` and `1e0` are no integers; JSONSerialization gives those as doubles, as it does an
+    // integer past UInt64's range (one past Int's comes unsigned): such a version is shown as
+    // a number, never wrapped around.
+    guard let chosen = number(object["version"]),
+      integer(chosen) != nil || abs(chosen.doubleValue) >= 0x1p63
+    else {
       return .failure(Fault("its greeting has no integer \"version\""))
     }
-    guard versions.contains(version) else {
+    guard let version = integer(chosen), versions.contains(version) else {
       return .failure(
         Fault(
-          "it speaks protocol version \(version); this mailboxctl speaks "
-            + versions.map(String.init).joined(separator: ", ")))
+          "it speaks protocol version \(integer(chosen).map(String.init) ?? chosen.stringValue); "
+            + "this mailboxctl speaks " + versions.map(String.init).joined(separator: ", ")))
     }
     return .success((version, object["capabilities"] as? [String] ?? []))
   }
@@ -90,11 +95,11 @@ enum HandlerProtocol {
   }
 
   /// `value` as a JSON integer written as one (no fraction or exponent: `1`, not `1.0` or
-  /// `1e0`, which JSONSerialization gives as doubles), or nil.
+  /// `1e0`, which JSONSerialization gives as doubles) within Int's range, or nil.
   static func integer(_ value: Any?) -> Int? {
     guard let number = number(value), !["d", "f"].contains(String(cString: number.objCType))
     else { return nil }
-    return number.intValue
+    return Int(exactly: number)
   }
 
   /// Why a handler's line was refused.

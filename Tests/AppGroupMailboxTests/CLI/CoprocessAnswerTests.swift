@@ -18,6 +18,22 @@ import Testing
     }
     #expect(greeting("1"))
     #expect(!greeting("true") && !greeting("1.0") && !greeting("1e0") && !greeting("\"1\""))
+    // Past Int's range: refused as the number it is, not wrapped to a negative one.
+    func refusal(_ version: String) -> String? {
+      let line = #"{"protocol":"mailboxctl-handler","version":\#(version)}"#
+      guard case .failure(let fault) = HandlerProtocol.parseGreeting(Data(line.utf8)) else {
+        return nil
+      }
+      return fault.text
+    }
+    #expect(refusal("2") == "it speaks protocol version 2; this mailboxctl speaks 1")
+    #expect(
+      refusal("9223372036854775808")
+        == "it speaks protocol version 9223372036854775808; this mailboxctl speaks 1")
+    #expect(
+      refusal("18446744073709551617")
+        == "it speaks protocol version 18446744073709551617; this mailboxctl speaks 1")
+    #expect(refusal("1.0") == "its greeting has no integer \"version\"")
     func retry(_ after: String) -> Double? {
       let line = #"{"id":"x","action":"retry","after":\#(after)}"#
       guard case .success((_, .retry(let seconds))) = HandlerProtocol.parseAnswer(Data(line.utf8))

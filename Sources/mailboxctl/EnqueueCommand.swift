@@ -154,7 +154,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         "enqueue: created the mailbox \(location.directory.path) with the default settings "
           + "('mailboxctl create' chooses them)")
     }
-    if let note = MailboxOptions.privateInSharedContainer(
+    if let note = MailboxOptions.sharingNote(
       location, sharing: mailbox.settings.permissions)
     {
       Output.note("enqueue: " + note)

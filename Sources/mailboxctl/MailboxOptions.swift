@@ -256,20 +256,35 @@ enum MailboxOptions {
     }
   }
 
-  /// A note for a private mailbox just made in a container shared with a group (setgid or
-  /// group-writable): the group's other users cannot open it, and the sharing mode is fixed at
-  /// creation, so the note says how to make it again. Nil for a group-shared mailbox or a
-  /// private container.
-  static func privateInSharedContainer(_ location: Location, sharing: AppGroupMailboxPermissions)
-    -> String?
-  {
+  /// A note on how a mailbox just made is shared, when its users may not be the ones meant, or
+  /// nil:
+  /// - a private mailbox in a container shared with a group (setgid or group-writable): the
+  ///   group's other users cannot open it, and the sharing mode is fixed at creation, so the
+  ///   note says how to make it again;
+  /// - a group-shared mailbox whose group is this process's own effective group (the container
+  ///   belonged to no other group: made by this command, or never given to one; as root, group
+  ///   `root`): only that group's members can use it, so the note names the group and how to
+  ///   give the container to another.
+  static func sharingNote(_ location: Location, sharing: AppGroupMailboxPermissions) -> String? {
     var info = stat()
-    guard sharing == .private, stat(location.container.path, &info) == 0,
-      info.st_mode & S_ISGID != 0 || info.st_mode & S_IWGRP != 0
-    else { return nil }
-    return "the new mailbox \(location.directory.path) is private (only its owner may use it), "
-      + "though its container is shared with a group; for the group, remove it (rm -r "
-      + "\(location.directory.path)) and make it with 'mailboxctl create --group-shared'"
+    switch sharing {
+    case .private:
+      guard stat(location.container.path, &info) == 0,
+        info.st_mode & S_ISGID != 0 || info.st_mode & S_IWGRP != 0
+      else { return nil }
+      return "the new mailbox \(location.directory.path) is private (only its owner may use it), "
+        + "though its container is shared with a group; for the group, remove it (rm -r "
+        + "\(location.directory.path)) and make it with 'mailboxctl create --group-shared'"
+    case .groupShared:
+      guard stat(location.directory.path, &info) == 0, info.st_gid == getegid() else {
+        return nil
+      }
+      let group = getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) }
+      return "the new mailbox \(location.directory.path) is shared with group "
+        + "\(group.map { "'\($0)'" } ?? String(info.st_gid)), this process's own group, as its "
+        + "container is: only that group's members may use it; to share it with another group, "
+        + "'chgrp -R GROUP \(location.container.path)'"
+    }
   }
 
   /// Opens an existing mailbox (``open(_:mustExist:unconverted:diagnostic:)``) for a command

@@ -57,7 +57,7 @@ let createCommand = Subcommand(
         "another process created the mailbox at \(location.directory.path) first, with other "
           + "settings; 'mailboxctl config' shows them")
     }
-    if let note = MailboxOptions.privateInSharedContainer(location, sharing: stored.permissions) {
+    if let note = MailboxOptions.sharingNote(location, sharing: stored.permissions) {
       Output.note("create: " + note)
     }
     try printSettings(stored, location, json: arguments.flag("--json"))

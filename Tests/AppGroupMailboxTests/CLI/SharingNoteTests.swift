@@ -29,7 +29,35 @@ import Testing
     let shared = try Mailboxctl.run(
       ["create"] + container.arguments(namespace: "c") + ["--group-shared"])
     #expect(shared.status == 0)
-    #expect(shared.stderr == "")
+    #expect(!shared.stderr.contains("is private"))
+  }
+
+  /// Found by a new user: `create --group-shared` as root in a container it made itself gave a
+  /// mailbox of group `root`, which no one else could use, without a word.
+  @Test func `A group-shared mailbox of the creator's own group names the group`() throws {
+    let container = try TemporaryContainer()
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments(namespace: "own") + ["--group-shared"])
+    #expect(created.status == 0)
+    let group = getgrgid(getegid()).map { String(cString: $0.pointee.gr_name) }
+    let directory = container.url.path + "/AppGroupMailbox/own"
+    #expect(
+      created.stderr
+        == "mailboxctl: create: the new mailbox \(directory) is shared with group "
+        + "\(group.map { "'\($0)'" } ?? String(getegid())), this process's own group, as its "
+        + "container is: only that group's members may use it; to share it with another group, "
+        + "'chgrp -R GROUP \(container.url.path)'\n")
+  }
+
+  @Test(.enabled(if: isRoot || isCI, "needs root to give the container to another group"))
+  func `A group-shared mailbox in a container of another group gets no note`() throws {
+    let container = try TemporaryContainer()
+    try #require(chown(container.url.path, UInt32.max, 65_534) == 0)
+    #expect(chmod(container.url.path, 0o2770) == 0)
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments(namespace: "other") + ["--group-shared"])
+    #expect(created.status == 0)
+    #expect(created.stderr == "")
   }
 
   @Test func `A private mailbox in a private container gets no note`() throws {

@@ -45,6 +45,17 @@ enum JSONSyntax {
     return scanner.unsure ? .unsure : .valid
   }
 
+  /// Where the grammar stops reading `bytes` when they are not one JSON value: the offset of
+  /// the byte it could not take (at most one past it), `bytes.count` when the input ends
+  /// inside the value, or nil when the grammar accepts them (JSONSerialization may still
+  /// refuse what ``Verdict/unsure`` covers). For telling a user where their JSON goes wrong.
+  /// - Complexity: as ``verdict(_:)``.
+  static func stopOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    var scanner = Scanner(bytes: bytes)
+    guard scanner.value(), scanner.atEnd else { return min(scanner.index, bytes.count) }
+    return nil
+  }
+
   /// The grammar's cursor, shared with ``objectMembers(_:)`` (JSONObjectMembers.swift).
   struct Scanner {
     let bytes: UnsafeRawBufferPointer

@@ -247,6 +247,12 @@ public final class AppGroupRawMailbox: Sendable {
     return claims
   }
 
+  /// Where the JSON check (``isJSON(_:)``) stops reading `data` that is not one JSON value
+  /// (``JSONSyntax/stopOffset(_:)``): for `mailboxctl` to say where a message goes wrong.
+  package static func jsonStopOffset(_ data: Data) -> Int? {
+    data.withUnsafeBytes(JSONSyntax.stopOffset)
+  }
+
   /// Whether `data` is a message of an untyped mailbox: one JSON value by the grammar of
   /// RFC 8259 in UTF-8 text (no NUL byte, which UTF-8 JSON never holds but UTF-16 and UTF-32
   /// do; no byte order mark; no trailing comma, which Foundation's parsers accept), which

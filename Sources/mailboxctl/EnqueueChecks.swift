@@ -19,7 +19,16 @@ enum EnqueueChecks {
         key: key)
     } catch AppGroupMailboxError.decodingFailure {
       let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
-      let reason = JSONDiagnosis.reason(payload, firstLine: lines ? nil : firstLine) { value in
+      // An offset in the payload as a place in the input (columns count bytes from 1).
+      func position(_ offset: Int) -> String {
+        let at = message.range.lowerBound + offset
+        let lineStart = input.data[..<at].lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+        let line = firstLine + input.data[message.range.lowerBound..<at].filter { $0 == 0x0A }.count
+        return (lines ? "" : "line \(line), ") + "column \(at - lineStart + 1)"
+      }
+      let reason = JSONDiagnosis.reason(
+        payload, firstLine: lines ? nil : firstLine, position: position
+      ) { value in
         (try? AppGroupRawMailbox.validate(value, limits: limits)) != nil
       }
       throw CommandFailure(.dataError, "\(place)\(reason); nothing was enqueued")

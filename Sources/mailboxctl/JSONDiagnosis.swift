@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 
 /// Says why a message failed the mailbox's check (``AppGroupRawMailbox/validate``: one JSON
@@ -19,7 +20,11 @@ enum JSONDiagnosis {
   /// input, not UTF-8 (or a NUL byte, as in UTF-16 and UTF-32), empty, nested too deeply, more
   /// than one value, or plain invalid. `firstLine` is the input line `message` starts on, for saying where a second
   /// value starts; nil for a line of `--lines` input. `isValue` is the mailbox's JSON check.
-  static func reason(_ message: Data, firstLine: Int?, isValue: (Data) -> Bool) -> String {
+  /// `position` says where in the input an offset in `message` is (`line 2, column 7`), for
+  /// invalid JSON: where the grammar stopped reading (``JSONSyntax/stopOffset(_:)``).
+  static func reason(
+    _ message: Data, firstLine: Int?, position: (Int) -> String, isValue: (Data) -> Bool
+  ) -> String {
     if message.starts(with: [0xEF, 0xBB, 0xBF]) {
       return "a byte order mark is allowed only at the start of the input (or of a line)"
     }
@@ -45,7 +50,9 @@ enum JSONDiagnosis {
       return "more than one JSON value (the second starts on line \(line)); "
         + "use --lines for one message a line"
     }
-    return "not valid JSON"
+    guard let stop = AppGroupRawMailbox.jsonStopOffset(message) else { return "not valid JSON" }
+    if stop >= bytes.count { return "not valid JSON: it ends inside the value" }
+    return "not valid JSON near \(position(stop))"
   }
 
   /// Where the first value of `bytes` ends (an index just past it) and the deepest nesting of

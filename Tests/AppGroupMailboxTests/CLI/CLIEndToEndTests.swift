@@ -213,7 +213,9 @@ import Testing
     #expect(result.status == 65)
     #expect(result.stdout == "")
     #expect(
-      result.stderr == "mailboxctl: error: enqueue: line 4: not valid JSON; nothing was enqueued\n")
+      result.stderr
+        == "mailboxctl: error: enqueue: line 4: not valid JSON: it ends inside the value; "
+        + "nothing was enqueued\n")
     #expect(container.names("pending").isEmpty)
     #expect(container.names("tmp").isEmpty)
     let good = try Mailboxctl.run(
@@ -236,12 +238,19 @@ import Testing
         .status == 0)
     let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
     #expect(notJSON.status == 65)
-    #expect(notJSON.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
-    // A trailing comma, which Foundation's parsers accept but no strict reader does.
-    for text in [#"{"pw":"x",}"#, "[1,2,]"] {
+    #expect(
+      notJSON.stderr
+        == "mailboxctl: error: enqueue: not valid JSON near line 1, column 2; nothing was "
+        + "enqueued\n")
+    // A trailing comma, which Foundation's parsers accept but no strict reader does: refused
+    // where the value should be.
+    for (text, column) in [(#"{"pw":"x",}"#, 11), ("[1,2,]", 6)] {
       let lax = try Mailboxctl.run(["enqueue"] + container.arguments(), stdin: Data(text.utf8))
       #expect(lax.status == 65)
-      #expect(lax.stderr == "mailboxctl: error: enqueue: not valid JSON; nothing was enqueued\n")
+      #expect(
+        lax.stderr
+          == "mailboxctl: error: enqueue: not valid JSON near line 1, column \(column); nothing "
+          + "was enqueued\n")
     }
     let large = try Mailboxctl.run(
       ["enqueue"] + container.arguments(),

@@ -82,8 +82,11 @@ import Testing
     let container = try TemporaryContainer()
     let old = ISO8601.format(Date(timeIntervalSinceNow: -2 * 86_400))
     let cases: [([String], String)] = [
-      (["--data", "nope"], "not valid JSON; nothing was enqueued"),
-      (["--lines", "--data", "1\nnope"], "line 2: not valid JSON; nothing was enqueued"),
+      (["--data", "nope"], "not valid JSON near line 1, column 1; nothing was enqueued"),
+      (
+        ["--lines", "--data", "1\nnope"],
+        "line 2: not valid JSON near column 1; nothing was enqueued"
+      ),
       (
         ["--data", "\"" + String(repeating: "x", count: 70_000) + "\""],
         "the message file would be 70106 bytes, over the limit of 65536 (the mailbox's "
@@ -231,7 +234,14 @@ import Testing
     #expect(
       try refusal("1\n" + deep + "\n", ["--lines"])
         == prefix + "line 2: arrays and objects nested more than 512 deep" + end)
-    #expect(try refusal("{\"a\": tru}") == prefix + "not valid JSON" + end)
+    #expect(try refusal("{\"a\": tru}") == prefix + "not valid JSON near line 1, column 7" + end)
+    // Where the grammar stops reading: the line and column of the input, not of the value.
+    #expect(
+      try refusal("\n{\n  \"a\": 1,\n  \"b\": [1 2]\n}\n")
+        == prefix + "not valid JSON near line 4, column 11" + end)
+    #expect(
+      try refusal("1\n  {\"a\":x}\n", ["--lines"])
+        == prefix + "line 2: not valid JSON near column 8" + end)
     // A value followed by text that is not a value is not "more than one value".
     #expect(
       try refusal("{\"a\":1}\n// x\n")

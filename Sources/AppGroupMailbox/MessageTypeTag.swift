@@ -97,9 +97,10 @@ extension Spool {
   /// Puts a message claimed by ``Spool/claim(limit:passingOver:diagnostics:accept:)`` but of
   /// another consumer's type back under its pending name `entryName` (its original position and
   /// delivery count, so passing over a message never makes it a dead letter) and marks it passed
-  /// over with the file that was read, `file` (``PendingIndex/passOver(_:file:)``). Should the rename fail,
-  /// the claim stays in `claimed/` and is recovered when its lease runs out; a conflict in
-  /// `pending/` follows the one move policy (``lockedMove(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``).
+  /// over with the file that was read, `file` (``PendingIndex/passOver(_:file:)``). Should the
+  /// rename fail, the claim stays in `claimed/` and is recovered when its lease runs out; a
+  /// conflict in `pending/` follows the one move policy
+  /// (``lockedMove(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)``).
   func putBack(
     _ claimed: ClaimedName, as entryName: String, file: FileIdentity,
     diagnostics: inout [AppGroupMailboxDiagnostic]

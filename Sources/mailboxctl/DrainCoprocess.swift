@@ -174,14 +174,16 @@ final class CoprocessDelivery: DeliveryMode {
   }
 
   /// Closes the handler's stdin and waits for it to exit: up to the kill grace at the end of a
-  /// run, `--shutdown-timeout` after a stop signal, not at all after a second one. Then its
+  /// run (also one ended by an error), `--shutdown-timeout` after a stop signal, not at all
+  /// after a second one. Then its
   /// process group gets SIGTERM (what an exited handler left in it too), SIGKILL after the
   /// grace, and drain returns once none of the group can run (``ChildProcess/groupMayRun``).
   func close() {
     guard let handler else { return }
     handler.closeInput()
     let start = Date()
-    let patience = context.stopping ? context.shutdownTimeout : context.killGrace
+    let patience =
+      context.signals.stopSignal != nil ? context.shutdownTimeout : context.killGrace
     while !handler.process.hasExited, Date().timeIntervalSince(start) < patience,
       context.signals.stopCount < 2
     {

@@ -30,8 +30,9 @@ extension Spool {
   /// messages met on the way are deleted. A claimed file is then opened without following links or
   /// blocking, checked on the descriptor, read to at most the payload limit plus one byte, and
   /// handed to `accept`, which keeps it as the caller's value and returns true, or returns false
-  /// when it does not decode (quarantined as malformed). Entries quarantined or deleted do not count toward `limit`, so a call returns up
-  /// to `limit` valid claims whatever sits in front of them. Another consumer winning a rename is
+  /// when it does not decode (quarantined as malformed). Entries quarantined or deleted do not
+  /// count toward `limit`, so a call returns up to `limit` valid claims whatever sits in front
+  /// of them. Another consumer winning a rename is
   /// not an error. When anything left the mailbox this way, the depth counter is rebuilt from the
   /// listing once (planted files were never counted, so decrementing would drift). An error after
   /// some messages were claimed returns those instead of throwing (they are in `claimed/`: thrown

@@ -12,9 +12,10 @@ import MailboxLocks
 /// `AsyncThrowingStream`). The sequence ends when the iterating task is cancelled, the iterator is
 /// dropped, or ``close()`` is called; it throws ``AppGroupMailboxError/mailboxDirectoryRemoved``
 /// when an area's directory is deleted, moved, replaced or unmounted (within 10 seconds when a
-/// directory above them, such as the container, is renamed, which sends no inotify event). A queue overflow is an event
-/// (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events wait in memory until they
-/// are taken, up to a bound (``AppGroupMailboxInspector/events(bufferLimit:)``): when a slow
+/// directory above them, such as the container, is renamed, which sends no inotify event). A
+/// queue overflow is an event (``AppGroupMailboxEvent/Kind/overflowed``), never silent. Events
+/// wait in memory until they are taken, up to a bound
+/// (``AppGroupMailboxInspector/events(bufferLimit:)``): when a slow
 /// iteration lets the buffer fill, its last slot holds an ``AppGroupMailboxEvent/Kind/overflowed``
 /// event (put there when an event takes the slot before it, so before anything is dropped) and
 /// later events are dropped until the iteration takes some, so a gap is reported where it would
@@ -40,7 +41,8 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
     var watches: [InotifyWatch] = []
     var derivation: EventDerivation
     var iterated = false
-    /// The timer of the place checks (see ``init(directories:lifetime:bufferLimit:placeCheckInterval:)``).
+    /// The timer of the place checks (see
+    /// ``init(directories:lifetime:bufferLimit:placeCheckInterval:)``).
     var placeTimer: RepeatingTimer?
   }
 

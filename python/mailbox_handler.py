@@ -98,7 +98,9 @@ class Session:
     ``os.system``) can write a line into the protocol (drain would stop the handler as
     writing garbage and fail every message it holds) or read a message meant for the handler.
     Iterate to receive messages (iteration ends when drain closes stdin); answer each exactly
-    once with ``ack``, ``release``, ``retry`` or ``dead_letter``, from any thread."""
+    once with ``ack``, ``release``, ``retry`` or ``dead_letter``, from any thread. A process
+    forked from a handler (``os.fork``) should end with ``os._exit``: it holds a copy of the
+    session and of ``run``'s threads, which a normal exit would wait for."""
 
     def __init__(self, stdin=None, stdout=None):
         if stdin is None:

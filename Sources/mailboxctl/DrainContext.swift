@@ -59,6 +59,19 @@ final class DrainContext {
   /// Whether claiming must stop: a stop signal or a fatal error.
   var stopping: Bool { signals.stopSignal != nil || fatal != nil }
 
+  /// When the first stop signal was seen (``secondsSinceStopSignal()``).
+  private var stopSignalSeenAt: Date?
+
+  /// Seconds since the first stop signal was seen, or nil before one: the one clock of
+  /// `--shutdown-timeout`, for the handlers in flight and a `--coprocess` handler's exit after
+  /// them alike (the drain loop asks at every turn, so it starts within one poll of the signal).
+  func secondsSinceStopSignal() -> TimeInterval? {
+    guard signals.stopSignal != nil else { return nil }
+    let seen = stopSignalSeenAt ?? Date()
+    stopSignalSeenAt = seen
+    return Date().timeIntervalSince(seen)
+  }
+
   /// Seconds between lease renewals of a message in flight: a third of the lease.
   var renewInterval: TimeInterval { mailbox.limits.claimTimeout / 3 }
 

@@ -174,24 +174,27 @@ final class CoprocessDelivery: DeliveryMode {
   }
 
   /// Closes the handler's stdin and waits for it to exit: up to the kill grace at the end of a
-  /// run (also one ended by an error), `--shutdown-timeout` after a stop signal, not at all
-  /// after a second one. Then its
-  /// process group gets SIGTERM (what an exited handler left in it too), SIGKILL after the
-  /// grace, and drain returns once none of the group can run (``ChildProcess/groupMayRun``).
+  /// run (also one ended by an error), after a stop signal until `--shutdown-timeout` from the
+  /// signal (``DrainContext/secondsSinceStopSignal()``), not at all after a second one. Then its
+  /// process group gets SIGTERM (what an exited handler left in it too, always), SIGKILL after
+  /// the grace, and drain returns once none of the group can run (``ChildProcess/groupMayRun``).
   func close() {
     guard let handler else { return }
     handler.closeInput()
     let start = Date()
-    let patience =
-      context.signals.stopSignal != nil ? context.shutdownTimeout : context.killGrace
-    while !handler.process.hasExited, Date().timeIntervalSince(start) < patience,
-      context.signals.stopCount < 2
-    {
+    let signalled = context.signals.stopSignal != nil
+    func outOfPatience() -> Bool {
+      if context.signals.stopCount > 1 { return true }
+      if signalled { return (context.secondsSinceStopSignal() ?? 0) >= context.shutdownTimeout }
+      return Date().timeIntervalSince(start) >= context.killGrace
+    }
+    while !handler.process.hasExited, !outOfPatience() {
       context.signals.wakeup.wait(seconds: 0.1)
     }
+    handler.stop(grace: context.killGrace)
     while !handler.process.hasExited || handler.process.groupMayRun {
-      handler.stop(grace: context.killGrace)
       context.signals.wakeup.wait(seconds: 0.1)
+      handler.stop(grace: context.killGrace)
     }
     self.handler = nil
   }

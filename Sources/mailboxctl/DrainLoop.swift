@@ -38,6 +38,7 @@ final class Drainer {
     let wakeUps = follow ? try MailboxWakeUps(context.mailbox, wakeup: signals.wakeup) : nil
     defer { wakeUps?.close() }
     while true {
+      _ = context.secondsSinceStopSignal()  // starts the --shutdown-timeout clock
       mode.poll()
       do {
         _ = try wakeUps?.take()
@@ -136,14 +137,11 @@ final class Drainer {
   /// after a second signal or a fatal error), then the mode abandons it (its messages are
   /// released).
   private func finishInFlight() {
-    var stopRequestedAt: Date?
     while mode.inFlight > 0 {
       mode.poll()
       if context.stopping {
-        let since = stopRequestedAt ?? Date()
-        stopRequestedAt = since
         if context.signals.stopCount > 1 || context.fatal != nil
-          || Date().timeIntervalSince(since) >= context.shutdownTimeout
+          || (context.secondsSinceStopSignal() ?? 0) >= context.shutdownTimeout
         {
           mode.abandon()
         }

@@ -16,7 +16,9 @@ let watchCommand = Subcommand(
     up when some other process's operation makes it pending.
     Each line: the time, and the pending, delayed and claimed counts after the wake-up (with
     --json: {"at", "pending", "delayed", "claimed"}). Runs until SIGINT (exit 130), SIGTERM or
-    SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is removed.
+    SIGHUP (exit 0), --count or --timeout (exit 0); exit 66 when the mailbox directory is
+    removed, moved or replaced (within 10 s when a directory above it, such as the container,
+    is renamed).
     """,
   run: { arguments in
     let limits = try FollowLimits(arguments)

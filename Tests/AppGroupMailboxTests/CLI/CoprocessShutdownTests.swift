@@ -52,6 +52,73 @@ import Testing
     #expect(state == nil || state == "Z" || state == "X", "state \(state ?? "-")")
   }
 
+  /// A second review: a member whose main thread exited while another thread runs shows as a
+  /// zombie in /proc, so drain sent nothing and exited while it worked on.
+  @Test func `A member whose main thread exited is stopped before drain exits`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let child = container.url.appendingPathComponent("child")
+    let member = container.url.appendingPathComponent("member.py")
+    // A thread that runs on after the main thread's exit(2) (SYS_exit, 60 on x86_64).
+    try Data(
+      """
+      import ctypes, os, threading, time
+      open(\(JSONText.string(child.path)), "w").write(str(os.getpid()))
+      threading.Thread(target=lambda: time.sleep(600)).start()
+      ctypes.CDLL(None).syscall(60, 0)
+
+      """.utf8
+    ).write(to: member)
+    let arguments = try handler(
+      """
+      message = json.loads(sys.stdin.readline())
+      subprocess.Popen(
+          ["/usr/bin/python3", \(JSONText.string(member.path))],
+          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+      while not os.path.exists(\(JSONText.string(child.path))):
+          time.sleep(0.01)
+      print(json.dumps({"id": message["id"], "action": "ack"}), flush=True)
+      sys.stdin.read()
+      """, in: container)
+    let finished = try Mailboxctl.run(["drain"] + container.arguments() + arguments)
+    #expect(finished.status == 0, "\(finished.stderr)")
+    let pid = try String(contentsOf: child, encoding: .utf8)
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let threads = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+    #expect(threads == nil || threads == "Threads:\t1", "\(threads ?? "-")")
+  }
+
+  /// A second review: the handler's exit got its own --shutdown-timeout after the one its
+  /// messages had, so a stop could take twice as long.
+  @Test func `--shutdown-timeout counts from the signal for the handler's exit too`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let got = container.url.appendingPathComponent("got")
+    let finishedMark = container.url.appendingPathComponent("finished")
+    // 4 s on its message, then 4 s more at end of input: past 6 s from the signal in all.
+    let arguments = try handler(
+      """
+      message = json.loads(sys.stdin.readline())
+      open(\(JSONText.string(got.path)), "w").write("got")
+      time.sleep(4)
+      print(json.dumps({"id": message["id"], "action": "ack"}), flush=True)
+      sys.stdin.read()
+      time.sleep(4)
+      open(\(JSONText.string(finishedMark.path)), "w").write("done")
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--follow", "--shutdown-timeout", "6"] + arguments)
+    #expect(waitUntil(deadline: 60) { FileManager.default.fileExists(atPath: got.path) })
+    drain.signal(SIGTERM)
+    let finished = try drain.finish()
+    #expect(finished.status == 0, "\(finished.stderr)")
+    #expect(drainSummary(finished.stderr)?.hasPrefix("mailboxctl: drain: delivered 1") == true)
+    // Stopped 6 s after the signal, before its 8 s were up.
+    #expect(!FileManager.default.fileExists(atPath: finishedMark.path))
+  }
+
   @Test func `After a stop signal an idle handler gets --shutdown-timeout to exit`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()

@@ -32,8 +32,8 @@ enum Targets {
   static let perClaimWork =
     "the library's per-claim work beyond C's rename, open, read, close and unlink: 3 cheap"
     + " calls (the inotify read; the lstat before claiming and the fstat of the opened file,"
-    + " which the contract keeps, docs/SECURITY.md) and about 35,000 instructions (the typed"
-    + " decode a third, freeing about 45 allocations a fifth, the rest flat);"
+    + " which the contract keeps, docs/SECURITY.md) and about 32,500 instructions (the typed"
+    + " decode, JSONDecoder's, a third, freeing about 45 allocations a fifth, the rest flat);"
     + " would meet it: most of that user-space work gone (about 5 of the 8 us a claim adds;"
     + " the decode alone is 1.3 us), which no single change gives (docs/PERFORMANCE.md,"
     + " December 6)"
@@ -58,10 +58,10 @@ enum Targets {
           "claim+read+ack 64 KiB, raw path >= 0.7 of C (\(durability))",
           row("claim+read+ack, raw", durability, 65_536), 0.7,
           why: "the raw claim does the per-claim work of the 256 B claim (3 cheap calls beyond"
-            + " C's, about 23,000 instructions) and checks the payload is JSON in one pass (about"
+            + " C's, about 22,500 instructions) and checks the payload is JSON in one pass (about"
             + " 0.7 instructions a byte; mailboxctl's output lines embed the bytes as JSON, so"
             + " the check stays); the payload is handed out from the read buffer, not copied:"
-            + " about 70,000 instructions a claim in all (callgrind); would meet it: that"
+            + " about 66,500 instructions a claim in all (callgrind); would meet it: that"
             + " per-claim work and the check's cost halved (docs/PERFORMANCE.md)"))
     }
     targets.append(

@@ -11,6 +11,14 @@ import Testing
 /// `--shutdown-timeout` said; a deleted namespace ended drain with 74 from a release that
 /// followed instead of 66.
 @Suite struct CoprocessShutdownTests {
+  /// A mailbox holding one message.
+  func oneMessage() throws -> TemporaryContainer {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    return container
+  }
+
   /// A raw handler: greets, then runs `body` (Python, with `sys`, `json`, `os`, `subprocess` and
   /// `time` imported and `greet()` done).
   func handler(_ body: String, in container: TemporaryContainer) throws -> [String] {
@@ -27,9 +35,7 @@ import Testing
   }
 
   @Test func `A process the handler leaves in its group is stopped before drain exits`() throws {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let container = try oneMessage()
     let child = container.url.appendingPathComponent("child")
     // Acknowledges, and at end of input leaves a child in its group that ignores SIGTERM.
     let arguments = try handler(
@@ -55,9 +61,7 @@ import Testing
   /// A second review: a member whose main thread exited while another thread runs shows as a
   /// zombie in /proc, so drain sent nothing and exited while it worked on.
   @Test func `A member whose main thread exited is stopped before drain exits`() throws {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let container = try oneMessage()
     let child = container.url.appendingPathComponent("child")
     let member = container.url.appendingPathComponent("member.py")
     // A thread that runs on after the main thread's exit(2) (SYS_exit, 60 on x86_64).
@@ -92,9 +96,7 @@ import Testing
   /// A second review: the handler's exit got its own --shutdown-timeout after the one its
   /// messages had, so a stop could take twice as long.
   @Test func `--shutdown-timeout counts from the signal for the handler's exit too`() throws {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let container = try oneMessage()
     let got = container.url.appendingPathComponent("got")
     let finishedMark = container.url.appendingPathComponent("finished")
     // 4 s on its message, then 4 s more at end of input: past 6 s from the signal in all.
@@ -142,9 +144,7 @@ import Testing
   }
 
   @Test func `A namespace deleted while a handler holds a message ends drain with 66`() throws {
-    let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
-    _ = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    let container = try oneMessage()
     let got = container.url.appendingPathComponent("got")
     let arguments = try handler(
       """

@@ -19,12 +19,17 @@ enum EnqueueChecks {
         key: key)
     } catch AppGroupMailboxError.decodingFailure {
       let firstLine = 1 + input.data[..<message.range.lowerBound].filter { $0 == 0x0A }.count
-      // An offset in the payload as a place in the input (columns count bytes from 1).
+      // An offset in the payload as a place in the input: columns count characters from 1 (the
+      // UTF-8 bytes that start one), as an editor shows them, a dropped byte order mark not.
       func position(_ offset: Int) -> String {
         let at = message.range.lowerBound + offset
-        let lineStart = input.data[..<at].lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+        var lineStart = input.data[..<at].lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+        if at - lineStart >= 3, input.data[lineStart..<at].starts(with: [0xEF, 0xBB, 0xBF]) {
+          lineStart += 3
+        }
+        let column = 1 + input.data[lineStart..<at].filter { $0 & 0xC0 != 0x80 }.count
         let line = firstLine + input.data[message.range.lowerBound..<at].filter { $0 == 0x0A }.count
-        return (lines ? "" : "line \(line), ") + "column \(at - lineStart + 1)"
+        return (lines ? "" : "line \(line), ") + "column \(column)"
       }
       let reason = JSONDiagnosis.reason(
         payload, firstLine: lines ? nil : firstLine, position: position

@@ -126,6 +126,8 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
   }
   let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
+  let containerExisted = FileManager.default.fileExists(
+    atPath: try MailboxOptions.location(arguments).container.path)
   // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
   // the limits it would be made with (and again once open when those differ: another process
   // may make it first, with its own).
@@ -155,7 +157,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
           + "('mailboxctl create' chooses them)")
     }
     if let note = MailboxOptions.sharingNote(
-      location, sharing: mailbox.settings.permissions)
+      location, sharing: mailbox.settings.permissions, containerExisted: containerExisted)
     {
       Output.note("enqueue: " + note)
     }

@@ -257,34 +257,55 @@ enum MailboxOptions {
   }
 
   /// A note on how a mailbox just made is shared, when its users may not be the ones meant, or
-  /// nil:
+  /// nil. `containerExisted` says whether the container was there before the command:
   /// - a private mailbox in a container shared with a group (setgid or group-writable): the
   ///   group's other users cannot open it, and the sharing mode is fixed at creation, so the
   ///   note says how to make it again;
-  /// - a group-shared mailbox whose group is this process's own effective group (the container
-  ///   belonged to no other group: made by this command, or never given to one; as root, group
-  ///   `root`): only that group's members can use it, so the note names the group and how to
-  ///   give the container to another.
-  static func sharingNote(_ location: Location, sharing: AppGroupMailboxPermissions) -> String? {
-    var info = stat()
+  /// - a group-shared mailbox in a container this command made (its group is then this
+  ///   process's own; as root, group `root`): the note names the group and the `chgrp -R` that
+  ///   gives the mailbox to another;
+  /// - a group-shared mailbox whose group is not its container's (a container without the
+  ///   setgid bit: new directories take the creating process's group): the note names both
+  ///   groups and how to give the mailbox the container's.
+  ///
+  /// Silent for the set-up the docs describe: a setgid container of the group, made first.
+  static func sharingNote(
+    _ location: Location, sharing: AppGroupMailboxPermissions, containerExisted: Bool
+  ) -> String? {
+    var container = stat()
+    guard stat(location.container.path, &container) == 0 else { return nil }
     switch sharing {
     case .private:
-      guard stat(location.container.path, &info) == 0,
-        info.st_mode & S_ISGID != 0 || info.st_mode & S_IWGRP != 0
-      else { return nil }
+      guard container.st_mode & S_ISGID != 0 || container.st_mode & S_IWGRP != 0 else {
+        return nil
+      }
       return "the new mailbox \(location.directory.path) is private (only its owner may use it), "
         + "though its container is shared with a group; for the group, remove it (rm -r "
         + "\(location.directory.path)) and make it with 'mailboxctl create --group-shared'"
     case .groupShared:
-      guard stat(location.directory.path, &info) == 0, info.st_gid == getegid() else {
-        return nil
+      var mailbox = stat()
+      guard stat(location.directory.path, &mailbox) == 0 else { return nil }
+      let group = groupName(mailbox.st_gid)
+      if !containerExisted {
+        return "made the container \(location.container.path) too, with this process's own "
+          + "group, \(group): only its members may use the mailbox; to share it with another "
+          + "group, 'chgrp -R GROUP \(location.container.path)'"
       }
-      let group = getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) }
-      return "the new mailbox \(location.directory.path) is shared with group "
-        + "\(group.map { "'\($0)'" } ?? String(info.st_gid)), this process's own group, as its "
-        + "container is: only that group's members may use it; to share it with another group, "
-        + "'chgrp -R GROUP \(location.container.path)'"
+      guard mailbox.st_gid != container.st_gid else { return nil }
+      return "the new mailbox \(location.directory.path) has group \(group), this process's "
+        + "own, not its container's, \(groupName(container.st_gid)): the container is not "
+        + "setgid; give it the container's group with 'chgrp -R "
+        + "\(groupName(container.st_gid, quoted: false)) "
+        + "\(location.directory.deletingLastPathComponent().path)' (and 'chmod g+s "
+        + "\(location.container.path)' for what is made there next)"
     }
+  }
+
+  /// The name of group `id` (quoted), or its number when it has none.
+  private static func groupName(_ id: gid_t, quoted: Bool = true) -> String {
+    guard let entry = getgrgid(id) else { return String(id) }
+    let name = String(cString: entry.pointee.gr_name)
+    return quoted ? "'\(name)'" : name
   }
 
   /// Opens an existing mailbox (``open(_:mustExist:unconverted:diagnostic:)``) for a command

@@ -39,6 +39,7 @@ let createCommand = Subcommand(
           + "modes: make it so first (chgrp GROUP DIR; chmod 2770 DIR), then run create again; "
           + "nothing was created")
     }
+    let containerExisted = FileManager.default.fileExists(atPath: location.container.path)
     let mailbox: AppGroupRawMailbox
     do {
       mailbox = try AppGroupRawMailbox(
@@ -57,7 +58,9 @@ let createCommand = Subcommand(
         "another process created the mailbox at \(location.directory.path) first, with other "
           + "settings; 'mailboxctl config' shows them")
     }
-    if let note = MailboxOptions.sharingNote(location, sharing: stored.permissions) {
+    if let note = MailboxOptions.sharingNote(
+      location, sharing: stored.permissions, containerExisted: containerExisted)
+    {
       Output.note("create: " + note)
     }
     try printSettings(stored, location, json: arguments.flag("--json"))

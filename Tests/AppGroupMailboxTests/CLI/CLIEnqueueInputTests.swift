@@ -242,6 +242,14 @@ import Testing
     #expect(
       try refusal("1\n  {\"a\":x}\n", ["--lines"])
         == prefix + "line 2: not valid JSON near column 8" + end)
+    // Columns count characters, as an editor shows them, and not a byte order mark.
+    #expect(
+      try refusal("{\"é€😀\": x}") == prefix + "not valid JSON near line 1, column 9" + end)
+    #expect(
+      try refusal("\u{FEFF}{\"a\": x}") == prefix + "not valid JSON near line 1, column 7" + end)
+    #expect(
+      try refusal("1\n\u{FEFF}{\"é\": x}\n", ["--lines"])
+        == prefix + "line 2: not valid JSON near column 7" + end)
     // A value followed by text that is not a value is not "more than one value".
     #expect(
       try refusal("{\"a\":1}\n// x\n")

@@ -13,7 +13,7 @@ final class DrainReport {
   private var lastProgress = Date.distantPast
   /// The counts the progress line shows, and when they may be read again (see
   /// ``showProgress(running:)``).
-  private var counts: AppGroupMailboxStatus?
+  private var counts: AppGroupMailboxCounts?
   private var countsDueAt = Date.distantPast
 
   init(context: DrainContext, json: Bool, quarantined: QuarantineCounter) {
@@ -23,16 +23,16 @@ final class DrainReport {
   }
 
   /// Rewrites the progress line, at most four times a second. The pending and delayed counts
-  /// come from a status (a listing and an lstat(2) per message: 0.4 s at depth 100,000), read
-  /// again only after ten times as long as the last one took, at least a second: the line
-  /// never costs the drain more than a tenth of its time.
+  /// come from the names (``AppGroupMailboxInspector/counts()``: a listing of each area, no
+  /// system call per message), read again only after ten times as long as the last one took,
+  /// at least a second: the line never costs the drain more than a tenth of its time.
   func showProgress(running: Int) {
     guard Output.stderrIsTerminal, Date().timeIntervalSince(lastProgress) >= 0.25 else { return }
     lastProgress = Date()
     let seconds = max(0.001, Date().timeIntervalSince(startTime))
     if Date() >= countsDueAt {
       let started = Date()
-      counts = try? context.mailbox.inspector.status()
+      counts = try? context.mailbox.inspector.counts()
       countsDueAt = Date().addingTimeInterval(max(1, 10 * Date().timeIntervalSince(started)))
     }
     let status = counts

@@ -271,7 +271,7 @@ private func progress(_ failure: CommandFailure, _ input: EnqueueInput, stored: 
 private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: Bool)
   -> CommandFailure
 {
-  let depth = (try? mailbox.inspector.status().depth).map(String.init) ?? "unknown"
+  let depth = (try? mailbox.inspector.counts().depth).map(String.init) ?? "unknown"
   var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
   if waited > 0 { text += " after waiting \(Output.seconds(waited)) s" }
   if mailbox.settings.overflowPolicy == .discardOldest {

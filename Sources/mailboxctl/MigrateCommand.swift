@@ -85,7 +85,7 @@ let migrateCommand = Subcommand(
       let left = AppGroupRawMailbox.legacySpoolFileCount(in: location.directory)
       // Room for every old file left beside what the mailbox holds now (a lowered bound may be
       // below its depth).
-      let held = max((try? mailbox.inspector.status().depth) ?? 0, mailbox.settings.maxMessages)
+      let held = max((try? mailbox.inspector.counts().depth) ?? 0, mailbox.settings.maxMessages)
       throw CommandFailure(
         .temporaryFailure,
         "the mailbox is full (maxMessages \(mailbox.settings.maxMessages)), and migrate never "

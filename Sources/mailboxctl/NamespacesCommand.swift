@@ -52,7 +52,7 @@ let namespacesCommand = Subcommand(
       let row: NamespaceRow
       do {
         let inspector = try MailboxOptions.openForReading(location, arguments)
-        row = .counts(try inspector.status(), held: inspector.isHeld)
+        row = .counts(try inspector.counts(), held: inspector.isHeld)
       } catch let failure as CommandFailure where failure.status == .noInput {
         continue  // removed (or not made whole yet) since the listing
       } catch {
@@ -68,7 +68,7 @@ let namespacesCommand = Subcommand(
 
 /// One namespace as `namespaces` prints it.
 private enum NamespaceRow {
-  case counts(AppGroupMailboxStatus, held: Bool)
+  case counts(AppGroupMailboxCounts, held: Bool)
   case unreadable(String)
 
   static let header =

@@ -52,12 +52,13 @@ let statusCommand = Subcommand(
     do {
       status = try inspector.status()
       if !arguments.flag("--prometheus"), !arguments.flag("--ages") {
-        byPriority = try pendingByPriority(inspector)
+        byPriority = try inspector.counts().pendingByPriority.sorted { $0.key > $1.key }
+          .map { (level: $0.key, count: $0.value) }
       }
       if arguments.flag("--prometheus") || arguments.flag("--ages") {
         metrics = StatusMetrics(
           namespace: location.namespace, status: status,
-          entries: try inspector.entries(in: [.pending, .delayed, .claimed]),
+          messages: try inspector.messageSummaries(),
           settings: inspector.settings, held: inspector.isHeld, now: now)
       }
     } catch {
@@ -123,15 +124,3 @@ let statusCommand = Subcommand(
     }
     return .success
   })
-
-/// The pending messages of each priority level present, highest level first (from the names;
-/// no message is read).
-private func pendingByPriority(_ inspector: AppGroupMailboxInspector) throws -> [(
-  level: Int, count: Int
-)] {
-  var counts: [Int: Int] = [:]
-  for entry in try inspector.entries(in: [.pending]) {
-    counts[entry.priority ?? AppGroupMailboxPriority.default, default: 0] += 1
-  }
-  return counts.sorted { $0.key > $1.key }.map { (level: $0.key, count: $0.value) }
-}

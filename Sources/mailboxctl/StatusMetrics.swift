@@ -7,8 +7,8 @@ import Foundation
 struct StatusMetrics {
   let namespace: String
   let status: AppGroupMailboxStatus
-  /// The pending, delayed and claimed entries (ages and delivery counts come from them).
-  let entries: [AppGroupMailboxEntry]
+  /// The pending, delayed and claimed messages (ages and delivery counts come from them).
+  let messages: [AppGroupMailboxInspector.MessageSummary]
   let settings: AppGroupMailboxSettings
   let held: Bool
   let now: Date
@@ -47,7 +47,7 @@ struct StatusMetrics {
       "oldest_pending_age_seconds",
       "Seconds since the oldest pending message was enqueued; 0 when none is pending.",
       [("", String(format: "%.3f", age))])
-    let attempts = entries.map { $0.deliveryCount ?? 0 }
+    let attempts = messages.map(\.deliveryCount)
     metric(
       "delivery_attempts",
       "Deliveries so far of the messages in the mailbox (pending, delayed, claimed), summed.",
@@ -72,8 +72,8 @@ struct StatusMetrics {
   /// (the enqueue time `list` shows); a time in the future counts as age 0.
   func ageCounts(_ state: AppGroupMailboxEntry.State?) -> [Int] {
     var counts = Array(repeating: 0, count: Self.bucketMinutes.count + 2)
-    for entry in entries where state == nil || entry.state == state {
-      let minutes = max(0, now.timeIntervalSince(entry.enqueuedAt ?? now)) / 60
+    for message in messages where state == nil || message.state == state {
+      let minutes = max(0, now.timeIntervalSince(message.enqueuedAt)) / 60
       let bucket = Self.bucketMinutes.firstIndex { minutes <= Double($0) }
       counts[0] += 1
       counts[1 + (bucket ?? Self.bucketMinutes.count)] += 1

@@ -38,9 +38,9 @@ let watchCommand = Subcommand(
         continue
       }
       seen += 1
-      let status: AppGroupMailboxStatus
+      let status: AppGroupMailboxCounts
       do {
-        status = try inspector.status()
+        status = try inspector.counts()
       } catch {
         throw CommandFailure(error, while: "")
       }

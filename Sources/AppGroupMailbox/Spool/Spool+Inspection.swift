@@ -7,9 +7,9 @@ extension Spool {
     var status = AppGroupMailboxStatus(
       pending: 0, claimed: 0, quarantined: 0, temporaryFiles: 0, oldestPendingEnqueuedAt: nil,
       oldestClaimedAt: nil, bytes: 0)
-    // Each message once (``sightings(_:_:)``): its state, size, and the time its state's
+    // Each message once (``statSightings(_:_:)``): its state, size, and the time its state's
     // figure takes (enqueued, claimed: the inode's change, due).
-    let seen = try sightings([.pending, .claimed, .delayed]) {
+    let seen = try statSightings([.pending, .claimed, .delayed]) {
       state, fileName, info -> (UUID, (AppGroupMailboxEntry.State, Int, Int64))? in
       let size = Int(info.st_size)
       switch state {
@@ -62,7 +62,7 @@ extension Spool {
 
   /// See ``AppGroupMailboxInspector/entries(in:)``.
   func inspectEntries(_ states: Set<AppGroupMailboxEntry.State>) throws -> [AppGroupMailboxEntry] {
-    let seen = try sightings(states) {
+    let seen = try statSightings(states) {
       state, name, info -> (UUID, (ListingOrder, AppGroupMailboxEntry))? in
       let size = Int(info.st_size)
       switch state {

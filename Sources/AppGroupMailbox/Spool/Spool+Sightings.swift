@@ -10,13 +10,13 @@ extension Spool {
   /// a promotion) goes to an area listed later, as in ``recount(stored:)``, so a message that
   /// moves once while it is listed is still seen, and one seen twice (claimed after it was
   /// listed pending) counts once, in the area it was seen in last. `describe` makes the value of
-  /// an entry from its state, file name and lstat(2) description (nil: not a message name); an
-  /// entry gone before it was looked at is left out.
+  /// an entry from its state, its area's descriptor and its name's bytes (valid only during the
+  /// call); nil leaves it out (not a message name, or gone before it was looked at).
   /// - Complexity: O(n) in the entries of the areas listed (pending twice), with a dictionary
   ///   entry per message.
   func sightings<Value>(
     _ states: Set<AppGroupMailboxEntry.State>,
-    _ describe: (AppGroupMailboxEntry.State, String, stat) -> (UUID, Value)?
+    _ describe: (AppGroupMailboxEntry.State, Int32, UnsafeBufferPointer<UInt8>) -> (UUID, Value)?
   ) throws -> [UUID: Value] {
     var seen: [UUID: Value] = [:]
     var areas: [(Int32, AppGroupMailboxEntry.State)] = []
@@ -29,13 +29,63 @@ extension Spool {
     for (area, state) in areas {
       // One name at a time: a listing at depth 100,000 holds no array of strings.
       try Syscall.forEachEntry(area) { bytes, _ in
-        let name = String(decoding: bytes, as: UTF8.self)
-        guard let info = try? Syscall.lstat(area, name),
-          let (id, value) = describe(state, name, info)
-        else { return }
-        seen[id] = value
+        if let (id, value) = describe(state, area, bytes) { seen[id] = value }
       }
     }
     return seen
+  }
+
+  /// ``sightings(_:_:)`` for a `describe` that needs the name as a string and its lstat(2)
+  /// description (one fstatat(2) per entry); an entry gone before it was looked at is left out.
+  func statSightings<Value>(
+    _ states: Set<AppGroupMailboxEntry.State>,
+    _ describe: (AppGroupMailboxEntry.State, String, stat) -> (UUID, Value)?
+  ) throws -> [UUID: Value] {
+    try sightings(states) { state, area, bytes in
+      let name = String(decoding: bytes, as: UTF8.self)
+      guard let info = try? Syscall.lstat(area, name) else { return nil }
+      return describe(state, name, info)
+    }
+  }
+
+  /// See ``AppGroupMailboxInspector/messageSummaries()``: names alone, nothing opened or
+  /// stat'ed.
+  func inspectSummaries() throws -> [AppGroupMailboxInspector.MessageSummary] {
+    let seen = try sightings([.pending, .claimed, .delayed]) {
+      state, _, bytes -> (UUID, AppGroupMailboxInspector.MessageSummary)? in
+      // Pending names are parsed from the listing's bytes (the area at depth); the others
+      // from a string.
+      let message: PendingName?
+      switch state {
+      case .pending: message = PendingName(bytes: bytes)
+      case .claimed: message = ClaimedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
+      default: message = DelayedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
+      }
+      return message.map {
+        (
+          $0.id,
+          .init(
+            state: state, enqueuedMicros: $0.key.micros, deliveryCount: $0.attempts,
+            priority: $0.key.level)
+        )
+      }
+    }
+    return Array(seen.values)
+  }
+
+  /// See ``AppGroupMailboxInspector/counts()``.
+  func inspectCounts() throws -> AppGroupMailboxCounts {
+    var counts = AppGroupMailboxCounts(pending: 0, claimed: 0, delayed: 0, quarantined: 0)
+    for message in try inspectSummaries() {
+      switch message.state {
+      case .pending:
+        counts.pending += 1
+        counts.pendingByPriority[message.priority, default: 0] += 1
+      case .claimed: counts.claimed += 1
+      default: counts.delayed += 1
+      }
+    }
+    try Syscall.forEachEntry(directories.quarantine) { _, _ in counts.quarantined += 1 }
+    return counts
   }
 }

@@ -81,6 +81,45 @@ import Testing
     #expect(try typed.inspector.envelope(UUID().uuidString) == nil)
   }
 
+  @Test func `Counts from names agree with the status, each message once`() throws {
+    let container = try TemporaryContainer()
+    let typed: AppGroupMailbox<String> = try container.mailbox()
+    for text in ["a", "b", "c"] { try typed.enqueue(text) }
+    try typed.enqueue("later", notBefore: Date().addingTimeInterval(3_600))
+    let claim = try #require(try typed.claimPending(limit: 1).first)
+    try Data("junk".utf8).write(to: container.area("pending").appendingPathComponent("foreign"))
+    try Data("junk".utf8).write(to: container.area("quarantine").appendingPathComponent("foreign"))
+    // The claimed message also under its pending name, as a listing may meet a message that
+    // moves while it is listed: counted once, where it was seen last (pending).
+    let claimedName = try #require(container.names("claimed").first)
+    let pendingName = try #require(ClaimedName(parsing: claimedName)?.message.fileName)
+    try FileManager.default.copyItem(
+      at: container.area("claimed").appendingPathComponent(claimedName),
+      to: container.area("pending").appendingPathComponent(pendingName))
+    let counts = try typed.inspector.counts()
+    #expect(
+      counts
+        == AppGroupMailboxCounts(
+          pending: 3, claimed: 0, delayed: 1, quarantined: 1,
+          pendingByPriority: [AppGroupMailboxPriority.default: 3]))
+    #expect(counts.depth == 4)
+    let status = try typed.inspector.status()
+    let fromStatus: [Int] = [
+      status.pending, status.claimed, status.delayed, status.quarantined, status.depth,
+    ]
+    #expect(
+      fromStatus
+        == [counts.pending, counts.claimed, counts.delayed, counts.quarantined, counts.depth])
+    try FileManager.default.removeItem(
+      at: container.area("pending").appendingPathComponent(pendingName))
+    try claim.acknowledge()
+    #expect(
+      try typed.inspector.counts()
+        == AppGroupMailboxCounts(
+          pending: 2, claimed: 0, delayed: 1, quarantined: 1,
+          pendingByPriority: [AppGroupMailboxPriority.default: 2]))
+  }
+
   @Test func `Requeue keeps the id and date, respects the bound and refuses duplicates`() throws {
     let container = try TemporaryContainer()
     let raw = try container.rawMailbox(limits: .init(maxMessages: 1))

@@ -8,7 +8,7 @@ public import Foundation
 /// settings"); ``claimTimeout`` is this process's own.
 public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// Largest number of messages pending plus claimed plus delayed at once (entries that are
-  /// not messages, such as quarantined files, do not count); at least 1. Default 100.
+  /// not messages, such as quarantined files, do not count); 1 to ``countCeiling``. Default 100.
   public var maxMessages: Int
   /// Largest size in bytes of one message file (envelope header plus encoded message), from 1
   /// to 64 MiB (67,108,864). Default 65,536.
@@ -23,10 +23,11 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// now cannot come from any process, so recovery treats it as run out (docs/FORMAT.md).
   public var claimTimeout: TimeInterval
   /// Largest number of files kept in quarantine; the newest are kept. 0 deletes instead of
-  /// keeping. Default 20.
+  /// keeping; at most ``countCeiling``. Default 20.
   public var maxQuarantinedFiles: Int
   /// Deliveries after which a message that was never acknowledged goes to quarantine as a dead
-  /// letter instead of being delivered again; nil (the default) means unlimited. At least 1.
+  /// letter instead of being delivered again; nil (the default) means unlimited. 1 to
+  /// ``countCeiling``.
   public var maxDeliveryAttempts: Int?
 
   /// The largest accepted ``claimTimeout``: 366 days (31,622,400 seconds). Recovery restores a
@@ -41,6 +42,13 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   /// timeout plus one day, so a claim made with the ceiling a moment after a sweep read its
   /// clock (or by a process whose clock is a little ahead) is never taken for a forged one.
   static let forgedLeaseHorizonMicros = Int64(claimTimeoutCeiling + 86_400) * 1_000_000
+
+  /// The largest accepted ``maxMessages``, ``maxQuarantinedFiles`` and
+  /// ``maxDeliveryAttempts``: 8,999,999,999,999,999. The `settings` file stores them as JSON
+  /// numbers, which every reader takes as a double and accepts only as a whole number below
+  /// 9 * 10^15 (docs/FORMAT.md, "The settings file"), so a larger bound would make the mailbox
+  /// unreadable to every later opener. Pass nil for an unlimited ``maxDeliveryAttempts``.
+  public static let countCeiling = 8_999_999_999_999_999
 
   /// The largest accepted ``maxPayloadBytes``: 64 MiB.
   public static let payloadCeiling = 64 * 1024 * 1024
@@ -69,7 +77,9 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
   ///   (`"maxMessages"`, `"maxPayloadBytes"`, `"messageLifetime"`, `"claimTimeout"`,
   ///   `"maxQuarantinedFiles"`, `"maxDeliveryAttempts"`).
   public func validate() throws {
-    guard maxMessages >= 1 else { throw AppGroupMailboxError.invalidLimit("maxMessages") }
+    guard (1...Self.countCeiling).contains(maxMessages) else {
+      throw AppGroupMailboxError.invalidLimit("maxMessages")
+    }
     guard (1...Self.payloadCeiling).contains(maxPayloadBytes) else {
       throw AppGroupMailboxError.invalidLimit("maxPayloadBytes")
     }
@@ -79,10 +89,10 @@ public struct AppGroupMailboxLimits: Sendable, Equatable, Hashable {
     guard claimTimeout >= Self.resolution, claimTimeout <= Self.claimTimeoutCeiling else {
       throw AppGroupMailboxError.invalidLimit("claimTimeout")
     }
-    guard maxQuarantinedFiles >= 0 else {
+    guard (0...Self.countCeiling).contains(maxQuarantinedFiles) else {
       throw AppGroupMailboxError.invalidLimit("maxQuarantinedFiles")
     }
-    if let attempts = maxDeliveryAttempts, attempts < 1 {
+    if let attempts = maxDeliveryAttempts, !(1...Self.countCeiling).contains(attempts) {
       throw AppGroupMailboxError.invalidLimit("maxDeliveryAttempts")
     }
   }

@@ -170,17 +170,24 @@ enum SettingsText {
       guard let value else { throw .unreadable("'\(name)' is missing or of the wrong type") }
       return value
     }
-    let maxMessages = try member("maxMessages", integer("maxMessages"))
-    let maxPayloadBytes = try member("maxPayloadBytes", integer("maxPayloadBytes"))
+    func integerMember(_ name: String) throws(Failure) -> Int {
+      if let value = integer(name) { return value }
+      guard number(name) == nil else {
+        throw .unreadable("'\(name)' is not a whole number below 9 * 10^15")
+      }
+      return try member(name, nil)
+    }
+    let maxMessages = try integerMember("maxMessages")
+    let maxPayloadBytes = try integerMember("maxPayloadBytes")
     let lifetime = try member("messageLifetime", number("messageLifetime"))
-    let quarantined = try member("maxQuarantinedFiles", integer("maxQuarantinedFiles"))
+    let quarantined = try integerMember("maxQuarantinedFiles")
     let policyText = try member("overflowPolicy", object["overflowPolicy"] as? String)
     let sharingText = try member("sharing", object["sharing"] as? String)
     let attempts: Int?
     switch object["maxDeliveryAttempts"] {
     case nil, is NSNull: attempts = nil
     default:
-      attempts = try member("maxDeliveryAttempts", integer("maxDeliveryAttempts"))
+      attempts = try integerMember("maxDeliveryAttempts")
     }
     let policy: AppGroupMailboxOverflowPolicy
     switch policyText {

@@ -143,6 +143,41 @@ import Testing
     #expect(try settingsText(container) == before)
   }
 
+  /// A bound every reader of the file refuses (a whole number of 9 * 10^15 or more) was stored,
+  /// after which no process could open the mailbox again (found by an adversarial review:
+  /// `maxMessages = Int.max`).
+  @Test func `A count bound beyond what the settings file holds is refused before anything is written`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    let before = try settingsText(container)
+    for change in [
+      { (settings: inout AppGroupMailboxSettings) in settings.maxMessages = .max },
+      { $0.maxMessages = 9_000_000_000_000_000 },
+      { $0.maxQuarantinedFiles = 10_000_000_000_000_000 },
+      { $0.maxDeliveryAttempts = .max },
+    ] {
+      #expect(throws: AppGroupMailboxError.self) { try raw.updateSettings(change) }
+    }
+    #expect(try settingsText(container) == before)
+    let ceiling = AppGroupMailboxLimits.countCeiling
+    try raw.updateSettings {
+      $0.maxMessages = ceiling
+      $0.maxQuarantinedFiles = ceiling
+      $0.maxDeliveryAttempts = ceiling
+    }
+    let reopened = try AppGroupMailboxInspector(containerURL: container.url, namespace: "jobs")
+    #expect(reopened.settings.maxMessages == ceiling)
+    #expect(reopened.settings.maxQuarantinedFiles == ceiling)
+    #expect(reopened.settings.maxDeliveryAttempts == ceiling)
+    let fresh = try TemporaryContainer()
+    #expect(throws: AppGroupMailboxError.invalidLimit("maxQuarantinedFiles")) {
+      try fresh.rawMailbox(limits: .init(maxQuarantinedFiles: ceiling + 1))
+    }
+    #expect(!FileManager.default.fileExists(atPath: fresh.url.path + "/AppGroupMailbox"))
+  }
+
   @Test func `A spool without a settings file gets one from its first writing opener only`()
     throws
   {

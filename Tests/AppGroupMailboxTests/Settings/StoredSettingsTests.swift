@@ -146,7 +146,7 @@ import Testing
   /// A bound every reader of the file refuses (a whole number of 9 * 10^15 or more) was stored,
   /// after which no process could open the mailbox again (found by an adversarial review:
   /// `maxMessages = Int.max`).
-  @Test func `A count bound beyond what the settings file holds is refused before anything is written`()
+  @Test func `A count bound too large for the settings file is refused before it is written`()
     throws
   {
     let container = try TemporaryContainer()

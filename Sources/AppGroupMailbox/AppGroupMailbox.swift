@@ -260,6 +260,8 @@ public final class AppGroupMailbox<Message: Codable & Sendable>: Sendable {
   ///
   /// A `limit` of 0 returns `[]` and touches nothing (as the package we follow does).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
+  ///   ``MailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of its
+  ///   areas was deleted (a call that claims nothing checks, with an fstat(2) of each);
   ///   ``MailboxError/ioFailure(_:)`` when the first message cannot be claimed. A failure after
   ///   some messages were claimed (a full disk that lets `claimed/` grow no more) returns those
   ///   claims instead, so none waits out its lease undelivered; the next call meets the error.

@@ -25,7 +25,7 @@ public protocol AppGroupMailboxProtocol: AnyObject, Sendable {
   /// Claims up to `limit` pending messages (all when nil); see
   /// ``AppGroupMailbox/claimPending(limit:)``.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
-  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  ///   ``AppGroupMailboxError/mailboxDirectoryRemoved``; ``AppGroupMailboxError/ioFailure(_:)``.
   func claimPending(limit: Int?) throws -> [Claim]
 }
 

@@ -224,6 +224,8 @@ public final class AppGroupRawMailbox: Sendable {
   ///
   /// A `limit` of 0 returns `[]` and touches nothing.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"claim limit"`) when `limit` < 0;
+  ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace was deleted (as
+  ///   ``AppGroupMailbox/claimPending(limit:)``);
   ///   ``AppGroupMailboxError/ioFailure(_:)`` when the first message cannot be claimed (after
   ///   that, the claims made are returned, as ``AppGroupMailbox/claimPending(limit:)`` says).
   /// - Complexity: as ``AppGroupMailbox/claimPending(limit:)``: O(log n) per entry looked at

@@ -49,7 +49,14 @@ extension Spool {
   /// Not generic, so the loop runs specialized whatever the caller's message type (a generic
   /// loop called from the generic mailbox class looks up `Optional<T>` and `Array<T>` metadata
   /// at run time on every message: about 1,500 instructions a claim, docs/PERFORMANCE.md).
+  ///
+  /// A call that claims nothing checks that the namespace is still there
+  /// (``SpoolDirectories/isRemoved``, an fstat(2) of each directory): the index of a mailbox
+  /// that claimed before would otherwise find nothing in a deleted `pending/` without an error
+  /// (its open descriptor keeps the directory's inotify watch from reporting the deletion).
   /// - Returns: how many messages `accept` kept.
+  /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved`` when nothing was claimed and the
+  ///   namespace directory or one of its areas was deleted.
   /// - Complexity: O(log n) per entry looked at and per name that entered `pending/` since the
   ///   last call, plus one fstatat(2) per entry looked at; O(n log n) when the index lists.
   func claim(
@@ -67,7 +74,7 @@ extension Spool {
     }
     if settings.isHeld {  // pause(): recovery and promotion go on; resume's wake-up brings a claim
       nextRecheck.withLock { if $0 <= now { $0 = .max } }
-      return 0
+      return try nothingClaimed()
     }
     var accepted = 0
     let wanted = limit ?? Int.max
@@ -119,7 +126,14 @@ extension Spool {
     if removed > 0 {
       try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
     }
-    return accepted
+    return accepted > 0 ? accepted : try nothingClaimed()
+  }
+
+  /// 0, for a claim call that found nothing, or ``AppGroupMailboxError/mailboxDirectoryRemoved``
+  /// when the namespace was deleted (see ``claim(limit:passingOver:diagnostics:accept:)``).
+  private func nothingClaimed() throws -> Int {
+    if directories.isRemoved { throw AppGroupMailboxError.mailboxDirectoryRemoved }
+    return 0
   }
 
   /// The loop of ``claim(limit:passingOver:diagnostics:accept:)`` over the index's names.

@@ -33,6 +33,33 @@ import Testing
     #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try inspector.entries() }
   }
 
+  /// A mailbox that claimed before knows its pending messages from inotify, and the deleted
+  /// directory's open descriptor keeps the watch from reporting the deletion: its claims found
+  /// nothing and returned [] (and a `drainPending` returned normally) with the namespace gone
+  /// (found by an adversarial review).
+  @Test func `A claim that finds nothing in a deleted namespace it claimed from before throws`()
+    async throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    try mailbox.enqueue("A")
+    for claim in try mailbox.claimPending() { try claim.acknowledge() }
+    #expect(try mailbox.claimPending().isEmpty)
+    try FileManager.default.removeItem(at: container.area(""))
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try mailbox.claimPending() }
+    await #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) {
+      try await mailbox.drainPending { _ in }
+    }
+    // Nor does a held mailbox's claim, which returns before it looks at pending/.
+    let other = try TemporaryContainer()
+    let held: AppGroupMailbox<String> = try other.mailbox()
+    try held.enqueue("A")
+    for claim in try held.claimPending() { try claim.acknowledge() }
+    try held.pause()
+    try FileManager.default.removeItem(at: other.area(""))
+    #expect(throws: AppGroupMailboxError.mailboxDirectoryRemoved) { try held.claimPending() }
+  }
+
   /// A recursive removal (`rm -r`, `FileManager.removeItem`) deletes the areas before the
   /// namespace: a claim that lists in between finds the namespace still linked and `pending/`
   /// gone (a CI run's `drain --follow` exited 74 with "getdents64 on the pending area failed").

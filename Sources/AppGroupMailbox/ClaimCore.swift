@@ -23,7 +23,10 @@ extension AppGroupRawMailbox: ClaimOwner {}
 /// applied to the raw claim too.
 ///
 /// Thread safety: the methods may be called from any thread; they are serialised per claim.
-/// A method that learns the claim no longer exists forgets its name, so later calls throw
+/// A method that finds its name gone looks once for the same claim (message id and nonce, the
+/// claim token) under another name, as another handle's renewal leaves it (a handle rebuilt
+/// with ``AppGroupRawMailbox/claim(token:)``, `mailboxctl renew TOKEN`), and acts on that; when
+/// there is none, it forgets its name, so later calls throw
 /// ``AppGroupMailboxError/claimNoLongerExists`` without touching the spool.
 final class ClaimCore: Sendable {
   private weak let owner: (any ClaimOwner)?
@@ -91,7 +94,12 @@ final class ClaimCore: Sendable {
         current = try body(owner.spool, claimed)
       } catch AppGroupMailboxError.claimNoLongerExists {
         current = nil
-        throw AppGroupMailboxError.claimNoLongerExists
+        // Renewed by another handle of the same claim: the nonce stays, the deadline moved.
+        guard
+          let renamed = try owner.spool.claimedName(of: claimed.message.id, token: claimed.token),
+          renamed != claimed
+        else { throw AppGroupMailboxError.claimNoLongerExists }
+        current = try body(owner.spool, renamed)
       }
     }
   }

@@ -63,21 +63,16 @@ extension AppGroupRawMailbox {
   /// - Complexity: O(n) in the claimed entries (one listing, a second one when the first missed
   ///   the claim while it was being renamed), plus one read of the message file.
   public func claim(token: ClaimToken) throws -> Claim {
-    // readdir(3) may miss an entry renamed during the listing (a renewal): look twice.
+    // The file can move between the lookup and the read (a renewal): look again then.
     for _ in 0..<2 {
-      let entries = try mapIO("claim by token") { try Syscall.list(spool.directories.claimed) }
-      for entry in entries {
-        guard case .text = entry.exactName, let name = ClaimedName(parsing: entry.name),
-          name.message.id == token.id, name.token == token.nonce
-        else { continue }
-        switch try spool.read(name) {
-        case .success(let raw):
-          return Claim(raw: raw, mailbox: self)
-        case .failure(.vanished):
-          continue
-        case .failure:
-          throw AppGroupMailboxError.decodingFailure
-        }
+      guard let name = try spool.claimedName(of: token.id, token: token.nonce) else { break }
+      switch try spool.read(name) {
+      case .success(let raw):
+        return Claim(raw: raw, mailbox: self)
+      case .failure(.vanished):
+        continue
+      case .failure:
+        throw AppGroupMailboxError.decodingFailure
       }
     }
     throw AppGroupMailboxError.claimNoLongerExists

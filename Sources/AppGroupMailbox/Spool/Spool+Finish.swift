@@ -72,3 +72,22 @@ extension Spool {
     return outcome
   }
 }
+
+extension Spool {
+  /// The name the claim of message `id` with nonce `token` has in `claimed/` now (a renewal by
+  /// another handle or process renames it to a new deadline, keeping the nonce); nil when no
+  /// such claim is there. A listing may miss an entry renamed while it runs (getdents64(2)), so
+  /// it looks twice before answering nil. - Complexity: O(n) in the claimed entries.
+  func claimedName(of id: UUID, token: UInt64) throws -> ClaimedName? {
+    for _ in 0..<2 {
+      let entries = try mapIO("find claim") { try Syscall.list(directories.claimed) }
+      for entry in entries {
+        guard case .text = entry.exactName, let name = ClaimedName(parsing: entry.name),
+          name.message.id == id, name.token == token
+        else { continue }
+        return name
+      }
+    }
+    return nil
+  }
+}

@@ -40,9 +40,14 @@ import Testing
     let lease = try #require(rebuilt.leaseDeadline)
     #expect(lease.timeIntervalSinceNow > 4_000)
     #expect(try other.claim(token: original.token).leaseDeadline == lease)
-    // The original handle still names the old lease's file: it no longer exists.
-    #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try original.acknowledge() }
-    try rebuilt.release()
+    // The original handle still names the old lease's file, and finds the claim renewed under
+    // its nonce: it acts on it (it threw claimNoLongerExists, and its holder's acknowledge of
+    // a live claim failed, found by an adversarial review).
+    try original.renew()
+    #expect(try #require(original.leaseDeadline) > Date())
+    try original.release()
+    #expect(original.leaseDeadline == nil)
+    #expect(throws: AppGroupMailboxError.claimNoLongerExists) { try rebuilt.release() }
     #expect(rebuilt.leaseDeadline == nil)
     #expect(throws: AppGroupMailboxError.claimNoLongerExists) {
       try other.claim(token: original.token)

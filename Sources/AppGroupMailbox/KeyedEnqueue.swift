@@ -48,7 +48,9 @@ extension AppGroupRawMailbox {
   /// `delayed/` after a release with a delay; such a message back in `pending/` (released,
   /// recovered, due) is a second pending message with the key until a claim takes one. The
   /// key is stored in the message's header and in the namespace's `keys/` index
-  /// (docs/FORMAT.md, "Keys"); consumers see keyed messages as any other.
+  /// (docs/FORMAT.md, "Keys"); consumers see keyed messages as any other. Keys belong to the
+  /// namespace, not to a type: a pending message of another type with the key is replaced or
+  /// kept alike (prefix keys per type when types share a namespace).
   /// - Parameters:
   ///   - payload: One JSON value in UTF-8, stored byte for byte.
   ///   - key: 1 to 128 bytes of `A-Z a-z 0-9 . _ - :`, not starting with `.`.
@@ -67,7 +69,8 @@ extension AppGroupRawMailbox {
   ///   otherwise as ``enqueue(_:id:enqueuedAt:messageType:payloadVersion:priority:)``
   ///   (``AppGroupMailboxError/mailboxFull`` only when a new message would be added: a
   ///   replacement or a kept one adds nothing).
-  /// - Complexity: O(n) in the pending entries (their names are listed; no file is read).
+  /// - Complexity: O(n) in the pending entries (their names are listed), plus one read of the
+  ///   header of the message the index names, which must carry the key to hold it.
   @discardableResult
   public func enqueue(
     _ payload: Data, key: String, onConflict: AppGroupMailboxKeyPolicy, messageType: String = "",
@@ -88,10 +91,13 @@ extension AppGroupMailbox {
   public typealias KeyedOutcome = AppGroupMailboxKeyedOutcome
 
   /// Adds `message` under `key` so that at most one pending message has the key, as
-  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` describes.
+  /// ``AppGroupRawMailbox/enqueue(_:key:onConflict:messageType:payloadVersion:priority:)`` describes
+  /// (keys belong to the namespace: a pending message of another type with the key is replaced
+  /// or kept alike).
   /// - Throws: ``MailboxError/invalidLimit(_:)`` naming `key` for a key outside the rule;
   ///   otherwise as ``enqueue(_:priority:)``.
-  /// - Complexity: O(n) in the pending entries (names only).
+  /// - Complexity: O(n) in the pending entries (names), plus the header of the message the
+  ///   key's index names.
   @discardableResult
   public func enqueue(
     _ message: Message, key: String, onConflict: KeyPolicy,

@@ -41,7 +41,8 @@ extension Spool {
   /// caller deletes it once the new one is published and flushed, so no failure or crash
   /// leaves the key without its message (a consumer that claims the old one first gets both).
   /// `rewrite` re-encodes the temporary file `temporary` for a given id.
-  /// - Complexity: O(n) in the pending entries (one listing of names; no file is read).
+  /// - Complexity: O(n) in the pending entries (one listing of names), plus the header of the
+  ///   message the index names.
   func resolveKey(
     _ request: KeyRequest, id: UUID, temporary: String, counters: inout SpoolCounters,
     superseded: inout PendingName?, rewrite: (UUID) throws -> Void,
@@ -50,6 +51,10 @@ extension Spool {
     let keysFile = try keysDirectory()
     let keys = keysFile.rawValue
     var found = try indexedID(keys, request.key).flatMap { try pendingName(of: $0) }
+    // The entry names an id, not a message: a message enqueued later with that id (an import
+    // after the keyed one was acknowledged) or an entry planted by hand would otherwise be
+    // replaced or kept in the key's stead. Only a message whose header carries the key holds it.
+    if let candidate = found, try !holdsKey(candidate, request.key) { found = nil }
     // A holder no claim will deliver (past its lifetime, or claimed as often as the bound
     // allows) is no holder: kept, or replaced under its name (keeping its time and delivery
     // count), the new message would be deleted or dead-lettered unseen. It is expired or
@@ -115,6 +120,16 @@ extension Spool {
       throw error
     }
     return .replaced
+  }
+
+  /// Whether the pending message `name` carries `key` in its header (read as far as the header;
+  /// a file gone, unsafe or unreadable holds no key: a claim quarantines what is wrong with it).
+  private func holdsKey(_ name: PendingName, _ key: String) throws -> Bool {
+    guard
+      case .success(let checked) = try readMessage(
+        directories.pending, name.fileName, id: name.id, extent: .header)
+    else { return false }
+    return checked.header.key == key
   }
 
   /// The pending name carrying `id` (any delivery count), or nil.

@@ -28,6 +28,30 @@ import Testing
     try container.expectDepth(1)
   }
 
+  /// The key's index entry names an id; a message enqueued later under that id without the key
+  /// (an import after the keyed one was acknowledged) was replaced (lost) or kept in the key's
+  /// stead, with success (found by an adversarial review).
+  @Test(arguments: [AppGroupMailboxKeyPolicy.replace, .keep])
+  func `A message that only reuses the id the key's index names does not hold the key`(
+    policy: AppGroupMailboxKeyPolicy
+  ) throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let keyed = try mailbox.enqueue(Data("\"A\"".utf8), key: "K", onConflict: .replace)
+    for claim in try mailbox.claimPending() { try claim.acknowledge() }
+    try mailbox.enqueue(Data("\"B\"".utf8), id: keyed.id)
+    let outcome = try mailbox.enqueue(Data("\"C\"".utf8), key: "K", onConflict: policy)
+    guard case .enqueued(let newID) = outcome else { throw KeyFailure(outcome) }
+    #expect(newID != keyed.id)
+    // The index now names the new keyed message, which holds the key.
+    #expect(
+      try mailbox.enqueue(Data("\"D\"".utf8), key: "K", onConflict: .keep) == .kept(newID))
+    #expect(
+      try mailbox.claimPending().map { String(decoding: $0.payload, as: UTF8.self) } == [
+        "\"B\"", "\"C\"",
+      ])
+  }
+
   @Test func `Replace keeps the pending message's id, place and name; keep writes nothing`()
     throws
   {

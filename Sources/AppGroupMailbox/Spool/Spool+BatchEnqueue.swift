@@ -60,7 +60,7 @@ extension Spool {
             try write(files[index], to: temporaries[index], creating: false)
           }
         }
-        guard counters.sequence <= UInt64.max - UInt64(files.count) else {
+        guard counters.sequence <= SpoolCounters.sequenceCeiling - UInt64(files.count) else {
           throw AppGroupMailboxError.ordinalExhausted
         }
         let before = counters

@@ -127,7 +127,7 @@ extension Spool {
             micros = counters.newestImplicitMicros
             try rewrite(id)
           }
-          guard counters.sequence < UInt64.max else {
+          guard counters.sequence < SpoolCounters.sequenceCeiling else {
             throw AppGroupMailboxError.ordinalExhausted
           }
           let name = PendingName(

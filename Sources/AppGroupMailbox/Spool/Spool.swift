@@ -148,7 +148,8 @@ final class Spool: Sendable {
   }
 
   /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what
-  /// `stored` says for the sequence and the newest time. Entries readdir reports as something
+  /// `stored` says for the sequence and the newest time (a name's sequence above
+  /// ``SpoolCounters/sequenceCeiling`` is left out). Entries readdir reports as something
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
   ///
@@ -173,8 +174,14 @@ final class Spool: Sendable {
     var sequence = stored?.sequence ?? 0
     var newest = stored?.newestImplicitMicros ?? 0
     let clock = now
+    // A sequence past the ceiling is a planted name's: not counted (SpoolCounters).
+    func noteSequence(_ name: PendingName) {
+      if name.key.sequence <= SpoolCounters.sequenceCeiling {
+        sequence = max(sequence, name.key.sequence)
+      }
+    }
     func note(_ name: PendingName) {
-      sequence = max(sequence, name.key.sequence)
+      noteSequence(name)
       if stored == nil, name.key.micros <= clock { newest = max(newest, name.key.micros) }
     }
     func pendingNames(_ body: (PendingName) -> Void) throws {
@@ -197,7 +204,7 @@ final class Spool: Sendable {
     for entry in try Syscall.list(directories.delayed) where !entry.isKnownNotRegular {
       if let name = DelayedName(parsing: entry.name) {
         seen.append(name.message)
-        sequence = max(sequence, name.message.key.sequence)
+        noteSequence(name.message)
       }
     }
     seen.sortDescending()

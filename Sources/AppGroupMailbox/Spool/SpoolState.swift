@@ -14,6 +14,12 @@ struct SpoolCounters: Equatable, Sendable {
 
   static let lineLength = 65
 
+  /// The largest sequence handed out or taken from a name, 2^63 - 1: a name planted with a
+  /// larger one (up to 2^64 - 1, which 20 digits hold) is still a message but does not move the
+  /// counter, and a stored line with a larger one is damaged (rebuilt), so no file can bring
+  /// the namespace to ``AppGroupMailboxError/ordinalExhausted`` (9.2 * 10^18 enqueues would).
+  static let sequenceCeiling = UInt64(Int64.max)
+
   var line: [UInt8] {
     var bytes: [UInt8] = [UInt8(ascii: "1"), UInt8(ascii: " ")]
     bytes.reserveCapacity(Self.lineLength)
@@ -36,7 +42,7 @@ struct SpoolCounters: Equatable, Sendable {
     guard bytes.count == Self.lineLength, bytes[0] == UInt8(ascii: "1"),
       bytes[1] == UInt8(ascii: " "), bytes[22] == UInt8(ascii: " "),
       bytes[43] == UInt8(ascii: " "), bytes[64] == UInt8(ascii: "\n"),
-      let sequence = PendingName.digits(bytes[2..<22]),
+      let sequence = PendingName.digits(bytes[2..<22]), sequence <= Self.sequenceCeiling,
       let depth = PendingName.digits(bytes[23..<43]), depth <= UInt64(Int32.max),
       let newest = PendingName.digits(bytes[44..<64]), newest <= UInt64(MessageKey.maxMicros)
     else { return nil }

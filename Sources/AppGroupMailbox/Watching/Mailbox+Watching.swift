@@ -52,7 +52,9 @@ extension AppGroupMailboxProtocol {
   /// cancellation the claim in the handler finishes as usual, the claims of the batch not yet
   /// handed out are released (back at their positions), and `drain` returns: no claim is lost
   /// or held twice. A claim never handed out goes back without counting a delivery
-  /// (``AppGroupMailboxClaimBase/releaseUndelivered()``). While idle it also wakes when the earliest lease in `claimed/` runs out, to
+  /// (``AppGroupMailboxClaimBase/releaseUndelivered()``), and so does the claim of a handler
+  /// that, after the cancellation, throws `CancellationError` (it stopped for the cancellation,
+  /// as `Task.sleep` does): `drain` then returns instead of rethrowing. While idle it also wakes when the earliest lease in `claimed/` runs out, to
   /// recover that abandoned claim, and when the earliest delayed message becomes due (no busy
   /// polling in between).
   /// - Parameters:
@@ -83,7 +85,8 @@ extension AppGroupMailboxProtocol {
   /// When `handler` returns, the claim is acknowledged (unless the handler already finished
   /// it); when it throws, that claim and the rest of its batch are released and the error is
   /// rethrown; on cancellation the claims not yet handed out are released and it returns. A
-  /// claim never handed out goes back without counting a delivery.
+  /// claim never handed out goes back without counting a delivery, as does the claim of a
+  /// handler that throws `CancellationError` after the cancellation (it then returns).
   /// Delayed messages that are not due yet stay.
   /// - Parameters:
   ///   - batchSize: Messages claimed at once, at least 1. Default 16.

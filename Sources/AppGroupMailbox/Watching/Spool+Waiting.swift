@@ -120,6 +120,11 @@ extension Spool {
       }
       do {
         try await handler(claim)
+      } catch is CancellationError where Task.isCancelled {
+        // The handler stopped for the cancellation (a Task.sleep, a checkCancellation): the
+        // message goes back as if never handed out, and drain returns as on any cancellation.
+        releaseQuietly(claims[index...])
+        return
       } catch {
         try? claim.release()  // the handler had it: the delivery counts
         releaseQuietly(claims[(index + 1)...])

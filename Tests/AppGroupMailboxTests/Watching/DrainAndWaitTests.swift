@@ -34,6 +34,46 @@ import Testing
     #expect(rest.map(\.deliveryCount) == [1, 1, 1, 1, 1, 1, 1, 1])
   }
 
+  /// A handler that stops for the cancellation (its `Task.sleep` throws) gave its message back
+  /// with a delivery counted, and drain rethrew instead of returning (adversarial review: with
+  /// `maxDeliveryAttempts` such handlers burn the dead-letter budget).
+  @Test(arguments: [true, false])
+  func `A handler stopped by a cancellation gives its claim back uncounted`(
+    pendingOnly: Bool
+  ) async throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<Int> = try container.mailbox(Int.self)
+    for value in 0..<4 { try mailbox.enqueue(value) }
+    let handled = Handled()
+    let handler: (AppGroupMailbox<Int>.Claim) async throws -> Void = { claim in
+      handled.append(claim.message)
+      if claim.message == 1 {
+        withUnsafeCurrentTask { $0?.cancel() }
+        try Task.checkCancellation()
+      }
+    }
+    // In a task of its own, which the handler cancels (the test's task stays uncancelled).
+    try await Task {
+      if pendingOnly {
+        try await mailbox.drainPending(batchSize: 3, handler: handler)
+      } else {
+        try await mailbox.drain(batchSize: 3, handler: handler)
+      }
+    }.value
+    #expect(handled.all == [0, 1])
+    #expect(container.names("claimed") == [])
+    let rest = try mailbox.claimPending()
+    #expect(rest.map(\.message) == [1, 2, 3])
+    #expect(rest.map(\.deliveryCount) == [1, 1, 1])
+    // A CancellationError without a cancellation is a handler error like any other.
+    try rest[0].release()
+    for claim in rest.dropFirst() { try claim.acknowledge() }
+    await #expect(throws: CancellationError.self) {
+      try await mailbox.drainPending { _ in throw CancellationError() }
+    }
+    #expect(try mailbox.claimPending().map(\.deliveryCount) == [3])
+  }
+
   @Test func `A handler error releases its claim and the rest of the batch, then propagates`()
     async throws
   {

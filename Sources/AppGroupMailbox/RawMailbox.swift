@@ -4,9 +4,10 @@ public import Foundation
 /// messages are raw JSON bytes (a Linux addition, used by `mailboxctl` and by tools that relay
 /// messages without knowing their Swift type).
 ///
-/// A message enqueued here with an empty type is accepted by every typed consumer whose
-/// `Message` decodes the JSON; a consumer here accepts messages of every type. Thread and process
-/// safety as ``AppGroupMailbox``.
+/// A message enqueued here with an empty type is taken by whichever typed consumer claims it
+/// first, and quarantined (as malformed) by one whose `Message` does not decode it: give it a
+/// `messageType` when consumers of several types share the namespace. A consumer here accepts
+/// messages of every type. Thread and process safety as ``AppGroupMailbox``.
 public final class AppGroupRawMailbox: Sendable {
   /// Resource limits; see ``AppGroupMailboxLimits``.
   public typealias Limits = AppGroupMailboxLimits

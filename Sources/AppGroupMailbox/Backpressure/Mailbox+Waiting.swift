@@ -9,7 +9,7 @@ extension AppGroupMailbox {
   /// Blocks the calling thread; do not call it from a Swift concurrency task.
   ///
   /// - Parameters:
-  ///   - timeout: Seconds to wait for room; 0 tries once. Finite, not negative.
+  ///   - timeout: Seconds to wait for room; 0 or less tries once, +infinity waits without limit.
   ///   - priority: The level, 0 to 9 (default 5), as ``enqueue(_:priority:)``.
   /// - Throws: ``MailboxError/mailboxFull`` when no room appeared in time; ``MailboxError/invalidLimit(_:)``
   ///   (`"timeout"`); the other errors of ``enqueue(_:priority:)``.

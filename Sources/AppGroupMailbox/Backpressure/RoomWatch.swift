@@ -64,12 +64,13 @@ extension Spool {
   /// Runs `attempt`; while it throws ``AppGroupMailboxError/mailboxFull``, waits for room
   /// (``RoomWatch``) and runs it again, until `timeout` seconds have passed; then rethrows
   /// `mailboxFull`.
-  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"timeout"`) when `timeout` is
-  ///   negative or not finite; whatever `attempt` throws.
+  /// `timeout` as every public timeout (``TimeValue/timeout(_:parameter:)``): 0 or less tries
+  /// once, +infinity waits without limit.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (`"timeout"` and the accepted values)
+  ///   when `timeout` is NaN; whatever `attempt` throws.
   func waitingForRoom<T>(_ timeout: TimeInterval, _ attempt: () throws -> T) throws -> T {
-    guard timeout >= 0, timeout.isFinite else {
-      throw AppGroupMailboxError.invalidLimit("timeout")
-    }
+    // nil: no limit (about 31 years, which no wait reaches).
+    let timeout = try TimeValue.timeout(timeout) ?? 1e9
     do {
       return try attempt()
     } catch AppGroupMailboxError.mailboxFull {

@@ -40,8 +40,16 @@ import Testing
       try raw.enqueue(Data("2".utf8), waitingUpTo: 0.3)
     }
     #expect(Date().timeIntervalSince(started) >= 0.3)
-    #expect(throws: AppGroupMailboxError.invalidLimit("timeout")) {
+    // As every timeout: 0 or less tries once, NaN is refused naming what is accepted
+    // (-1 and infinity were refused with a bare "timeout"; adversarial review).
+    #expect(throws: AppGroupMailboxError.mailboxFull) {
       try raw.enqueue(Data("2".utf8), waitingUpTo: -1)
+    }
+    #expect(
+      throws: AppGroupMailboxError.invalidLimit(
+        "timeout (accepted: a number of seconds, not NaN; nil or infinity waits without limit)")
+    ) {
+      try raw.enqueue(Data("2".utf8), waitingUpTo: .nan)
     }
     #expect(container.names("pending").count == 1)
     #expect(container.names("tmp").isEmpty)

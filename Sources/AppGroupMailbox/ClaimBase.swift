@@ -38,7 +38,7 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
     self.deliveryCount = raw.name.message.attempts
     self.priority = raw.name.message.key.level
     self.core = ClaimCore(
-      name: raw.name, enqueuedAtMicros: raw.header.enqueuedAt, owner: owner)
+      name: raw.name, enqueuedAtMicros: raw.header.enqueuedAt, inode: raw.inode, owner: owner)
   }
 
   /// Deletes the message: it has been handled.

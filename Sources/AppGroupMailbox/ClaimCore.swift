@@ -24,7 +24,8 @@ extension AppGroupRawMailbox: ClaimOwner {}
 ///
 /// Thread safety: the methods may be called from any thread; they are serialised per claim.
 /// A method that finds its name gone looks once for the same claim (message id and nonce, the
-/// claim token) under another name, as another handle's renewal leaves it (a handle rebuilt
+/// claim token, and the same file: its inode) under another name, as another handle's renewal
+/// leaves it (a handle rebuilt
 /// with ``AppGroupRawMailbox/claim(token:)``, `mailboxctl renew TOKEN`), and acts on that; when
 /// there is none, it forgets its name, so later calls throw
 /// ``AppGroupMailboxError/claimNoLongerExists`` without touching the spool.
@@ -35,11 +36,14 @@ final class ClaimCore: Sendable {
   private let name: Mutex<ClaimedName?>
   /// The header's `enqueuedAt` (microseconds): what the message's lifetime counts from.
   let enqueuedAtMicros: Int64
+  /// The claimed file's inode, which a renewal keeps.
+  let inode: UInt64
 
-  init(name: ClaimedName, enqueuedAtMicros: Int64, owner: any ClaimOwner) {
+  init(name: ClaimedName, enqueuedAtMicros: Int64, inode: UInt64, owner: any ClaimOwner) {
     self.owner = owner
     self.name = Mutex(name)
     self.enqueuedAtMicros = enqueuedAtMicros
+    self.inode = inode
   }
 
   /// The lease deadline; nil once the claim was finished or found gone.
@@ -96,7 +100,8 @@ final class ClaimCore: Sendable {
         current = nil
         // Renewed by another handle of the same claim: the nonce stays, the deadline moved.
         guard
-          let renamed = try owner.spool.claimedName(of: claimed.message.id, token: claimed.token),
+          let renamed = try owner.spool.claimedName(
+            of: claimed.message.id, token: claimed.token, inode: inode),
           renamed != claimed
         else { throw AppGroupMailboxError.claimNoLongerExists }
         current = try body(owner.spool, renamed)

@@ -8,6 +8,9 @@ struct RawClaim: Sendable {
   var name: ClaimedName
   var header: EnvelopeHeader
   var payload: Data
+  /// The claimed file's inode: a renewal (a rename) keeps it, so a handle can tell its claim
+  /// under a renewed name from another file (``Spool/claimedName(of:token:inode:)``).
+  var inode: UInt64
 }
 
 extension Spool {
@@ -50,10 +53,12 @@ extension Spool {
   /// loop called from the generic mailbox class looks up `Optional<T>` and `Array<T>` metadata
   /// at run time on every message: about 1,500 instructions a claim, docs/PERFORMANCE.md).
   ///
-  /// A call that claims nothing checks that the namespace is still there
-  /// (``SpoolDirectories/isRemoved``, an fstat(2) of each directory): the index of a mailbox
-  /// that claimed before would otherwise find nothing in a deleted `pending/` without an error
-  /// (its open descriptor keeps the directory's inotify watch from reporting the deletion).
+  /// A call that claims nothing checks that the namespace is still there when an area may have
+  /// left it since the last look (``SpoolArrivals/removalSuspected(_:)``: the namespace
+  /// directory's inotify feed; without it, an fstat(2) of each directory every time): the index
+  /// of a mailbox that claimed before would otherwise find nothing in a deleted `pending/`
+  /// without an error (its open descriptor keeps the directory's own watch from reporting the
+  /// deletion).
   /// - Returns: how many messages `accept` kept.
   /// - Throws: ``AppGroupMailboxError/mailboxDirectoryRemoved`` when nothing was claimed and the
   ///   namespace directory or one of its areas was deleted.
@@ -132,7 +137,9 @@ extension Spool {
   /// 0, for a claim call that found nothing, or ``AppGroupMailboxError/mailboxDirectoryRemoved``
   /// when the namespace was deleted (see ``claim(limit:passingOver:diagnostics:accept:)``).
   private func nothingClaimed() throws -> Int {
-    if directories.isRemoved { throw AppGroupMailboxError.mailboxDirectoryRemoved }
+    if arrivals.removalSuspected({ directories.isRemoved }) {
+      throw AppGroupMailboxError.mailboxDirectoryRemoved
+    }
     return 0
   }
 

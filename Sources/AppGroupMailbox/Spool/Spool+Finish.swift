@@ -76,15 +76,22 @@ extension Spool {
 extension Spool {
   /// The name the claim of message `id` with nonce `token` has in `claimed/` now (a renewal by
   /// another handle or process renames it to a new deadline, keeping the nonce); nil when no
-  /// such claim is there. A listing may miss an entry renamed while it runs (getdents64(2)), so
-  /// it looks twice before answering nil. - Complexity: O(n) in the claimed entries.
-  func claimedName(of id: UUID, token: UInt64) throws -> ClaimedName? {
+  /// such claim is there. With `inode`, only that file counts (a renewal keeps the inode; a
+  /// different file under the name, which the move policy put in the claim's place, is not the
+  /// claim). A listing may miss an entry renamed while it runs (getdents64(2)), so it looks
+  /// twice before answering nil. - Complexity: O(n) in the claimed entries.
+  func claimedName(of id: UUID, token: UInt64, inode: UInt64? = nil) throws -> ClaimedName? {
     for _ in 0..<2 {
       let entries = try mapIO("find claim") { try Syscall.list(directories.claimed) }
       for entry in entries {
         guard case .text = entry.exactName, let name = ClaimedName(parsing: entry.name),
           name.message.id == id, name.token == token
         else { continue }
+        if let inode {
+          guard let info = try? Syscall.lstat(directories.claimed, entry.name),
+            UInt64(info.st_ino) == inode
+          else { continue }
+        }
         return name
       }
     }

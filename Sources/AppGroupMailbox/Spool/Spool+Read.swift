@@ -99,7 +99,10 @@ extension Spool {
     try mapIO("claim") {
       try readMessage(
         directories.claimed, claimed.fileName, id: claimed.message.id, checkType: true)
-    }.map { RawClaim(name: claimed, header: $0.header, payload: $0.message) }
+    }.map {
+      RawClaim(
+        name: claimed, header: $0.header, payload: $0.message, inode: UInt64($0.info.st_ino))
+    }
   }
 
   /// Reads the message file `name` of `directory` with ``readEntry(_:_:limit:singleLink:extent:unchanged:)``

@@ -27,6 +27,12 @@ import MailboxLocks
 /// told "nothing arrived" compares, so a listing that began before another claim took an
 /// arrival never stands in for that arrival.
 ///
+/// The namespace feed also reports departures (`IN_DELETE`, `IN_MOVED_FROM`): an area that left
+/// the namespace directory (a recursive removal deletes the areas first) makes
+/// ``removalSuspected(_:)`` look, so a claim that finds nothing learns of a deleted mailbox
+/// without a system call while nothing left. (The area's own watch says nothing: the spool's
+/// open descriptor keeps the deleted directory's inode, so `IN_DELETE_SELF` never comes.)
+///
 /// Thread safety: every member may be called from any thread (one lock).
 final class SpoolArrivals: Sendable {
   /// What arrived in one directory since the previous take.
@@ -49,6 +55,9 @@ final class SpoolArrivals: Sendable {
     /// refresh covered.
     var settingsGeneration: UInt64 = 0
     var settingsApplied: UInt64 = 0
+    /// Set when an area may have left the namespace directory (or the feed cannot say);
+    /// cleared by ``removalSuspected(_:)`` once a look found the areas in place.
+    var areaMayHaveLeft = true
   }
 
   private let state: Locked<State>
@@ -92,9 +101,14 @@ final class SpoolArrivals: Sendable {
       let delayedChange = Self.change(delayedStatus, records: state.records, named: nil)
       let readsNamespace = !readsDelayed && state.namespace.watch != nil
       let namespaceStatus = state.namespace.take(
-        namespace, mask: Self.mask, reading: !readsDelayed, into: &state.records)
+        namespace, mask: Self.namespaceMask, reading: !readsDelayed, into: &state.records)
       var settingsChange = Self.change(
         namespaceStatus, records: state.records, named: Self.settingsName)
+      if Self.areaNames.contains(where: {
+        Self.change(namespaceStatus, records: state.records, named: $0) != .none
+      }) {
+        state.areaMayHaveLeft = true
+      }
       state.records.removeAll(keepingCapacity: state.records.capacity <= 4096)
       if delayedChange != .none { state.delayedGeneration &+= 1 }
       if settingsChange != .none {
@@ -106,6 +120,19 @@ final class SpoolArrivals: Sendable {
         delayed: delayedChange, delayedGeneration: state.delayedGeneration,
         settings: settingsChange,
         settingsGeneration: state.settingsGeneration, didRead: readsDelayed || readsNamespace)
+    }
+  }
+
+  /// Whether the caller should treat the mailbox as deleted: when an area may have left the
+  /// namespace directory since the last look (or the feed cannot say), `isRemoved` looks (the
+  /// fstat(2) of each directory, ``SpoolDirectories/isRemoved``); otherwise false without a
+  /// system call. A look that finds the areas in place clears the suspicion.
+  func removalSuspected(_ isRemoved: () -> Bool) -> Bool {
+    state.withLock { state in
+      guard state.areaMayHaveLeft else { return false }
+      let removed = isRemoved()
+      if !removed { state.areaMayHaveLeft = false }
+      return removed
     }
   }
 
@@ -123,7 +150,12 @@ final class SpoolArrivals: Sendable {
 
   /// The events both feeds subscribe to: every way a name enters a directory.
   static let mask = InotifyMask.arrivals | InotifyMask.bits(IN_ONLYDIR)
+  /// The namespace directory's: arrivals (of `settings`) and departures (of an area).
+  static let namespaceMask = mask | InotifyMask.departures
   private static let settingsName = Array(Spool.settingsName.utf8)
+  private static let areaNames = ["tmp", "pending", "claimed", "quarantine", "delayed"].map {
+    Array($0.utf8)
+  }
 
   /// `status` and `records` (a length byte, then the name, each) as a change; with `named`,
   /// only an arrival of that name counts.

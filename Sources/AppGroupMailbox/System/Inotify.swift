@@ -20,6 +20,8 @@ enum InotifyMask {
   }
   /// An entry appeared by rename (`IN_MOVED_TO`) or by creation or linkat(2) (`IN_CREATE`).
   static let arrivals = bits(IN_MOVED_TO, IN_CREATE)
+  /// An entry left by deletion (`IN_DELETE`) or rename (`IN_MOVED_FROM`).
+  static let departures = bits(IN_DELETE, IN_MOVED_FROM)
   /// The watched directory itself was deleted or moved (`IN_DELETE_SELF`, `IN_MOVE_SELF`).
   static let selfGone = bits(IN_DELETE_SELF, IN_MOVE_SELF)
   /// An entry of the watched directory left or was replaced (`IN_DELETE`, `IN_MOVED_FROM`,

@@ -183,7 +183,9 @@ struct InotifyRouting: ~Copyable {
         } else if record.mask & Self.distrusting != 0 {
           feeds[subscriber.id]?.untrusted = true
           if record.mask & UInt32(IN_IGNORED) != 0 { feeds[subscriber.id]?.lost = true }
-        } else if record.mask & subscriber.mask & InotifyMask.arrivals != 0, !record.name.isEmpty {
+        } else if record.mask & subscriber.mask & (InotifyMask.arrivals | InotifyMask.departures)
+          != 0, !record.name.isEmpty
+        {
           feeds[subscriber.id]?.append(record.name)
         }
       }

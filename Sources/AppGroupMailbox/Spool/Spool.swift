@@ -149,7 +149,7 @@ final class Spool: Sendable {
 
   /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what
   /// `stored` says for the sequence and the newest time (a name's sequence above
-  /// ``SpoolCounters/sequenceCeiling`` is left out). Entries readdir reports as something
+  /// ``SpoolCounters/trustedSequenceCeiling`` is left out). Entries readdir reports as something
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
   ///
@@ -176,7 +176,7 @@ final class Spool: Sendable {
     let clock = now
     // A sequence past the ceiling is a planted name's: not counted (SpoolCounters).
     func noteSequence(_ name: PendingName) {
-      if name.key.sequence <= SpoolCounters.sequenceCeiling {
+      if name.key.sequence <= SpoolCounters.trustedSequenceCeiling {
         sequence = max(sequence, name.key.sequence)
       }
     }

@@ -52,9 +52,10 @@ extension AppGroupMailboxProtocol {
   /// cancellation the claim in the handler finishes as usual, the claims of the batch not yet
   /// handed out are released (back at their positions), and `drain` returns: no claim is lost
   /// or held twice. A claim never handed out goes back without counting a delivery
-  /// (``AppGroupMailboxClaimBase/releaseUndelivered()``), and so does the claim of a handler
-  /// that, after the cancellation, throws `CancellationError` (it stopped for the cancellation,
-  /// as `Task.sleep` does): `drain` then returns instead of rethrowing. While idle it also wakes when the earliest lease in `claimed/` runs out, to
+  /// (``AppGroupMailboxClaimBase/releaseUndelivered()``). A handler that, after the
+  /// cancellation, throws `CancellationError` (it stopped for the cancellation, as `Task.sleep`
+  /// does) has its claim released with the delivery counted (a message no handler finishes in
+  /// the time it gets still becomes a dead letter), and `drain` returns instead of rethrowing. While idle it also wakes when the earliest lease in `claimed/` runs out, to
   /// recover that abandoned claim, and when the earliest delayed message becomes due (no busy
   /// polling in between).
   /// - Parameters:
@@ -85,15 +86,15 @@ extension AppGroupMailboxProtocol {
   /// When `handler` returns, the claim is acknowledged (unless the handler already finished
   /// it); when it throws, that claim and the rest of its batch are released and the error is
   /// rethrown; on cancellation the claims not yet handed out are released and it returns. A
-  /// claim never handed out goes back without counting a delivery, as does the claim of a
-  /// handler that throws `CancellationError` after the cancellation (it then returns).
+  /// claim never handed out goes back without counting a delivery; the claim of a handler that
+  /// throws `CancellationError` after the cancellation goes back counted, and it returns.
   /// Delayed messages that are not due yet stay.
   /// - Parameters:
   ///   - batchSize: Messages claimed at once, at least 1. Default 16.
   ///   - isolation: As in ``drain(batchSize:pollingInterval:isolation:handler:)``.
   ///   - handler: Called for each claim, one at a time, in order.
   /// - Throws: what `handler` throws; ``AppGroupMailboxError/invalidLimit(_:)`` (`"batchSize"`);
-  ///   ``AppGroupMailboxError/ioFailure(_:)``.
+  ///   ``AppGroupMailboxError/ioFailure(_:)``; ``AppGroupMailboxError/mailboxDirectoryRemoved``.
   public func drainPending(
     batchSize: Int = 16, isolation: isolated (any Actor)? = #isolation,
     handler: (Claim) async throws -> Void

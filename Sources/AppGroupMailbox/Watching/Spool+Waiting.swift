@@ -121,9 +121,12 @@ extension Spool {
       do {
         try await handler(claim)
       } catch is CancellationError where Task.isCancelled {
-        // The handler stopped for the cancellation (a Task.sleep, a checkCancellation): the
-        // message goes back as if never handed out, and drain returns as on any cancellation.
-        releaseQuietly(claims[index...])
+        // The handler stopped for the cancellation (a Task.sleep, a checkCancellation): drain
+        // returns as on any cancellation. The handler had the message, so the delivery counts:
+        // one no handler finishes in the time it is given still becomes a dead letter
+        // (maxDeliveryAttempts) instead of holding the head of the line for ever.
+        try? claim.release()
+        releaseQuietly(claims[(index + 1)...])
         return
       } catch {
         try? claim.release()  // the handler had it: the delivery counts

@@ -93,13 +93,15 @@ extension Spool {
   }
 
   /// Calls `body` with the name and the lstat(2) description of each entry of `area`; an entry
-  /// gone before it was looked at is left out. - Complexity: O(n) in the area's entries.
+  /// gone before it was looked at is left out. A name that is not valid UTF-8 is looked at by
+  /// its exact bytes and given with U+FFFD for each invalid byte (``DirectoryEntry/name``).
+  /// - Complexity: O(n) in the area's entries.
   private func eachEntry(_ area: Int32, _ body: (String, stat) -> Void) throws {
     // One name at a time: a status at depth 100,000 holds no listing of strings.
-    try Syscall.forEachEntry(area) { bytes, _ in
-      let name = String(decoding: bytes, as: UTF8.self)
-      guard let info = try? Syscall.lstat(area, name) else { return }
-      body(name, info)
+    try Syscall.forEachEntry(area) { bytes, type in
+      let entry = DirectoryEntry(bytes: bytes, type: type)
+      guard let info = try? Syscall.lstat(area, entry.exactName) else { return }
+      body(entry.name, info)
     }
   }
 
@@ -275,7 +277,15 @@ extension Spool {
       do {
         try removeEntry(directories.quarantine, fileName)
       } catch let error as SystemCallError where error.isNotFound {
-        return false
+        // A name that is not valid UTF-8 is listed with U+FFFD for each invalid byte: that
+        // spelling names every such entry it stands for, removed by its exact bytes.
+        guard fileName.unicodeScalars.contains("\u{FFFD}") else { return false }
+        let matching = try Syscall.list(directories.quarantine).filter {
+          if case .bytes = $0.exactName { return $0.name == fileName }
+          return false
+        }
+        guard !matching.isEmpty else { return false }
+        for entry in matching { try removeEntry(directories.quarantine, entry.exactName) }
       }
       try flushDirectory(directories.quarantine)
       return true

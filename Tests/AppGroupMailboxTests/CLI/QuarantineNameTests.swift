@@ -1,0 +1,34 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// A quarantine entry whose name is not valid UTF-8 (planted by a member of the group) was
+/// counted by `status` but missing from `quarantine list`, and `purge --all` exited 0 leaving it
+/// (found by an adversarial review).
+@Suite struct QuarantineNameTests {
+  @Test func `A quarantined name that is not UTF-8 is listed and purged`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let bytes = Array("1796594000000000-unsafe-unknown-0000abcd".utf8) + [0xFF] + Array(".q".utf8)
+    let path = container.area("quarantine").path + "/" + String(decoding: bytes, as: UTF8.self)
+    let cPath = Array(container.area("quarantine").path.utf8) + [UInt8(ascii: "/")] + bytes + [0]
+    let fd = cPath.withUnsafeBufferPointer {
+      $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o600) }
+    }
+    #expect(fd >= 0)
+    close(fd)
+    #expect(try mailbox.inspector.status().quarantined == 1)
+    let listed = try mailbox.inspector.entries(in: [.quarantined])
+    #expect(listed.map(\.fileName) == [(path as NSString).lastPathComponent])
+    #expect(listed.first?.fileName.unicodeScalars.contains("\u{FFFD}") == true)
+    let listing = try Mailboxctl.run(["quarantine"] + container.arguments() + ["list"])
+    #expect(listing.status == 0)
+    #expect(listing.lines.count == 2)
+    let purged = try Mailboxctl.run(["quarantine"] + container.arguments() + ["purge", "--all"])
+    #expect(purged.status == 0)
+    #expect(container.names("quarantine").isEmpty)
+    #expect(try mailbox.inspector.purgeQuarantined(listed[0].fileName) == false)
+  }
+}

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// How many messages a namespace holds in each state, from the names of its files alone.
 ///
@@ -43,7 +43,7 @@ extension AppGroupMailboxInspector {
   /// be missed. Safe from any thread and process.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
   ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
-  ///   its areas was deleted.
+  ///   the areas it lists (`pending/`, `claimed/`, `delayed/`, `quarantine/`) was deleted.
   /// - Complexity: O(n) in the entries, with a dictionary entry (about 40 bytes) per message
   ///   while it runs.
   public func counts() throws -> AppGroupMailboxCounts {

@@ -47,13 +47,14 @@ enum TimeValue {
   }
 
   /// A timeout as the waiting code takes it: nil (no limit) for nil or +infinity, 0 for 0 or
-  /// less; NaN refused.
-  static func timeout(_ seconds: TimeInterval?, parameter: String = "timeout") throws
-    -> TimeInterval?
-  {
+  /// less; NaN refused (`optional` false: the parameter cannot be nil, and the error says so).
+  static func timeout(
+    _ seconds: TimeInterval?, parameter: String = "timeout", optional: Bool = true
+  ) throws -> TimeInterval? {
     guard let seconds else { return nil }
     guard !seconds.isNaN else {
-      throw invalid(parameter, "a number of seconds, not NaN; nil or infinity waits without limit")
+      let unlimited = optional ? "nil or infinity waits" : "infinity waits"
+      throw invalid(parameter, "a number of seconds, not NaN; \(unlimited) without limit")
     }
     if seconds == .infinity { return nil }
     return max(0, seconds)

@@ -70,7 +70,7 @@ extension Spool {
   ///   when `timeout` is NaN; whatever `attempt` throws.
   func waitingForRoom<T>(_ timeout: TimeInterval, _ attempt: () throws -> T) throws -> T {
     // nil: no limit (about 31 years, which no wait reaches).
-    let timeout = try TimeValue.timeout(timeout) ?? 1e9
+    let timeout = try TimeValue.timeout(timeout, optional: false) ?? 1e9
     do {
       return try attempt()
     } catch AppGroupMailboxError.mailboxFull {

@@ -47,7 +47,7 @@ import Testing
     }
     #expect(
       throws: AppGroupMailboxError.invalidLimit(
-        "timeout (accepted: a number of seconds, not NaN; nil or infinity waits without limit)")
+        "timeout (accepted: a number of seconds, not NaN; infinity waits without limit)")
     ) {
       try raw.enqueue(Data("2".utf8), waitingUpTo: .nan)
     }

@@ -178,7 +178,11 @@ enum ArgumentParser {
     }
     if result.positionals.count > spec.maxPositionals {
       let extra = result.positionals[spec.maxPositionals]
-      throw UsageError(message: "unexpected argument '\(extra)'")
+      // A message given as an argument (`enqueue '{"a":1}'`): say where it goes.
+      let takesData = spec.options.contains { $0.name == "--data" }
+      throw UsageError(
+        message: "unexpected argument '\(extra)'"
+          + (takesData ? " (a message goes in --data TEXT or on standard input)" : ""))
     }
     return result
   }

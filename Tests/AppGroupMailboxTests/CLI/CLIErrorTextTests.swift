@@ -26,6 +26,19 @@ import Testing
     #expect(unspecified.message == "enqueue: A mailbox file operation failed: unspecified.")
   }
 
+  /// A new user typed `mailboxctl enqueue ... '{"a":1}'` and was told only "unexpected
+  /// argument".
+  @Test func `A message given as an argument to enqueue is pointed to --data`() throws {
+    let container = try TemporaryContainer()
+    let result = try Mailboxctl.run(["enqueue"] + container.arguments() + ["{\"a\":1}"])
+    #expect(result.status == 64)
+    #expect(
+      result.stderr
+        == "mailboxctl: error: enqueue: unexpected argument '{\"a\":1}' (a message goes in "
+        + "--data TEXT or on standard input)\nRun 'mailboxctl enqueue --help' for usage.\n")
+    #expect(container.names("pending").isEmpty)
+  }
+
   @Test func `A mailbox that is not there says why when it is not simply missing`() throws {
     let container = try TemporaryContainer()
     let file = container.url.appendingPathComponent("file")

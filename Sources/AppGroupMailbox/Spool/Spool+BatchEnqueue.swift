@@ -60,9 +60,7 @@ extension Spool {
             try write(files[index], to: temporaries[index], creating: false)
           }
         }
-        guard counters.sequence <= SpoolCounters.sequenceCeiling - UInt64(files.count) else {
-          throw AppGroupMailboxError.ordinalExhausted
-        }
+        try makeSequenceRoom(files.count, in: &counters)
         let before = counters
         // As for one message (see ``enqueue``): the counters of the whole batch go to disk
         // before the first rename, so a producer killed between renames never leaves a

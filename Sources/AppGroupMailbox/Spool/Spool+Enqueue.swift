@@ -127,9 +127,7 @@ extension Spool {
             micros = counters.newestImplicitMicros
             try rewrite(id)
           }
-          guard counters.sequence < SpoolCounters.sequenceCeiling else {
-            throw AppGroupMailboxError.ordinalExhausted
-          }
+          try makeSequenceRoom(1, in: &counters)
           let name = PendingName(
             key: MessageKey(
               micros: due ?? micros, sequence: counters.sequence + 1, level: level),

@@ -216,6 +216,22 @@ final class Spool: Sendable {
       sequence: sequence, depth: seen.distinctCount + extra.count, newestImplicitMicros: newest)
   }
 
+  /// Makes sure `count` more sequences fit below ``SpoolCounters/sequenceCeiling``. When they
+  /// do not, the counter came from a `state` line written by hand (a line an enqueue wrote is
+  /// 2^62 enqueues or more away from it, ``SpoolCounters/trustedSequenceCeiling``): the
+  /// counters are rebuilt from the names alone, whose sequences a recount trusts only up to
+  /// 2^62 - 1. Call with the lock held.
+  /// - Throws: ``AppGroupMailboxError/ordinalExhausted`` when even that leaves no room (only
+  ///   after 2^62 real enqueues).
+  func makeSequenceRoom(_ count: Int, in counters: inout SpoolCounters) throws {
+    func fits(_ counters: SpoolCounters) -> Bool {
+      counters.sequence <= SpoolCounters.sequenceCeiling - UInt64(max(0, count))
+    }
+    if fits(counters) { return }
+    counters = try recount(stored: nil)
+    guard fits(counters) else { throw AppGroupMailboxError.ordinalExhausted }
+  }
+
   // Locked moves: ``lockedMove(_:_:to:_:id:freshTarget:passingOverFlagged:diagnostics:)`` (SpoolMove.swift) runs a
   // rename of a counted message between or within the areas (a release, a renewal, a recovery,
   // a promotion, a claim put back) holding the namespace lock. Only a claim (one rename out of

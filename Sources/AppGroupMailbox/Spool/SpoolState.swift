@@ -18,11 +18,12 @@ struct SpoolCounters: Equatable, Sendable {
   /// ``AppGroupMailboxError/ordinalExhausted``.
   static let sequenceCeiling = UInt64(Int64.max)
 
-  /// The largest sequence a recount takes from a name or a `state` line, 2^62 - 1: a name
-  /// planted with a larger one (up to 2^64 - 1, which 20 digits hold) is still a message but
-  /// does not move the counter, and a stored line with a larger one is damaged (rebuilt), so no
-  /// file can bring the counter within 2^62 (4.6 * 10^18) enqueues of ``sequenceCeiling``.
-  /// (Only after 2^62 enqueues would a true counter pass it: each would then recount.)
+  /// The largest sequence a recount takes from a name, 2^62 - 1: a name planted with a larger
+  /// one (up to 2^64 - 1, which 20 digits hold) is still a message but does not move the
+  /// counter, so no name can bring it within 2^62 (4.6 * 10^18) enqueues of
+  /// ``sequenceCeiling``. A `state` line is read up to ``sequenceCeiling`` (every line an
+  /// enqueue writes); one at the ceiling makes the next enqueue rebuild the counters from the
+  /// names (``Spool/makeSequenceRoom(_:in:)``).
   static let trustedSequenceCeiling = UInt64(Int64.max) / 2
 
   var line: [UInt8] {
@@ -47,7 +48,7 @@ struct SpoolCounters: Equatable, Sendable {
     guard bytes.count == Self.lineLength, bytes[0] == UInt8(ascii: "1"),
       bytes[1] == UInt8(ascii: " "), bytes[22] == UInt8(ascii: " "),
       bytes[43] == UInt8(ascii: " "), bytes[64] == UInt8(ascii: "\n"),
-      let sequence = PendingName.digits(bytes[2..<22]), sequence <= Self.trustedSequenceCeiling,
+      let sequence = PendingName.digits(bytes[2..<22]), sequence <= Self.sequenceCeiling,
       let depth = PendingName.digits(bytes[23..<43]), depth <= UInt64(Int32.max),
       let newest = PendingName.digits(bytes[44..<64]), newest <= UInt64(MessageKey.maxMicros)
     else { return nil }

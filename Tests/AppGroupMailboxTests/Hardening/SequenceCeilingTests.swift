@@ -27,15 +27,41 @@ import Testing
     #expect(claims.map(\.message) == ["planted", "first", "after"])
   }
 
-  @Test func `A state line with a sequence past the ceiling is rebuilt from the names`() throws {
+  /// 2^64 - 1 is no line an enqueue writes (damaged); 2^63 - 1 is one with no room left, after
+  /// which every enqueue failed (found by a review).
+  @Test(arguments: ["18446744073709551615", "09223372036854775807"])
+  func `A state line with no sequence left is rebuilt from the names`(sequence: String) throws {
     let container = try TemporaryContainer()
     let mailbox: AppGroupMailbox<String> = try container.mailbox()
     try mailbox.enqueue("first")
-    // 2^63 - 1: a line an enqueue cannot write after the line it read (found by a review).
-    let line = "1 09223372036854775807 00000000000000000001 00000000000000000000\n"
+    let line = "1 \(sequence) 00000000000000000001 00000000000000000000\n"
     try Data(line.utf8).write(to: container.area("state"))
     try mailbox.enqueue("second")
     #expect(try IndexedClaimTests.stateFields(container)[1] == 2)
-    #expect(try mailbox.claimPending().map(\.message) == ["first", "second"])
+    try mailbox.enqueue(contentsOf: ["third", "fourth"])
+    #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 4, 4])
+    #expect(
+      try mailbox.claimPending().map(\.message) == ["first", "second", "third", "fourth"])
+  }
+
+  /// A name at the trusted ceiling itself: the counter takes it, and the enqueues after it
+  /// count on from there, each once, without listing the mailbox again (a review found every
+  /// enqueue recounting and handing out the same sequence when lines above 2^62 - 1 were
+  /// refused).
+  @Test func `A planted name at the trusted ceiling leaves the counter counting on`() throws {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    let id = UUID()
+    let micros = Int64(Date().timeIntervalSince1970 * 1_000_000) - 100_000_000
+    let ceiling = SpoolCounters.trustedSequenceCeiling
+    try container.plant(
+      "pending", pendingName(micros: micros, sequence: ceiling, id: id),
+      envelope(id: id, micros: micros, text: "planted"))
+    try mailbox.spool.withStateLock { $0 = try mailbox.spool.recount(stored: $0) }
+    try mailbox.enqueue("a")
+    try mailbox.enqueue("b")
+    #expect(try IndexedClaimTests.stateFields(container)[1] == ceiling + 2)
+    let sequences = container.names("pending").compactMap { PendingName(parsing: $0)?.key.sequence }
+    #expect(sequences.sorted() == [ceiling, ceiling + 1, ceiling + 2])
   }
 }

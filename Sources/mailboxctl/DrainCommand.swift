@@ -14,40 +14,42 @@ let drainCommand = Subcommand(
   run: { arguments in try makeDrainer(arguments).run() }
 )
 
-private let drainOptions: [OptionSpec] = [
-  .value("--limit", "N", "Deliver at most N messages."),
-  .value("--timeout", "SECONDS", "Stop claiming after SECONDS; running handlers finish."),
-  .value(
-    "--handler-timeout", "SECONDS",
-    "Stop a handler that takes longer than SECONDS for one message, counted from when its "
-      + "input has the message (SIGTERM to its process group, then SIGKILL 5 s later); "
-      + "release the message."),
-  .value("--jobs", "N", "Up to N messages in flight at once (default 1, which keeps FIFO order)."),
-  .flag("--follow", "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
-  .value(
-    "--shutdown-timeout", "SECONDS",
-    "After SIGINT/SIGTERM/SIGHUP, let running handlers finish this long (default 30)."),
-  .value(
-    "--retry-delay", "SECONDS",
-    "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
-  .value(
-    "--retry-max-delay", "SECONDS",
-    "The longest retry delay (default 300, or --retry-delay when that is larger)."),
-  .value(
-    "--retry-jitter", "FRACTION",
-    "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1), "
-      + "never above --retry-max-delay."),
-  .flag("--json", "Print the summary on stderr as JSON."),
-  .value(
-    "--output", "FILE",
-    "Append the JSON lines to FILE (a regular file) and fsync it before acknowledging."),
-  .rest(
-    "--exec", "CMD [ARG...]",
-    "Run CMD once per message, message JSON and a newline on stdin; must come last."),
-  .rest(
-    "--coprocess", "CMD [ARG...]",
-    "Start CMD once and hand it every message (docs/HANDLER-PROTOCOL.md); must come last."),
-]
+private let drainOptions: [OptionSpec] =
+  [
+    .value("--limit", "N", "Deliver at most N messages."),
+    .value("--timeout", "SECONDS", "Stop claiming after SECONDS; running handlers finish."),
+    .value(
+      "--handler-timeout", "SECONDS",
+      "Stop a handler that takes longer than SECONDS for one message, counted from when its "
+        + "input has the message (SIGTERM to its process group, then SIGKILL 5 s later); "
+        + "release the message."),
+    .value(
+      "--jobs", "N", "Up to N messages in flight at once (default 1, which keeps FIFO order)."),
+    .flag("--follow", "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
+    .value(
+      "--shutdown-timeout", "SECONDS",
+      "After SIGINT/SIGTERM/SIGHUP, let running handlers finish this long (default 30)."),
+    .value(
+      "--retry-delay", "SECONDS",
+      "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),
+    .value(
+      "--retry-max-delay", "SECONDS",
+      "The longest retry delay (default 300, or --retry-delay when that is larger)."),
+    .value(
+      "--retry-jitter", "FRACTION",
+      "Spread each retry delay by up to +/- FRACTION of itself, 0 to 1 (default 0.1), "
+        + "never above --retry-max-delay."),
+    .flag("--json", "Print the summary on stderr as JSON."),
+    .value(
+      "--output", "FILE",
+      "Append the JSON lines to FILE (a regular file) and fsync it before acknowledging."),
+    .rest(
+      "--exec", "CMD [ARG...]",
+      "Run CMD once per message, message JSON and a newline on stdin; must come last."),
+    .rest(
+      "--coprocess", "CMD [ARG...]",
+      "Start CMD once and hand it every message (docs/HANDLER-PROTOCOL.md); must come last."),
+  ] + MailboxOptions.hidden([.value("--greeting-timeout", "SECONDS", "For tests (default 30).")])
 
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:
@@ -82,7 +84,7 @@ let drainDetails = """
   it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
   released (a message of whose line it read no byte goes back with its delivery count
   unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
-  answer drain stops with 69. After a stop signal its stdin is closed at once and its answers
+  answer drain stops with 69, and at once when it did not answer the greeting within 30 s. After a stop signal its stdin is closed at once and its answers
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
@@ -140,7 +142,9 @@ func makeDrainer(_ arguments: ParsedArguments) throws -> Drainer {
   case ("--exec", let executable, let rest)?:
     mode = ExecDelivery(context: context, executable: executable, arguments: rest)
   case (_, let executable, let rest)?:
-    mode = CoprocessDelivery(context: context, executable: executable, arguments: rest)
+    mode = CoprocessDelivery(
+      context: context, executable: executable, arguments: rest,
+      greetingTimeout: try arguments.seconds("--greeting-timeout") ?? 30)
   case nil:
     if let path = arguments.value("--output") {
       mode = try FileDelivery(context: context, path: path)

@@ -12,7 +12,9 @@ import Glibc
 /// applied; at most ``outputGrace`` after its exit, for a process it left holding its stdout)
 /// is what it left unanswered released; it is started again after a backoff (0.1 s doubling to
 /// 10 s). After ``maximumDeaths`` ends in a row without one answer applied, drain stops with
-/// ``ExitStatus/unavailable``. A handler that refuses the protocol version stops drain with
+/// ``ExitStatus/unavailable``, and at once when a handler did not answer the greeting within
+/// ``greetingTimeout`` (a program that does not speak the protocol, such as one written for
+/// `--exec`, would only be waited for again). A handler that refuses the protocol version stops drain with
 /// ``ExitStatus/protocolError``. On a stop signal its stdin is closed; it keeps answering what
 /// it holds until it exits or ``abandon()`` stops it.
 final class CoprocessDelivery: DeliveryMode {
@@ -21,8 +23,11 @@ final class CoprocessDelivery: DeliveryMode {
   let arguments: [String]
   /// Ends in a row, without an answer applied in between, after which drain gives up.
   let maximumDeaths = 5
-  /// How long a handler may take to answer the greeting.
-  let greetingTimeout: TimeInterval = 30
+  /// How long a handler may take to answer the greeting: 30 s (a hidden `--greeting-timeout`
+  /// sets it for tests).
+  let greetingTimeout: TimeInterval
+  /// Set when the handler being stopped did not answer the greeting in time: drain gives up.
+  private var greetingMissed = false
   /// How long drain waits, after the handler exited, for its stdout to end (what it left in its
   /// process group gets SIGTERM at once, SIGKILL after the kill grace): then it stops reading.
   var outputGrace: TimeInterval { context.killGrace + 1 }
@@ -68,10 +73,13 @@ final class CoprocessDelivery: DeliveryMode {
     case none
   }
 
-  init(context: DrainContext, executable: URL, arguments: [String]) {
+  init(
+    context: DrainContext, executable: URL, arguments: [String], greetingTimeout: TimeInterval = 30
+  ) {
     self.context = context
     self.executable = executable
     self.arguments = arguments
+    self.greetingTimeout = greetingTimeout
   }
 
   /// Free places for messages in flight; 0 until a quarter of `--jobs` is free, so claims come
@@ -231,6 +239,7 @@ final class CoprocessDelivery: DeliveryMode {
     guard handler.failure == nil else { return }
     if overlong { fail(handler, "wrote a line longer than \(HandlerProtocol.maximumLine) bytes") }
     if !handler.greeted, now.timeIntervalSince(handler.startedAt) >= greetingTimeout {
+      greetingMissed = true
       fail(
         handler,
         "did not answer the greeting within \(Int(greetingTimeout)) s (a --coprocess handler "
@@ -363,6 +372,11 @@ final class CoprocessDelivery: DeliveryMode {
     handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }
+    if greetingMissed {
+      context.fail(
+        CommandFailure(.unavailable, "--coprocess: the handler \(reason); giving up"))
+      return
+    }
     deaths += 1
     if deaths >= maximumDeaths {
       context.fail(

@@ -54,6 +54,29 @@ import Testing
     return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
   }
 
+  /// A program written for `--exec` (it reads its input and never answers) given to
+  /// `--coprocess` was waited for through five greeting timeouts (2.5 minutes) before drain
+  /// gave up: a handler that did not answer the greeting is given up on at once.
+  @Test func `A handler that does not answer the greeting is given up on at once`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 1)
+    let starts = container.url.appendingPathComponent("starts")
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments()
+        + [
+          "--greeting-timeout", "0.5", "--coprocess", "/bin/sh", "-c",
+          "echo started >> '\(starts.path)'; cat > /dev/null",
+        ])
+    #expect(result.status == 69, "\(result.stderr)")
+    #expect(
+      result.stderr.contains(
+        "mailboxctl: error: drain: --coprocess: the handler did not answer the greeting within "))
+    #expect(result.stderr.contains("; giving up\n"))
+    // One start, not five.
+    #expect(try String(contentsOf: starts, encoding: .utf8) == "started\n")
+    #expect(try container.remaining().map(\.deliveryCount) == [0])
+  }
+
   @Test func `Acks written just before the handler exits are all applied`() throws {
     // The handler widens its stdout pipe (F_SETPIPE_SZ), writes four long ack lines at once and
     // exits: its exit is noticed while drain is still reading them. Four rounds, as the

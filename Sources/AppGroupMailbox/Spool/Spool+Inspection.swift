@@ -94,7 +94,8 @@ extension Spool {
 
   /// Calls `body` with the name and the lstat(2) description of each entry of `area`; an entry
   /// gone before it was looked at is left out. A name that is not valid UTF-8 is looked at by
-  /// its exact bytes and given with U+FFFD for each invalid byte (``DirectoryEntry/name``).
+  /// its exact bytes and given with U+FFFD in place of its invalid bytes
+  /// (``DirectoryEntry/name``).
   /// - Complexity: O(n) in the area's entries.
   private func eachEntry(_ area: Int32, _ body: (String, stat) -> Void) throws {
     // One name at a time: a status at depth 100,000 holds no listing of strings.
@@ -277,8 +278,8 @@ extension Spool {
       do {
         try removeEntry(directories.quarantine, fileName)
       } catch let error as SystemCallError where error.isNotFound {
-        // A name that is not valid UTF-8 is listed with U+FFFD for each invalid byte: that
-        // spelling names every such entry it stands for, removed by its exact bytes.
+        // A name that is not valid UTF-8 is listed with U+FFFD in place of its invalid bytes:
+        // that spelling names every such entry it stands for, removed by its exact bytes.
         guard fileName.unicodeScalars.contains("\u{FFFD}") else { return false }
         let matching = try Syscall.list(directories.quarantine).filter {
           if case .bytes = $0.exactName { return $0.name == fileName }

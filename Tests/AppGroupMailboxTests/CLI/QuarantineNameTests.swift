@@ -31,4 +31,26 @@ import Testing
     #expect(container.names("quarantine").isEmpty)
     #expect(try mailbox.inspector.purgeQuarantined(listed[0].fileName) == false)
   }
+
+  /// Two names that are not UTF-8 list alike; `purge --all` removed both with the first and
+  /// then said "notFound" with exit 66 (found by a review).
+  @Test func `Purging every file exits 0 when two names list alike`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    for byte: UInt8 in [0xFF, 0xFE] {
+      let cPath =
+        Array(container.area("quarantine").path.utf8) + Array("/a".utf8) + [
+          byte, UInt8(ascii: "b"), 0,
+        ]
+      let fd = cPath.withUnsafeBufferPointer {
+        $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o600) }
+      }
+      #expect(fd >= 0)
+      close(fd)
+    }
+    let purged = try Mailboxctl.run(["quarantine"] + container.arguments() + ["purge", "--all"])
+    #expect(purged.status == 0, "\(purged.stdout)")
+    #expect(purged.lines == ["purged a\u{FFFD}b"])
+    #expect(container.names("quarantine").isEmpty)
+  }
 }

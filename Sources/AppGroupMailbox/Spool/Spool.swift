@@ -149,7 +149,7 @@ final class Spool: Sendable {
 
   /// Counters rebuilt from the names in `pending/`, `claimed/` and `delayed/`, never below what
   /// `stored` says for the sequence and the newest time (a name's sequence above
-  /// ``SpoolCounters/trustedSequenceCeiling`` is left out). Entries readdir reports as something
+  /// ``SpoolCounters/sequenceCeiling`` is left out). Entries readdir reports as something
   /// other than a regular file (symlinks, directories, FIFOs...) are not messages and are not
   /// counted. Call with the lock held.
   ///
@@ -176,7 +176,7 @@ final class Spool: Sendable {
     let clock = now
     // A sequence past the ceiling is a planted name's: not counted (SpoolCounters).
     func noteSequence(_ name: PendingName) {
-      if name.key.sequence <= SpoolCounters.trustedSequenceCeiling {
+      if name.key.sequence <= SpoolCounters.sequenceCeiling {
         sequence = max(sequence, name.key.sequence)
       }
     }
@@ -217,18 +217,21 @@ final class Spool: Sendable {
   }
 
   /// Makes sure `count` more sequences fit below ``SpoolCounters/sequenceCeiling``. When they
-  /// do not, the counter came from a `state` line written by hand (a line an enqueue wrote is
-  /// 2^62 enqueues or more away from it, ``SpoolCounters/trustedSequenceCeiling``): the
-  /// counters are rebuilt from the names alone, whose sequences a recount trusts only up to
-  /// 2^62 - 1. Call with the lock held.
-  /// - Throws: ``AppGroupMailboxError/ordinalExhausted`` when even that leaves no room (only
-  ///   after 2^62 real enqueues).
+  /// do not, the counter came from a `state` line written by hand or from a name planted near
+  /// the ceiling (9.2 * 10^18 real enqueues would be needed): the counters are rebuilt from the
+  /// names alone (keeping the newest implicit time), so the counter is the largest sequence a
+  /// message in the mailbox holds, and no live message's sequence is handed out again. Call
+  /// with the lock held.
+  /// - Throws: ``AppGroupMailboxError/ordinalExhausted`` when even that leaves no room: a
+  ///   message with a sequence at the ceiling is in the mailbox (until a consumer takes it).
   func makeSequenceRoom(_ count: Int, in counters: inout SpoolCounters) throws {
     func fits(_ counters: SpoolCounters) -> Bool {
       counters.sequence <= SpoolCounters.sequenceCeiling - UInt64(max(0, count))
     }
     if fits(counters) { return }
-    counters = try recount(stored: nil)
+    counters = try recount(
+      stored: SpoolCounters(
+        sequence: 0, depth: 0, newestImplicitMicros: counters.newestImplicitMicros))
     guard fits(counters) else { throw AppGroupMailboxError.ordinalExhausted }
   }
 

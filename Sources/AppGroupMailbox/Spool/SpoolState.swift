@@ -14,17 +14,13 @@ struct SpoolCounters: Equatable, Sendable {
 
   static let lineLength = 65
 
-  /// The largest sequence an enqueue hands out, 2^63 - 1; past it enqueues fail with
-  /// ``AppGroupMailboxError/ordinalExhausted``.
+  /// The largest sequence an enqueue hands out, a recount takes from a name and a `state` line
+  /// holds: 2^63 - 1. A name with a larger one (20 digits hold up to 2^64 - 1) is still a
+  /// message but does not move the counter, and a line with one is damaged (rebuilt). When the
+  /// counter leaves no room, an enqueue rebuilds it from the names alone
+  /// (``Spool/makeSequenceRoom(_:in:)``): a hand-written line then costs one rebuild, and a
+  /// planted name at the ceiling stops enqueues only until its message leaves the mailbox.
   static let sequenceCeiling = UInt64(Int64.max)
-
-  /// The largest sequence a recount takes from a name, 2^62 - 1: a name planted with a larger
-  /// one (up to 2^64 - 1, which 20 digits hold) is still a message but does not move the
-  /// counter, so no name can bring it within 2^62 (4.6 * 10^18) enqueues of
-  /// ``sequenceCeiling``. A `state` line is read up to ``sequenceCeiling`` (every line an
-  /// enqueue writes); one at the ceiling makes the next enqueue rebuild the counters from the
-  /// names (``Spool/makeSequenceRoom(_:in:)``).
-  static let trustedSequenceCeiling = UInt64(Int64.max) / 2
 
   var line: [UInt8] {
     var bytes: [UInt8] = [UInt8(ascii: "1"), UInt8(ascii: " ")]

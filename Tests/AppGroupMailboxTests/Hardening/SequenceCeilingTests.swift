@@ -6,29 +6,53 @@ import Testing
 /// A message name or a `state` line carrying the largest sequence 20 digits hold made every
 /// later enqueue fail with `ordinalExhausted`, for good: a recount keeps the counter at least
 /// what the names say (found by an adversarial review: one planted file stopped a mailbox).
+/// Later reviews found a rule that ignored high names reusing the sequences of messages
+/// enqueued above it (their order flipped), and one that made every enqueue relist.
 @Suite struct SequenceCeilingTests {
-  @Test(arguments: [UInt64.max, UInt64(Int64.max), UInt64(Int64.max) / 2 + 1])
-  func `A planted name with the largest sequence is delivered and exhausts nothing`(
-    sequence: UInt64
-  ) throws {
-    let container = try TemporaryContainer()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox()
-    try mailbox.enqueue("first")
+  let ceiling = SpoolCounters.sequenceCeiling
+
+  /// Plants a valid message of `text` under a pending name with `sequence`, 100 s old.
+  func plant(_ container: TemporaryContainer, _ text: String, sequence: UInt64) throws {
     let id = UUID()
     let micros = Int64(Date().timeIntervalSince1970 * 1_000_000) - 100_000_000
     try container.plant(
       "pending", pendingName(micros: micros, sequence: sequence, id: id),
-      envelope(id: id, micros: micros, text: "planted"))
+      envelope(id: id, micros: micros, text: text))
+  }
+
+  @Test func `A planted name past the ceiling is delivered and does not move the counter`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    try mailbox.enqueue("first")
+    try plant(container, "planted", sequence: .max)
     try mailbox.spool.withStateLock { $0 = try mailbox.spool.recount(stored: $0) }
     try mailbox.enqueue("after")
     // Format 1, sequence 2 (first, after), depth 3 (the planted message counts).
     #expect(Array(try IndexedClaimTests.stateFields(container).prefix(3)) == [1, 2, 3])
-    let claims = try mailbox.claimPending()
-    #expect(claims.map(\.message) == ["planted", "first", "after"])
+    #expect(try mailbox.claimPending().map(\.message) == ["planted", "first", "after"])
+  }
+
+  /// A name at the ceiling itself stops enqueues while its message is in the mailbox, and no
+  /// longer once a consumer took it.
+  @Test func `A planted name at the ceiling stops enqueues only until its message is taken`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    try mailbox.enqueue("first")
+    try plant(container, "planted", sequence: ceiling)
+    try mailbox.spool.withStateLock { $0 = try mailbox.spool.recount(stored: $0) }
+    #expect(throws: AppGroupMailboxError.ordinalExhausted) { try mailbox.enqueue("refused") }
+    for claim in try mailbox.claimPending() { try claim.acknowledge() }
+    try mailbox.enqueue("after")
+    #expect(try IndexedClaimTests.stateFields(container)[1] == 1)
+    #expect(try mailbox.claimPending().map(\.message) == ["after"])
   }
 
   /// 2^64 - 1 is no line an enqueue writes (damaged); 2^63 - 1 is one with no room left, after
-  /// which every enqueue failed (found by a review).
+  /// which every enqueue failed.
   @Test(arguments: ["18446744073709551615", "09223372036854775807"])
   func `A state line with no sequence left is rebuilt from the names`(sequence: String) throws {
     let container = try TemporaryContainer()
@@ -44,24 +68,27 @@ import Testing
       try mailbox.claimPending().map(\.message) == ["first", "second", "third", "fourth"])
   }
 
-  /// A name at the trusted ceiling itself: the counter takes it, and the enqueues after it
-  /// count on from there, each once, without listing the mailbox again (a review found every
-  /// enqueue recounting and handing out the same sequence when lines above 2^62 - 1 were
-  /// refused).
-  @Test func `A planted name at the trusted ceiling leaves the counter counting on`() throws {
+  /// Messages enqueued with the counter high (a hand-written line) keep their place when the
+  /// counter runs out: the rebuild counts on from their sequences, not from 0 (the order
+  /// flipped when the rebuild ignored names above 2^62 - 1), and a lost `state` file hands no
+  /// live sequence out again.
+  @Test func `A rebuild at the ceiling counts on from the messages already there`() throws {
     let container = try TemporaryContainer()
-    let mailbox: AppGroupMailbox<String> = try container.mailbox()
-    let id = UUID()
-    let micros = Int64(Date().timeIntervalSince1970 * 1_000_000) - 100_000_000
-    let ceiling = SpoolCounters.trustedSequenceCeiling
-    try container.plant(
-      "pending", pendingName(micros: micros, sequence: ceiling, id: id),
-      envelope(id: id, micros: micros, text: "planted"))
-    try mailbox.spool.withStateLock { $0 = try mailbox.spool.recount(stored: $0) }
-    try mailbox.enqueue("a")
-    try mailbox.enqueue("b")
-    #expect(try IndexedClaimTests.stateFields(container)[1] == ceiling + 2)
-    let sequences = container.names("pending").compactMap { PendingName(parsing: $0)?.key.sequence }
-    #expect(sequences.sorted() == [ceiling, ceiling + 1, ceiling + 2])
+    let clock = FakeClock()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(clock: clock)
+    let line = "1 09223372036854775804 00000000000000000000 00000000000000000000\n"
+    try Data(line.utf8).write(to: container.area("state"))
+    let date = clock.now.addingTimeInterval(-10)
+    try mailbox.enqueue("A", id: UUID(), enqueuedAt: date)
+    try mailbox.enqueue("B", id: UUID(), enqueuedAt: date)
+    try mailbox.enqueue("C", id: UUID(), enqueuedAt: date)
+    #expect(throws: AppGroupMailboxError.ordinalExhausted) {
+      try mailbox.enqueue("D", id: UUID(), enqueuedAt: date)
+    }
+    try FileManager.default.removeItem(at: container.area("state"))
+    #expect(throws: AppGroupMailboxError.ordinalExhausted) {
+      try mailbox.enqueue("D", id: UUID(), enqueuedAt: date)
+    }
+    #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C"])
   }
 }

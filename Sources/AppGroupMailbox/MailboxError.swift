@@ -33,8 +33,9 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   case claimNoLongerExists
   /// The mailbox that made the claim has been deallocated.
   case mailboxDeallocated
-  /// The insertion sequence is exhausted (kept for compatibility; a 64-bit sequence does not
-  /// run out in practice).
+  /// The insertion sequence is exhausted (kept for compatibility): on Linux only while a message
+  /// whose name holds the last sequence, 2^63 - 1, is in the mailbox (a name planted or renamed
+  /// by hand; 9.2 * 10^18 enqueues would be needed otherwise).
   case ordinalExhausted
   /// A file-system operation failed; the ``IOFailure`` names the operation, the system call
   /// and its errno.
@@ -178,7 +179,9 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     case .mailboxDeallocated:
       "The mailbox has been deallocated; keep a reference to the mailbox while you hold its "
         + "claims."
-    case .ordinalExhausted: "The mailbox ordinal space is exhausted."
+    case .ordinalExhausted:
+      "The mailbox ordinal space is exhausted: a message with the last insertion sequence is in "
+        + "the mailbox (a file planted or renamed by hand); enqueues work again once it is gone."
     case .ioFailure(let cause): "A mailbox file operation failed: \(cause)."
     case .encodingFailure: "Encoding the message failed."
     case .decodingFailure: "Decoding the message failed."

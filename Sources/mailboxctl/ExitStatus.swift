@@ -60,7 +60,8 @@ struct CommandFailure: Error, CustomStringConvertible {
     case .invalidNamespace, .invalidLimit: status = .usage
     case .containerUnavailable: status = .unavailable
     case .mailboxDirectoryRemoved: status = .noInput
-    case .mailboxFull, .claimNoLongerExists: status = .temporaryFailure
+    // No sequence left lasts only while a message with the ceiling's sequence is there.
+    case .mailboxFull, .claimNoLongerExists, .ordinalExhausted: status = .temporaryFailure
     case .payloadTooLarge, .decodingFailure, .encodingFailure: status = .dataError
     case .ioFailure: status = .ioError
     default: status = .software

@@ -84,7 +84,8 @@ let drainDetails = """
   it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
   released (a message of whose line it read no byte goes back with its delivery count
   unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
-  answer drain stops with 69, and at once when it did not answer the greeting within 30 s. After a stop signal its stdin is closed at once and its answers
+  answer drain stops with 69, and at once when the first handler did not answer the greeting
+  within 30 s. After a stop signal its stdin is closed at once and its answers
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.

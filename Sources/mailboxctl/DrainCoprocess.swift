@@ -12,9 +12,10 @@ import Glibc
 /// applied; at most ``outputGrace`` after its exit, for a process it left holding its stdout)
 /// is what it left unanswered released; it is started again after a backoff (0.1 s doubling to
 /// 10 s). After ``maximumDeaths`` ends in a row without one answer applied, drain stops with
-/// ``ExitStatus/unavailable``, and at once when a handler did not answer the greeting within
-/// ``greetingTimeout`` (a program that does not speak the protocol, such as one written for
-/// `--exec`, would only be waited for again). A handler that refuses the protocol version stops drain with
+/// ``ExitStatus/unavailable``, and at once when the first handler of this drain that failed to
+/// answer the greeting within ``greetingTimeout`` came before any handler had answered it (a
+/// program that does not speak the protocol, such as one written for `--exec`, would only be
+/// waited for again; one that spoke it before and is slow to start again is restarted). A handler that refuses the protocol version stops drain with
 /// ``ExitStatus/protocolError``. On a stop signal its stdin is closed; it keeps answering what
 /// it holds until it exits or ``abandon()`` stops it.
 final class CoprocessDelivery: DeliveryMode {
@@ -26,8 +27,11 @@ final class CoprocessDelivery: DeliveryMode {
   /// How long a handler may take to answer the greeting: 30 s (a hidden `--greeting-timeout`
   /// sets it for tests).
   let greetingTimeout: TimeInterval
-  /// Set when the handler being stopped did not answer the greeting in time: drain gives up.
+  /// Set when the handler being stopped did not answer the greeting in time: drain gives up,
+  /// unless a handler answered it before (``everGreeted``).
   private var greetingMissed = false
+  /// Whether a handler of this drain answered the greeting: the program speaks the protocol.
+  private var everGreeted = false
   /// How long drain waits, after the handler exited, for its stdout to end (what it left in its
   /// process group gets SIGTERM at once, SIGKILL after the kill grace): then it stops reading.
   var outputGrace: TimeInterval { context.killGrace + 1 }
@@ -242,7 +246,7 @@ final class CoprocessDelivery: DeliveryMode {
       greetingMissed = true
       fail(
         handler,
-        "did not answer the greeting within \(Int(greetingTimeout)) s (a --coprocess handler "
+        "did not answer the greeting within \(Output.seconds(greetingTimeout)) s (a --coprocess handler "
           + "speaks docs/HANDLER-PROTOCOL.md; a program that takes one message and exits is for "
           + "--exec)")
     }
@@ -341,6 +345,9 @@ final class CoprocessDelivery: DeliveryMode {
   /// schedules a restart or gives up.
   private func bury(_ handler: CoprocessHandler, outputEnded: Bool) {
     self.handler = nil
+    if handler.greeted { everGreeted = true }
+    let missedGreeting = greetingMissed
+    greetingMissed = false
     let reason = handler.failure ?? "ended"
     // A line that never left its input's pipe never reached it: that message goes back
     // uncounted, whatever the blame. Known only once its output ended (a process it left
@@ -372,7 +379,7 @@ final class CoprocessDelivery: DeliveryMode {
     handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }
-    if greetingMissed {
+    if missedGreeting, !everGreeted {
       context.fail(
         CommandFailure(.unavailable, "--coprocess: the handler \(reason); giving up"))
       return

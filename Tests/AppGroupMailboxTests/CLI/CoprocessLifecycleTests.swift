@@ -77,6 +77,44 @@ import Testing
     #expect(try container.remaining().map(\.deliveryCount) == [0])
   }
 
+  /// The give-up above is for programs that do not speak the protocol: a handler that answered
+  /// the greeting before and is too slow on a restart is restarted, as any end (a review found
+  /// a drain that had worked for hours ending on one slow restart).
+  @Test func `A handler that greeted before and is slow to greet again is restarted`() throws {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 2)
+    let runs = container.url.appendingPathComponent("runs")
+    let script = container.url.appendingPathComponent("handler.py")
+    try Data(
+      """
+      import json, sys, time
+      with open("\(runs.path)", "a+") as f:
+          f.write("run\\n")
+          f.seek(0)
+          run = len(f.read().splitlines())
+      sys.stdin.readline()
+      if run == 2:
+          time.sleep(2)  # the greeting's answer comes too late: drain stops this one
+      def answer(value):
+          sys.stdout.write(json.dumps(value) + "\\n")
+          sys.stdout.flush()
+      answer({"protocol": "mailboxctl-handler", "version": 1})
+      for line in sys.stdin:
+          answer({"id": json.loads(line)["id"], "action": "ack"})
+          if run == 1:
+              sys.exit(3)
+
+      """.utf8
+    ).write(to: script)
+    let arguments = ["--coprocess", "/usr/bin/python3", script.path]
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + ["--greeting-timeout", "0.5"] + arguments)
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stderr.contains("did not answer the greeting within 0.5 s"))
+    #expect(try String(contentsOf: runs, encoding: .utf8) == "run\nrun\nrun\n")
+    #expect(try container.remaining().isEmpty)
+  }
+
   @Test func `Acks written just before the handler exits are all applied`() throws {
     // The handler widens its stdout pipe (F_SETPIPE_SZ), writes four long ack lines at once and
     // exits: its exit is noticed while drain is still reading them. Four rounds, as the

@@ -250,8 +250,8 @@ public struct AppGroupMailboxInspector: Sendable {
 
   /// Deletes the quarantined file `fileName` (a directory is removed without following links).
   /// A file whose name is not valid UTF-8 is named as ``entries(in:)`` lists it, with U+FFFD in
-  /// place of its invalid bytes: when no file is named exactly `fileName`, that spelling deletes
-  /// every such file it stands for. Returns false when there is no such file.
+  /// place of its invalid bytes: a `fileName` with U+FFFD deletes the file of exactly that name
+  /// and every such file it stands for. Returns false when there is no such file.
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
   public func purgeQuarantined(_ fileName: String) throws -> Bool {
     try spool.purgeQuarantined(fileName)

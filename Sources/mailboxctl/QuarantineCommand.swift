@@ -101,9 +101,10 @@ private func runQuarantine(_ arguments: ParsedArguments) throws -> ExitStatus {
       }
     }
     // Each name once: two names that are not UTF-8 can list alike (U+FFFD), and one purge of
-    // that spelling removes both (a second said "notFound" and exited 66).
-    var seen = Set<String>()
-    names = names.filter { seen.insert($0).inserted }
+    // that spelling removes both (a second said "notFound" and exited 66). Compared as bytes:
+    // canonically equivalent names (NFC and NFD) are different files.
+    var seen = Set<[UInt8]>()
+    names = names.filter { seen.insert(Array($0.utf8)).inserted }
     // The id each file's name carries, for the outcome lines (nil: "unknown" in the name).
     let ids = Dictionary(
       entries.compactMap { entry in entry.id.map { (entry.fileName, $0) } },

@@ -275,19 +275,24 @@ extension Spool {
     guard Self.isPlainName(fileName) else { return false }
     return try mapIO("purge") {
       try requireWritable()
+      var removed = true
       do {
         try removeEntry(directories.quarantine, fileName)
       } catch let error as SystemCallError where error.isNotFound {
-        // A name that is not valid UTF-8 is listed with U+FFFD in place of its invalid bytes:
-        // that spelling names every such entry it stands for, removed by its exact bytes.
-        guard fileName.unicodeScalars.contains("\u{FFFD}") else { return false }
-        let matching = try Syscall.list(directories.quarantine).filter {
-          if case .bytes = $0.exactName { return $0.name == fileName }
-          return false
-        }
-        guard !matching.isEmpty else { return false }
-        for entry in matching { try removeEntry(directories.quarantine, entry.exactName) }
+        removed = false
       }
+      // A name that is not valid UTF-8 is listed with U+FFFD in place of its invalid bytes:
+      // that spelling also names every such entry it stands for, removed by its exact bytes.
+      // (Compared as bytes: String equality would take canonically equivalent names alike.)
+      if fileName.unicodeScalars.contains("\u{FFFD}") {
+        let spelling = Array(fileName.utf8)
+        for entry in try Syscall.list(directories.quarantine) {
+          guard case .bytes = entry.exactName, Array(entry.name.utf8) == spelling else { continue }
+          try removeEntry(directories.quarantine, entry.exactName)
+          removed = true
+        }
+      }
+      guard removed else { return false }
       try flushDirectory(directories.quarantine)
       return true
     }

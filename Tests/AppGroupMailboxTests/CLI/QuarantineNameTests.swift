@@ -33,10 +33,16 @@ import Testing
   }
 
   /// Two names that are not UTF-8 list alike; `purge --all` removed both with the first and
-  /// then said "notFound" with exit 66 (found by a review).
+  /// then said "notFound" with exit 66 (found by a review). A third file named with U+FFFD
+  /// itself lists alike too, and two canonically equivalent names (NFC and NFD) are two files,
+  /// which a dedupe by string equality purged one of (a third review).
   @Test func `Purging every file exits 0 when two names list alike`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()
+    for name in ["a\u{FFFD}b", "caf\u{E9}", "cafe\u{301}"] {
+      let path = container.area("quarantine").appendingPathComponent(name).path
+      #expect(FileManager.default.createFile(atPath: path, contents: nil))
+    }
     for byte: UInt8 in [0xFF, 0xFE] {
       let cPath =
         Array(container.area("quarantine").path.utf8) + Array("/a".utf8) + [
@@ -48,9 +54,10 @@ import Testing
       #expect(fd >= 0)
       close(fd)
     }
+    #expect(container.names("quarantine").count == 5)
     let purged = try Mailboxctl.run(["quarantine"] + container.arguments() + ["purge", "--all"])
     #expect(purged.status == 0, "\(purged.stdout)")
-    #expect(purged.lines == ["purged a\u{FFFD}b"])
+    #expect(purged.lines == ["purged a\u{FFFD}b", "purged caf\u{E9}", "purged cafe\u{301}"])
     #expect(container.names("quarantine").isEmpty)
   }
 }

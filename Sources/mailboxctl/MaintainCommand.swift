@@ -7,14 +7,18 @@ let maintainCommand = Subcommand(
   spec: CommandSpec(
     name: "maintain",
     summary: "Recover abandoned claims, make due messages pending, remove expired files.",
-    options: MailboxOptions.writing([MailboxOptions.json]),
+    options: MailboxOptions.writing([
+      MailboxOptions.json,
+      .flag("--quiet", "Print only the counts that are not 0 (nothing when nothing was done)."),
+    ]),
     details: """
       Also makes delayed messages that are due pending (a timer running this lets a systemd
       .path unit on pending/ see due retries; see docs/systemd/), and trims the quarantine.
       Prints what was done, a line each: claims recovered, delayed made pending, messages
       expired, temporary files removed, files quarantined and quarantined discarded (JSON:
       {"recoveredClaims", "promotedMessages", "expiredMessages", "staleTemporaryFiles",
-      "quarantined", "quarantineDiscarded"}). The mailbox's stored settings
+      "quarantined", "quarantineDiscarded"}); with --quiet only the lines whose count is not 0,
+      so a timer that runs it every 30 s logs only what it did. The mailbox's stored settings
       (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
       abandoned when the lease in its name has run out; a temporary file is removed once it is
       15 minutes old (a writer that crashed left it; a live writer renames it within moments).
@@ -43,6 +47,10 @@ let maintainCommand = Subcommand(
       ),
       ("quarantineDiscarded", "quarantined discarded", count(.quarantinedFileDiscarded)),
     ]
-    try Output.counts(rows, json: arguments.flag("--json"))
+    let json = arguments.flag("--json")
+    if json, arguments.flag("--quiet") {
+      throw CommandFailure(.usage, "--json and --quiet exclude each other")
+    }
+    try Output.counts(arguments.flag("--quiet") ? rows.filter { $0.value != 0 } : rows, json: json)
     return .success
   })

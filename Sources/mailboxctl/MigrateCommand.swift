@@ -23,8 +23,9 @@ let migrateCommand = Subcommand(
       .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
       another process (one of the old format, or another migrate) holds it, and exits 65 when
       .mailbox.lock is not a regular file with one link (a symlink, a directory): stop those processes first (the mailbox of this
-      format is created before, when missing: choose its settings with create first, or
-      change them with config). Messages are imported
+      format is created before, when missing, with the default settings, which it names on
+      stderr: choose them with create first, or change them with config, all but the sharing
+      mode). Messages are imported
       oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
       delivery count 0, a claimed one 1 (it was handed out and not finished). Each old file is
       deleted after its message is written and flushed: a run interrupted at any point and run
@@ -59,8 +60,25 @@ let migrateCommand = Subcommand(
     if let mutations = try arguments.integer("--crash-after-mutations", in: 0...1_000_000) {
       CrashPoint.arm(afterMutations: mutations)
     }
+    let hadSettings = MailboxOptions.storesSettings(try MailboxOptions.location(arguments))
     let (mailbox, location) = try MailboxOptions.open(
       arguments, mustExist: true, unconverted: true)
+    if !hadSettings {
+      // The settings (and the sharing mode, which never changes) were chosen here, not by
+      // create: say so, as enqueue does for a mailbox it makes.
+      let settings = mailbox.settings
+      Output.note(
+        "migrate: made the mailbox's settings with the defaults (message lifetime "
+          + "\(Output.seconds(settings.messageLifetime)) s, maxMessages \(settings.maxMessages), "
+          + (settings.permissions == .groupShared ? "group-shared" : "private")
+          + "); 'mailboxctl create' chooses them before migrate, 'mailboxctl config' changes all "
+          + "but the sharing mode")
+      if let note = MailboxOptions.sharingNote(
+        location, sharing: settings.permissions, containerExisted: true)
+      {
+        Output.note("migrate: " + note)
+      }
+    }
     let found = MailboxOptions.legacyFiles(location)
     let report: LegacyMigrationReport
     do {

@@ -215,6 +215,13 @@ import Testing
       refused.stdout == "{\"imported\":0,\"alreadyPresent\":0,\"expired\":5,\"quarantined\":2}\n")
     #expect(refused.stderr.contains("older than the mailbox's message lifetime (86400 s)"))
     #expect(refused.stderr.contains("mailboxctl config"))
+    // Run without create first, it chose the settings: it says so (a new user's migrate made
+    // a private mailbox with the defaults, silently).
+    #expect(
+      refused.stderr.hasPrefix(
+        "mailboxctl: migrate: made the mailbox's settings with the defaults (message lifetime "
+          + "86400 s, maxMessages 100, private); 'mailboxctl create' chooses them before migrate, "
+          + "'mailboxctl config' changes all but the sharing mode\n"))
     #expect(try Self.legacyNames(container).count == Self.oldMessageFiles)
     #expect(container.names("pending").isEmpty)
     let raised = try Mailboxctl.run(
@@ -222,6 +229,7 @@ import Testing
     #expect(raised.status == 0)
     let again = try Mailboxctl.run(["migrate"] + container.arguments() + ["--json"])
     #expect(again.status == 0, "\(again.stderr)")
+    #expect(!again.stderr.contains("made the mailbox's settings"))
     #expect(
       again.stdout == "{\"imported\":5,\"alreadyPresent\":0,\"expired\":0,\"quarantined\":0}\n")
     try Self.expectConverted(container)

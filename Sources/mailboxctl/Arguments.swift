@@ -182,7 +182,7 @@ enum ArgumentParser {
       let takesData = spec.options.contains { $0.name == "--data" }
       throw UsageError(
         message: "unexpected argument '\(extra)'"
-          + (takesData ? " (a message goes in --data TEXT or on standard input)" : ""))
+          + (takesData ? " (messages come from --data JSON or standard input: < FILE)" : ""))
     }
     return result
   }

@@ -266,7 +266,9 @@ enum MailboxOptions {
   ///   gives the mailbox to another;
   /// - a group-shared mailbox whose group is not its container's (a container without the
   ///   setgid bit: new directories take the creating process's group): the note names both
-  ///   groups and how to give the mailbox the container's.
+  ///   groups and how to give the mailbox the container's;
+  /// - a group-shared mailbox in a container without the setgid bit whose group is this
+  ///   process's own: this mailbox has it, but what other users make there takes theirs.
   ///
   /// Silent for the set-up the docs describe: a setgid container of the group, made first.
   static func sharingNote(
@@ -291,7 +293,12 @@ enum MailboxOptions {
           + "group, \(group): only its members may use the mailbox; to share it with another "
           + "group, 'chgrp -R GROUP \(location.container.path)'"
       }
-      guard mailbox.st_gid != container.st_gid else { return nil }
+      if mailbox.st_gid == container.st_gid {
+        guard container.st_mode & S_ISGID == 0 else { return nil }
+        return "the container \(location.container.path) is not setgid: the new mailbox has "
+          + "its group, \(group), but what other users make there takes their own group; "
+          + "'chmod g+s \(location.container.path)' makes it take \(group)"
+      }
       return "the new mailbox \(location.directory.path) has group \(group), this process's "
         + "own, not its container's, \(groupName(container.st_gid)): the container is not "
         + "setgid; give it the container's group with 'chgrp -R "

@@ -34,8 +34,8 @@ import Testing
     #expect(result.status == 64)
     #expect(
       result.stderr
-        == "mailboxctl: error: enqueue: unexpected argument '{\"a\":1}' (a message goes in "
-        + "--data TEXT or on standard input)\nRun 'mailboxctl enqueue --help' for usage.\n")
+        == "mailboxctl: error: enqueue: unexpected argument '{\"a\":1}' (messages come from "
+        + "--data JSON or standard input: < FILE)\nRun 'mailboxctl enqueue --help' for usage.\n")
     #expect(container.names("pending").isEmpty)
   }
 

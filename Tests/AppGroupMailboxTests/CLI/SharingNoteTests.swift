@@ -92,6 +92,25 @@ import Testing
     #expect(created.stderr == "")
   }
 
+  /// A new user's container made with mkdir (the user's own group, no setgid bit) got no note:
+  /// the mailbox is the group's, but what another user makes there is not.
+  @Test func `A group-shared mailbox in a plain container of the creator's group says so`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    #expect(chmod(container.url.path, 0o770) == 0)
+    let created = try Mailboxctl.run(
+      ["create"] + container.arguments(namespace: "own") + ["--group-shared"])
+    #expect(created.status == 0)
+    let group = getgrgid(getegid()).map { "'" + String(cString: $0.pointee.gr_name) + "'" }
+    let path = container.url.path
+    #expect(
+      created.stderr
+        == "mailboxctl: create: the container \(path) is not setgid: the new mailbox has its "
+        + "group, \(group ?? String(getegid())), but what other users make there takes their "
+        + "own group; 'chmod g+s \(path)' makes it take \(group ?? String(getegid()))\n")
+  }
+
   @Test func `A private mailbox in a private container gets no note`() throws {
     let container = try TemporaryContainer()
     #expect(chmod(container.url.path, 0o700) == 0)

@@ -25,9 +25,8 @@ extension AppGroupRawMailbox: ClaimOwner {}
 /// Thread safety: the methods may be called from any thread; they are serialised per claim.
 /// A method that finds its name gone looks once for the same claim (message id and nonce, the
 /// claim token, and the same file: its inode) under another name, as another handle's renewal
-/// leaves it (a handle rebuilt
-/// with ``AppGroupRawMailbox/claim(token:)``, `mailboxctl renew TOKEN`), and acts on that; when
-/// there is none, it forgets its name, so later calls throw
+/// leaves it (a handle rebuilt with ``AppGroupRawMailbox/claim(token:)``, `mailboxctl renew
+/// TOKEN`), and acts on that; when there is none, it forgets its name, so later calls throw
 /// ``AppGroupMailboxError/claimNoLongerExists`` without touching the spool.
 final class ClaimCore: Sendable {
   private weak let owner: (any ClaimOwner)?

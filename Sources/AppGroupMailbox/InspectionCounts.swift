@@ -44,8 +44,8 @@ extension AppGroupMailboxInspector {
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``;
   ///   ``AppGroupMailboxError/mailboxDirectoryRemoved`` when the namespace directory or one of
   ///   the areas it lists (`pending/`, `claimed/`, `delayed/`, `quarantine/`) was deleted.
-  /// - Complexity: O(n) in the entries, with a dictionary entry (about 40 bytes) per message
-  ///   while it runs.
+  /// - Complexity: O(n) in the entries, with about 70 bytes a message while it runs (a
+  ///   dictionary entry and a summary: 6.6 MB at depth 100,000, `mailboxctl namespaces`).
   public func counts() throws -> AppGroupMailboxCounts {
     try spool.removalReported { try mapIO("status") { try spool.inspectCounts() } }
   }
@@ -70,7 +70,7 @@ extension AppGroupMailboxInspector {
   /// Every pending, claimed and delayed message once, as ``counts()`` counts them (same
   /// snapshot rules, names alone), in no particular order.
   /// - Throws: as ``counts()``.
-  /// - Complexity: O(n) in the entries; about 40 bytes a message.
+  /// - Complexity: O(n) in the entries; about 70 bytes a message (as ``counts()``).
   package func messageSummaries() throws -> [MessageSummary] {
     try spool.removalReported { try mapIO("status") { try spool.inspectSummaries() } }
   }

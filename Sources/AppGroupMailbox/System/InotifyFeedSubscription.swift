@@ -1,7 +1,9 @@
 import Glibc
 
 /// One directory's feed on the process's shared inotify instance (``InotifyHub``): the names
-/// that arrived in it (`IN_MOVED_TO`, `IN_CREATE`) since the last take. The one way a spool
+/// that arrived in it (`IN_MOVED_TO`, `IN_CREATE`) since the last take, and those that left it
+/// (`IN_DELETE`, `IN_MOVED_FROM`) when its mask asks for them (the namespace directory's, for
+/// a deleted area: ``SpoolArrivals``). The one way a spool
 /// learns what changed in `pending/` (``PendingIndex``), `delayed/` and the namespace directory
 /// (its `settings`, see ``SpoolArrivals``) without a system call per claim beyond the shared
 /// read.

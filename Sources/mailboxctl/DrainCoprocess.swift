@@ -12,10 +12,11 @@ import Glibc
 /// applied; at most ``outputGrace`` after its exit, for a process it left holding its stdout)
 /// is what it left unanswered released; it is started again after a backoff (0.1 s doubling to
 /// 10 s). After ``maximumDeaths`` ends in a row without one answer applied, drain stops with
-/// ``ExitStatus/unavailable``, and at once when the first handler of this drain that failed to
-/// answer the greeting within ``greetingTimeout`` came before any handler had answered it (a
-/// program that does not speak the protocol, such as one written for `--exec`, would only be
-/// waited for again; one that spoke it before and is slow to start again is restarted). A handler that refuses the protocol version stops drain with
+/// ``ExitStatus/unavailable``, and at once when a handler failed to answer the greeting within
+/// ``greetingTimeout`` before any handler of this drain had answered it (a program that does
+/// not speak the protocol, such as one written for `--exec`, would only be waited for again;
+/// one that spoke it before and is slow to start again is restarted). A handler that refuses
+/// the protocol version stops drain with
 /// ``ExitStatus/protocolError``. On a stop signal its stdin is closed; it keeps answering what
 /// it holds until it exits or ``abandon()`` stops it.
 final class CoprocessDelivery: DeliveryMode {

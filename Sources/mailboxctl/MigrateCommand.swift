@@ -68,7 +68,9 @@ let migrateCommand = Subcommand(
       // create: say so, as enqueue does for a mailbox it makes.
       let settings = mailbox.settings
       Output.note(
-        "migrate: made the mailbox's settings with the defaults (message lifetime "
+        "migrate: made the mailbox's settings"
+          + (MailboxOptions.givenSettings(arguments).isEmpty ? " with the defaults" : "")
+          + " (message lifetime "
           + "\(Output.seconds(settings.messageLifetime)) s, maxMessages \(settings.maxMessages), "
           + (settings.permissions == .groupShared ? "group-shared" : "private")
           + "); 'mailboxctl create' chooses them before migrate, 'mailboxctl config' changes all "

@@ -53,15 +53,7 @@ extension Spool {
   func inspectSummaries() throws -> [AppGroupMailboxInspector.MessageSummary] {
     let seen = try sightings([.pending, .claimed, .delayed]) {
       state, _, bytes -> (UUID, AppGroupMailboxInspector.MessageSummary)? in
-      // Pending names are parsed from the listing's bytes (the area at depth); the others
-      // from a string.
-      let message: PendingName?
-      switch state {
-      case .pending: message = PendingName(bytes: bytes)
-      case .claimed: message = ClaimedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
-      default: message = DelayedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
-      }
-      return message.map {
+      Self.message(state, bytes).map {
         (
           $0.id,
           .init(
@@ -73,14 +65,34 @@ extension Spool {
     return Array(seen.values)
   }
 
-  /// See ``AppGroupMailboxInspector/counts()``.
+  /// The message a name in `state`'s area describes (a pending name, or the one a claimed or
+  /// delayed name holds); nil for any other name. Pending names are parsed from the listing's
+  /// bytes (the area at depth), the others from a string.
+  private static func message(
+    _ state: AppGroupMailboxEntry.State, _ bytes: UnsafeBufferPointer<UInt8>
+  )
+    -> PendingName?
+  {
+    switch state {
+    case .pending: PendingName(bytes: bytes)
+    case .claimed: ClaimedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
+    default: DelayedName(parsing: String(decoding: bytes, as: UTF8.self))?.message
+    }
+  }
+
+  /// See ``AppGroupMailboxInspector/counts()``: each message's state and level alone (18 bytes
+  /// a dictionary value and key, not a summary's 56).
   func inspectCounts() throws -> AppGroupMailboxCounts {
+    let seen = try sightings([.pending, .claimed, .delayed]) {
+      state, _, bytes -> (UUID, (AppGroupMailboxEntry.State, UInt8))? in
+      Self.message(state, bytes).map { ($0.id, (state, UInt8(truncatingIfNeeded: $0.key.level))) }
+    }
     var counts = AppGroupMailboxCounts(pending: 0, claimed: 0, delayed: 0, quarantined: 0)
-    for message in try inspectSummaries() {
-      switch message.state {
+    for (state, level) in seen.values {
+      switch state {
       case .pending:
         counts.pending += 1
-        counts.pendingByPriority[message.priority, default: 0] += 1
+        counts.pendingByPriority[Int(level), default: 0] += 1
       case .claimed: counts.claimed += 1
       default: counts.delayed += 1
       }

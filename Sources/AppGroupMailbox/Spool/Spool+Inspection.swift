@@ -99,11 +99,18 @@ extension Spool {
   /// - Complexity: O(n) in the area's entries.
   private func eachEntry(_ area: Int32, _ body: (String, stat) -> Void) throws {
     // One name at a time: a status at depth 100,000 holds no listing of strings.
-    try Syscall.forEachEntry(area) { bytes, type in
-      let entry = DirectoryEntry(bytes: bytes, type: type)
-      guard let info = try? Syscall.lstat(area, entry.exactName) else { return }
-      body(entry.name, info)
+    try Syscall.forEachEntry(area) { bytes, _ in
+      if let (name, info) = Self.lstatEntry(area, bytes) { body(name, info) }
     }
+  }
+
+  /// The name (U+FFFD in place of invalid bytes) and lstat(2) description of the entry of
+  /// `area` whose exact bytes are `bytes`; nil when it is gone. The one way the inspector looks
+  /// at a listed entry (``eachEntry(_:_:)``, ``statSightings(_:_:)``).
+  static func lstatEntry(_ area: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> (String, stat)? {
+    let entry = DirectoryEntry(bytes: bytes, type: UInt8(DT_UNKNOWN))
+    guard let info = try? Syscall.lstat(area, entry.exactName) else { return nil }
+    return (entry.name, info)
   }
 
   /// The entries of `area` that `describe` (given a name and its size by lstat(2)) makes an

@@ -42,9 +42,7 @@ extension Spool {
     _ describe: (AppGroupMailboxEntry.State, String, stat) -> (UUID, Value)?
   ) throws -> [UUID: Value] {
     try sightings(states) { state, area, bytes in
-      let name = String(decoding: bytes, as: UTF8.self)
-      guard let info = try? Syscall.lstat(area, name) else { return nil }
-      return describe(state, name, info)
+      Self.lstatEntry(area, bytes).flatMap { describe(state, $0.0, $0.1) }
     }
   }
 

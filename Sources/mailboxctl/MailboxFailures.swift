@@ -87,6 +87,12 @@ extension MailboxOptions {
     let path = location.directory.path
     switch error as? AppGroupMailboxError {
     case .containerUnavailable(let cause)?:
+      if let found = unusableEntry(cause, in: path) {
+        return CommandFailure(
+          .unavailable,
+          "cannot open the mailbox at \(path): \(found), which a mailbox refuses "
+            + "(docs/SECURITY.md; \(cause.failure))")
+      }
       return CommandFailure(
         .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure) (a directory is a symlink or not "
@@ -112,5 +118,37 @@ extension MailboxOptions {
     default:
       return CommandFailure(error, while: "open")
     }
+  }
+
+  /// What stands in the namespace directory at `path` where the area or file a refused open
+  /// names (`cause.role`) belongs, as one phrase: "PATH/state is a FIFO, not a regular file
+  /// with one link". One lstat(2) of the entry, after the library refused it; nil when the
+  /// role names no entry of the namespace or the entry cannot be looked at.
+  static func unusableEntry(_ cause: AppGroupMailboxError.IOFailure, in path: String) -> String? {
+    let entries = [
+      "tmp area": "tmp", "pending area": "pending", "claimed area": "claimed",
+      "quarantine area": "quarantine", "delayed area": "delayed", "state file": "state",
+    ]
+    guard let name = entries[cause.role] else { return nil }
+    let entry = path + "/" + name
+    var info = stat()
+    guard lstat(entry, &info) == 0 else { return nil }
+    let wanted = name == "state" ? "a regular file with one link" : "a directory"
+    let kind: String
+    switch info.st_mode & S_IFMT {
+    case S_IFLNK: kind = "a symbolic link"
+    case S_IFIFO: kind = "a FIFO"
+    case S_IFSOCK: kind = "a socket"
+    case S_IFCHR, S_IFBLK: kind = "a device"
+    case S_IFDIR: kind = "a directory"
+    case S_IFREG:
+      kind = info.st_nlink == 1 ? "a regular file" : "a file with \(info.st_nlink) links"
+    default: kind = "an entry of unknown type"
+    }
+    if Errno(rawValue: cause.errno) == .improperLink {
+      return "\(entry) is on another filesystem than the namespace directory"
+    }
+    guard kind != wanted, !(name == "state" && kind == "a regular file") else { return nil }
+    return "\(entry) is \(kind), not \(wanted)"
   }
 }

@@ -79,6 +79,9 @@ extension Spool {
         namespace, settingsName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, role: .settingsFile)
     } catch let error as SystemCallError where error.isNotFound {
       return nil
+    } catch let error as SystemCallError where error.errno == .tooManySymbolicLinkLevels {
+      // O_NOFOLLOW met a symbolic link: settings are never read through one.
+      throw AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
     } catch let error as SystemCallError {
       throw error.mailboxError("read settings")
     }

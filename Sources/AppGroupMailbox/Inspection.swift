@@ -204,7 +204,7 @@ public struct AppGroupMailboxInspector: Sendable {
   /// - Complexity: one listing of each area (two of pending) and one fstatat(2) per entry, O(n),
   ///   with a dictionary entry per message.
   public func status() throws -> AppGroupMailboxStatus {
-    try spool.removalReported { try mapIO("status") { try spool.inspectStatus() } }
+    try statusWithPriorities().status
   }
 
   /// The entries in `states`: pending, then claimed, each in claim order (the highest priority

@@ -51,6 +51,15 @@ extension AppGroupMailboxInspector {
     try spool.removalReported { try mapIO("status") { try spool.inspectCounts() } }
   }
 
+  /// ``status()`` and ``AppGroupMailboxCounts/pendingByPriority`` taken together, from one
+  /// look at each message (`mailboxctl status`): same snapshot rules, throws and complexity as
+  /// ``status()``.
+  package func statusWithPriorities() throws -> (
+    status: AppGroupMailboxStatus, pendingByPriority: [Int: Int]
+  ) {
+    try spool.removalReported { try mapIO("status") { try spool.inspectStatus() } }
+  }
+
   /// One message as its file name describes it, for `mailboxctl status --prometheus` and
   /// `--ages`: what they need of every message without an ``AppGroupMailboxEntry`` (and its
   /// strings) each.

@@ -50,11 +50,10 @@ let statusCommand = Subcommand(
     var metrics: StatusMetrics?
     var byPriority: [(level: Int, count: Int)] = []
     do {
-      status = try inspector.status()
-      if !arguments.flag("--prometheus"), !arguments.flag("--ages") {
-        byPriority = try inspector.counts().pendingByPriority.sorted { $0.key > $1.key }
-          .map { (level: $0.key, count: $0.value) }
-      }
+      let report = try inspector.statusWithPriorities()
+      status = report.status
+      byPriority = report.pendingByPriority.sorted { $0.key > $1.key }
+        .map { (level: $0.key, count: $0.value) }
       if arguments.flag("--prometheus") || arguments.flag("--ages") {
         metrics = StatusMetrics(
           namespace: location.namespace, status: status,

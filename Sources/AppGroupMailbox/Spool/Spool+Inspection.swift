@@ -2,34 +2,42 @@ import Foundation
 import Glibc
 
 extension Spool {
-  /// See ``AppGroupMailboxInspector/status()``.
-  func inspectStatus() throws -> AppGroupMailboxStatus {
+  /// ``AppGroupMailboxInspector/status()`` and the pending messages of each priority level
+  /// present (``AppGroupMailboxCounts/pendingByPriority``), from one look at each message.
+  func inspectStatus() throws -> (status: AppGroupMailboxStatus, pendingByPriority: [Int: Int]) {
     var status = AppGroupMailboxStatus(
       pending: 0, claimed: 0, quarantined: 0, temporaryFiles: 0, oldestPendingEnqueuedAt: nil,
       oldestClaimedAt: nil, bytes: 0)
-    // Each message once (``statSightings(_:_:)``): its state, size, and the time its state's
-    // figure takes (enqueued, claimed: the inode's change, due).
+    var pendingByPriority: [Int: Int] = [:]
+    // Each message once (``statSightings(_:_:)``): its state, size, the time its state's
+    // figure takes (enqueued, claimed: the inode's change, due) and its priority level (the
+    // one-byte members last: 24 bytes a value, as without the level).
     let seen = try statSightings([.pending, .claimed, .delayed]) {
-      state, fileName, info -> (UUID, (AppGroupMailboxEntry.State, Int, Int64))? in
+      state, fileName, info -> (UUID, (Int, Int64, AppGroupMailboxEntry.State, UInt8))? in
       let size = Int(info.st_size)
       switch state {
       case .pending:
-        return PendingName(parsing: fileName).map { ($0.id, (state, size, $0.key.micros)) }
+        return PendingName(parsing: fileName).map {
+          ($0.id, (size, $0.key.micros, state, UInt8(truncatingIfNeeded: $0.key.level)))
+        }
       case .claimed:
         let changed = Int64(info.st_ctim.tv_sec) * 1_000_000 + Int64(info.st_ctim.tv_nsec) / 1_000
-        return ClaimedName(parsing: fileName).map { ($0.message.id, (state, size, changed)) }
+        return ClaimedName(parsing: fileName).map { ($0.message.id, (size, changed, state, 0)) }
       default:
-        return DelayedName(parsing: fileName).map { ($0.message.id, (state, size, $0.dueMicros)) }
+        return DelayedName(parsing: fileName).map {
+          ($0.message.id, (size, $0.dueMicros, state, 0))
+        }
       }
     }
     var oldestPending: Int64?
     var oldestClaim: Int64?
     var nextDue: Int64?
-    for (state, size, micros) in seen.values {
+    for (size, micros, state, level) in seen.values {
       status.bytes += size
       switch state {
       case .pending:
         status.pending += 1
+        pendingByPriority[Int(level), default: 0] += 1
         oldestPending = min(oldestPending ?? .max, micros)
       case .claimed:
         status.claimed += 1
@@ -41,16 +49,17 @@ extension Spool {
     }
     for entry in try Syscall.list(directories.quarantine) {
       status.quarantined += 1
-      status.bytes += Int((try? Syscall.lstat(directories.quarantine, entry.name))?.st_size ?? 0)
+      status.bytes += Int(
+        (try? Syscall.lstat(directories.quarantine, entry.exactName))?.st_size ?? 0)
     }
     for entry in try Syscall.list(directories.tmp) {
       status.temporaryFiles += 1
-      status.bytes += Int((try? Syscall.lstat(directories.tmp, entry.name))?.st_size ?? 0)
+      status.bytes += Int((try? Syscall.lstat(directories.tmp, entry.exactName))?.st_size ?? 0)
     }
     status.oldestPendingEnqueuedAt = oldestPending.map(Date.init(mailboxMicros:))
     status.oldestClaimedAt = oldestClaim.map(Date.init(mailboxMicros:))
     status.nextDueAt = nextDue.map(Date.init(mailboxMicros:))
-    return status
+    return (status, pendingByPriority)
   }
 
   /// The order of an entry within its state: claim order for pending and claimed messages, the

@@ -60,6 +60,24 @@ extension Syscall {
     return entries
   }
 
+  /// Whether an entry of `directory` other than `.` and `..` satisfies `predicate` (handed its
+  /// name's bytes, valid only during the call, and its `d_type`): stops reading at the first,
+  /// so a directory at depth is neither read whole nor held. Same guarantees as ``list(_:)``.
+  /// - Complexity: O(n) in the entries before the first match.
+  static func containsEntry(
+    _ directory: Int32, where predicate: (UnsafeBufferPointer<UInt8>, UInt8) -> Bool
+  ) throws -> Bool {
+    struct Found: Error {}
+    do {
+      try forEachEntry(directory) { name, type in
+        if predicate(name, type) { throw Found() }
+      }
+    } catch is Found {
+      return true
+    }
+    return false
+  }
+
   /// Hands each entry of `directory` except `.` and `..` to `body`: its name's exact bytes
   /// (without the NUL; valid only during the call) and its `d_type`. Nothing is allocated per
   /// entry: the names are read with large getdents64(2) calls (``firstListingRead``, then

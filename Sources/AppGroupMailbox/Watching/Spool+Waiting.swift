@@ -40,19 +40,25 @@ extension Spool {
   }
 
   /// Whether `pending/` holds at least one entry under a message name that the last claims did
-  /// not skip for now (one listing): a skipped entry counts at its recheck time instead. A
-  /// message skipped as another consumer's type counts again when another file took its name
-  /// (a keyed replacement): the index's marks that a name with their id arrived for since
-  /// (``PendingIndex/passedOverToLookAt(pending:)``) are looked at (``stillPassedOver(_:_:)``).
+  /// not skip for now (one listing, up to the first such name): a skipped entry counts at its
+  /// recheck time instead. A message skipped as another consumer's type counts again when
+  /// another file took its name (a keyed replacement): the index's marks that a name with their
+  /// id arrived for since (``PendingIndex/passedOverToLookAt(pending:)``) are looked at
+  /// (``stillPassedOver(_:_:)``).
   private func hasPendingMessage() -> Bool {
     let skipped = skippedNames.withLock { $0 }
     let unconfirmed = pendingIndex.passedOverToLookAt(pending: directories.pending)
-    return ((try? Syscall.list(directories.pending)) ?? []).contains { entry in
-      guard let name = PendingName(parsing: entry.name) else { return false }
-      guard skipped.contains(entry.name) else { return true }
+    // Stops at the first such name: `pending/` at depth is neither read whole nor held.
+    let found = try? Syscall.containsEntry(directories.pending) { bytes, _ in
+      guard let name = PendingName(bytes: bytes) else { return false }
+      // A pending name is ASCII: its string is its exact bytes.
+      guard !skipped.isEmpty, skipped.contains(String(decoding: bytes, as: UTF8.self)) else {
+        return true
+      }
       guard let mark = unconfirmed[name.id] else { return false }
       return !stillPassedOver(name, mark)
     }
+    return found ?? false
   }
 
   /// See ``AppGroupMailbox/drain(batchSize:pollingInterval:isolation:handler:)``; `claim` claims up to

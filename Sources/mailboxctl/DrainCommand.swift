@@ -28,7 +28,8 @@ private let drainOptions: [OptionSpec] =
     .flag("--follow", "When empty, wait for more until SIGINT, SIGTERM or SIGHUP (or --timeout)."),
     .value(
       "--shutdown-timeout", "SECONDS",
-      "After SIGINT/SIGTERM/SIGHUP, let running handlers finish this long (default 30)."),
+      "After SIGINT/SIGTERM/SIGHUP or a handler that cannot start, let running handlers finish "
+        + "this long (default 30)."),
     .value(
       "--retry-delay", "SECONDS",
       "Delay before the 2nd delivery of a failed message; doubles each time (default 1)."),

@@ -28,14 +28,22 @@ final class DrainContext {
   /// behind it waiting (see ``Drainer``).
   var retried: Set<UUID> = []
   /// The failure that ends the drain (claiming stops, what is in flight is finished): the
-  /// first one (``fail(_:)``), the cause of those that follow from it.
+  /// first one (``fail(_:letRunningFinish:)``), the cause of those that follow from it.
   private(set) var fatal: CommandFailure?
+
+  /// When a failure that lets the handlers in flight finish was recorded
+  /// (``fail(_:letRunningFinish:)``).
+  private var gracefulFailureAt: Date?
 
   /// Records `failure` as the one that ends the drain, unless one was recorded already (a
   /// deleted mailbox, say, makes the releases after it fail too: the exit status and the error
-  /// line are the deletion's).
-  func fail(_ failure: CommandFailure) {
-    if fatal == nil { fatal = failure }
+  /// line are the deletion's). With `letRunningFinish` (a handler that could not be started:
+  /// nothing against those running), what is in flight may finish, for `--shutdown-timeout`
+  /// seconds from now as after a stop signal; otherwise it is abandoned at once.
+  func fail(_ failure: CommandFailure, letRunningFinish: Bool = false) {
+    guard fatal == nil else { return }
+    fatal = failure
+    if letRunningFinish { gracefulFailureAt = Date() }
   }
 
   /// Prints the dead letters the mailbox's `maxDeliveryAttempts` makes; told about the handler's.
@@ -58,6 +66,16 @@ final class DrainContext {
 
   /// Whether claiming must stop: a stop signal or a fatal error.
   var stopping: Bool { signals.stopSignal != nil || fatal != nil }
+
+  /// Whether what is in flight must be abandoned now (its messages released, its handlers
+  /// stopped): after a second stop signal, a fatal error that does not let it finish, or
+  /// `--shutdown-timeout` seconds after the first stop signal or a failure that does.
+  func mustAbandonInFlight() -> Bool {
+    if signals.stopCount > 1 || (fatal != nil && gracefulFailureAt == nil) { return true }
+    let sinceFailure = gracefulFailureAt.map { Date().timeIntervalSince($0) }
+    let since = [secondsSinceStopSignal(), sinceFailure].compactMap { $0 }.max()
+    return (since ?? 0) >= shutdownTimeout
+  }
 
   /// When the first stop signal was seen (``secondsSinceStopSignal()``).
   private var stopSignalSeenAt: Date?

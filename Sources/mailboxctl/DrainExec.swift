@@ -35,7 +35,16 @@ final class ExecDelivery: DeliveryMode {
             location: context.location, wakeup: context.signals.wakeup))
       } catch {
         for unstarted in claims[index...] { context.putBack(unstarted) }
-        context.fail(CommandFailure(error.status, "--exec: \(error.message)"))
+        // Nothing against the handlers running: they may finish, as after a stop signal.
+        context.fail(
+          CommandFailure(error.status, "--exec: \(error.message)"), letRunningFinish: true)
+        if !running.isEmpty {
+          Output.note(
+            "drain: a handler could not be started (the error follows at exit); claiming "
+              + "stopped, and the \(Output.counted(running.count, "handler")) running may "
+              + "finish, for at most \(Output.seconds(context.shutdownTimeout)) s "
+              + "(--shutdown-timeout)")
+        }
         return
       }
     }

@@ -133,19 +133,14 @@ final class Drainer {
   }
 
   /// Lets what is in flight finish: without a stop request, as long as it takes (bounded by
-  /// `--handler-timeout`); after a stop signal, for `--shutdown-timeout` seconds (or at once
-  /// after a second signal or a fatal error), then the mode abandons it (its messages are
-  /// released).
+  /// `--handler-timeout`); after a stop signal or a handler that could not be started, for
+  /// `--shutdown-timeout` seconds (at once after a second signal or any other fatal error),
+  /// then the mode abandons it, releasing its messages
+  /// (``DrainContext/mustAbandonInFlight()``).
   private func finishInFlight() {
     while mode.inFlight > 0 {
       mode.poll()
-      if context.stopping {
-        if context.signals.stopCount > 1 || context.fatal != nil
-          || (context.secondsSinceStopSignal() ?? 0) >= context.shutdownTimeout
-        {
-          mode.abandon()
-        }
-      }
+      if context.stopping, context.mustAbandonInFlight() { mode.abandon() }
       if mode.inFlight == 0 { break }
       context.signals.wakeup.waitCoalescing(
         seconds: min(mode.hasPendingOutput ? Self.writingPoll : 0.1, renewalPoll))

@@ -39,7 +39,11 @@ private func setHold(_ held: Bool, _ arguments: ParsedArguments) throws -> ExitS
   do {
     if held { try mailbox.pause() } else { try mailbox.resume() }
   } catch {
-    throw CommandFailure(error, while: held ? "hold" : "resume")
+    let verb = held ? "hold" : "resume"
+    // Settings replaced since the open (a newer format, or no longer a regular file).
+    throw MailboxOptions.unusableSettings(
+      error, location, while: "cannot change the mailbox at \(location.directory.path)")
+      ?? CommandFailure(error, while: verb)
   }
   let outcome =
     held ? (wasHeld ? "already held" : "held") : (wasHeld ? "resumed" : "not held")

@@ -102,21 +102,39 @@ extension MailboxOptions {
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure)")
+    default:
+      if let failure = unusableSettings(
+        error, location, while: "cannot open the mailbox at \(path)")
+      {
+        return failure
+      }
+      return CommandFailure(error, while: "open")
+    }
+  }
+
+  /// The failure (``ExitStatus/unavailable``, 69) for settings the library could not use, at
+  /// open or when a command re-reads them (`config`, `hold`, `resume`): a newer format, or a
+  /// file that is not readable settings (with how to recover); nil for any other error.
+  /// `context` starts the message.
+  static func unusableSettings(_ error: any Error, _ location: Location, while context: String)
+    -> CommandFailure?
+  {
+    let path = location.directory.path
+    switch error as? AppGroupMailboxError {
     case .invalidLimit(let name)? where name.hasPrefix("settings format "):
       return CommandFailure(
         .unavailable,
-        "cannot open the mailbox at \(path): its settings file has "
-          + "\(name.dropFirst("settings ".count)), newer than this mailboxctl reads "
-          + "(formats 1 to \(AppGroupMailboxSettings.newestFormat)); use the version that wrote it")
+        "\(context): its settings file has \(name.dropFirst("settings ".count)), newer than "
+          + "this mailboxctl reads (formats 1 to \(AppGroupMailboxSettings.newestFormat)); use "
+          + "the version that wrote it")
     case .invalidLimit(let name)? where name.hasPrefix("settings: "):
       return CommandFailure(
         .unavailable,
-        "cannot open the mailbox at \(path): its settings file cannot be used: "
-          + name.dropFirst("settings: ".count) + "; to recover, move \(path)/settings away "
-          + "(the mailbox then has the default settings) and set yours again with 'mailboxctl "
-          + "config'")
+        "\(context): its settings file cannot be used: " + name.dropFirst("settings: ".count)
+          + "; to recover, move \(path)/settings away (the mailbox then has the default "
+          + "settings) and set yours again with 'mailboxctl config'")
     default:
-      return CommandFailure(error, while: "open")
+      return nil
     }
   }
 
@@ -127,7 +145,8 @@ extension MailboxOptions {
   static func unusableEntry(_ cause: AppGroupMailboxError.IOFailure, in path: String) -> String? {
     let entries = [
       "tmp area": "tmp", "pending area": "pending", "claimed area": "claimed",
-      "quarantine area": "quarantine", "delayed area": "delayed", "state file": "state",
+      "quarantine area": "quarantine", "delayed area": "delayed", "keys area": "keys",
+      "state file": "state",
     ]
     guard let name = entries[cause.role] else { return nil }
     let entry = path + "/" + name

@@ -128,7 +128,10 @@ let configCommand = Subcommand(
     } catch let error as UsageError {
       throw CommandFailure(.usage, error.message)
     } catch {
-      throw CommandFailure(error, while: "config")
+      // Settings replaced since the open (a newer format, or no longer a regular file).
+      throw MailboxOptions.unusableSettings(
+        error, location, while: "cannot change the mailbox at \(location.directory.path)")
+        ?? CommandFailure(error, while: "config")
     }
     try printSettings(updated, location, json: json)
     if let before {

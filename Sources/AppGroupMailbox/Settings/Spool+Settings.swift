@@ -82,6 +82,9 @@ extension Spool {
     } catch let error as SystemCallError where error.errno == .tooManySymbolicLinkLevels {
       // O_NOFOLLOW met a symbolic link: settings are never read through one.
       throw AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
+    } catch let error as SystemCallError where error.errno == .noSuchAddressOrDevice {
+      // A socket (or a device without a driver): open(2) refuses it before any type check.
+      throw AppGroupMailboxError.invalidLimit("settings: not a regular file")
     } catch let error as SystemCallError {
       throw error.mailboxError("read settings")
     }

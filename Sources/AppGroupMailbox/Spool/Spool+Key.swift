@@ -142,10 +142,17 @@ extension Spool {
   }
 
   /// Opens `keys/`, creating it (with the mailbox's directory mode) when missing.
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when it is a symlink or not a
+  ///   directory (its cause naming the keys area), as the other areas at open;
+  ///   ``SystemCallError`` of any other failure.
   private func keysDirectory() throws -> FileDescriptor {
     let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
     do {
       return try FileDescriptor.open(directories.namespace, Self.keysArea, flags, role: .keysArea)
+    } catch let error as SystemCallError
+      where error.errno == .notDirectory || error.errno == .tooManySymbolicLinkLevels
+    {
+      throw AppGroupMailboxError.containerUnavailable(error.cause("enqueue"))
     } catch let error as SystemCallError where error.isNotFound {
       var created = true
       do {

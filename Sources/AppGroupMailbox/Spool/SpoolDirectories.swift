@@ -74,7 +74,8 @@ final class SpoolDirectories: Sendable {
   ///
   /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when a directory is a symlink
   ///   (`ELOOP`) or not a directory (`ENOTDIR`, `EEXIST`), `state` is not a regular file
-  ///   (`EINVAL`), or the areas span filesystems (`EXDEV`), its cause naming the role;
+  ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or the areas span filesystems (`EXDEV`), its
+  ///   cause naming the role;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
   ///   call, errno and role of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
   init(
@@ -158,8 +159,10 @@ final class SpoolDirectories: Sendable {
       self.stateFile = stateFD
     } catch let error as SystemCallError {
       switch error.errno {
+      // EISDIR and ENXIO: a directory or a socket where `state` belongs, refused by its open
+      // for writing before the type check.
       case .tooManySymbolicLinkLevels, .notDirectory, .fileExists, .invalidArgument,
-        .improperLink:
+        .improperLink, .isDirectory, .noSuchAddressOrDevice:
         throw AppGroupMailboxError.containerUnavailable(error.cause("open mailbox"))
       default: throw error.mailboxError("open mailbox")
       }

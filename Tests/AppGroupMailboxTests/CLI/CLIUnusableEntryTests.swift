@@ -85,4 +85,80 @@ import Testing
             + "yours again with 'mailboxctl config'\n"
         ))
   }
+
+  /// Binds a Unix socket at `path` (closed at once; the entry stays).
+  private func bindSocket(_ path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+    return withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    } == 0
+  }
+
+  @Test func `A socket as state, a directory as state when writing, a FIFO as keys are named`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let namespace = container.url.path + "/AppGroupMailbox/jobs"
+    let state = namespace + "/state"
+    try FileManager.default.moveItem(atPath: state, toPath: namespace + "/state.kept")
+    // open(2) refuses a socket (ENXIO) and, for writing, a directory (EISDIR) before the
+    // type check: both were reported as bare errnos.
+    #expect(bindSocket(state))
+    #expect(
+      try statusError(container)
+        == (
+          69,
+          "mailboxctl: error: status: cannot open the mailbox at \(namespace): \(state) is a "
+            + "socket, not a regular file with one link, which a mailbox refuses "
+            + "(docs/SECURITY.md; openat on the state file failed: No such device or address "
+            + "(errno 6))\n"
+        ))
+    try FileManager.default.removeItem(atPath: state)
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false)
+    let enqueue = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "1"])
+    #expect(enqueue.status == 69)
+    #expect(
+      enqueue.stderr
+        == "mailboxctl: error: enqueue: cannot open the mailbox at \(namespace): \(state) is a "
+        + "directory, not a regular file with one link, which a mailbox refuses "
+        + "(docs/SECURITY.md; openat on the state file failed: Is a directory (errno 21))\n")
+    try FileManager.default.removeItem(atPath: state)
+    try FileManager.default.moveItem(atPath: namespace + "/state.kept", toPath: state)
+    // keys/ is opened by the first keyed enqueue: as the other areas, refused with exit 69.
+    #expect(mkfifo(namespace + "/keys", 0o600) == 0)
+    let keyed = try Mailboxctl.run(
+      ["enqueue"] + container.arguments() + ["--key", "k", "--data", "1"])
+    #expect(keyed.status == 69, "\(keyed.stderr)")
+    #expect(
+      keyed.stderr
+        == "mailboxctl: error: enqueue: The mailbox container is unavailable: enqueue: openat on "
+        + "the keys area failed: Not a directory (errno 20).\n")
+    #expect(try mailbox.inspector.counts().depth == 0)
+  }
+
+  @Test func `Settings that became a symbolic link after the open refuse a change`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let namespace = container.url.path + "/AppGroupMailbox/jobs"
+    try FileManager.default.moveItem(
+      atPath: namespace + "/settings", toPath: namespace + "/settings.kept")
+    try FileManager.default.createSymbolicLink(
+      atPath: namespace + "/settings", withDestinationPath: "settings.kept")
+    // `mailboxctl hold` and `config` map this to exit 69 with the recovery hint, as at open.
+    #expect(
+      throws: AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
+    ) {
+      try mailbox.pause()
+    }
+  }
 }

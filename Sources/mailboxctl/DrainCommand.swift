@@ -55,53 +55,53 @@ private let drainOptions: [OptionSpec] =
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:
   {"id", "enqueuedAt", "deliveryCount", "messageType", "payloadVersion", "priority",
-  "message"}; it is
-  acknowledged once the line is written. A line written to stdout is handed off: a pipe or terminal cannot tell
-  whether its reader used it, so a reader that stops early (head -n 1) loses what it did not
-  read. For at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged),
-  a handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
-  closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
-  and the rest of the batch are put back with their delivery count unchanged, and drain
-  exits 74.
+  "message"}; it is acknowledged once the line is written. A line written to stdout is handed
+  off: a pipe or terminal cannot tell whether its reader used it, so a reader that stops early
+  (head -n 1) loses what it did not read. For at-least-once to the end, use --output FILE
+  (appended, fsynced, then acknowledged), a handler, or mailboxctl claim/ack. A line not
+  written whole (a full disk, a reader that closed the pipe mid-line) or an --output batch not
+  flushed is no delivery: those messages and the rest of the batch are put back with their
+  delivery count unchanged, and drain exits 74.
   With --exec CMD gets the message JSON (its bytes as enqueued: a pretty-printed message keeps
-  its line breaks, so read it whole, not with read) and a newline on stdin (written whole to whoever
-  reads it: a process CMD leaves running with its stdin gets the rest after CMD exited, until
-  10 s pass without a byte read or drain is stopped by a signal or an error) and MAILBOX_ID,
-  MAILBOX_ENQUEUED_AT,
-  MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE, MAILBOX_PAYLOAD_VERSION, MAILBOX_PRIORITY
-  (0 to 9), MAILBOX_NAMESPACE and
-  MAILBOX_CONTAINER in its environment, in a process group of its own. Exit status 0 acknowledges the message as
+  its line breaks, so read it whole, not with read) and a newline on stdin (written whole to
+  whoever reads it: a process CMD leaves running with its stdin gets the rest after CMD
+  exited, until 10 s pass without a byte read or drain is stopped by a signal or an error) and
+  MAILBOX_ID, MAILBOX_ENQUEUED_AT, MAILBOX_DELIVERY_COUNT, MAILBOX_MESSAGE_TYPE,
+  MAILBOX_PAYLOAD_VERSION, MAILBOX_PRIORITY (0 to 9), MAILBOX_NAMESPACE and MAILBOX_CONTAINER
+  in its environment, in a process group of its own. Exit status 0 acknowledges the message as
   soon as CMD exits (whatever it left running), unless drain stopped CMD on its way out (then
   the message goes back whatever CMD exits with); any other status, a signal or a handler
   timeout releases it with a retry delay, once what CMD left in its process group is gone
-  (SIGTERM when CMD exits, SIGKILL 5 s later): it waits in delayed/ (not pending, so it neither
-  spins nor blocks the messages behind it) and returns to its original position after
+  (SIGTERM when CMD exits, SIGKILL 5 s later): it waits in delayed/ (not pending, so it
+  neither spins nor blocks the messages behind it) and returns to its original position after
   min(--retry-max-delay, --retry-delay x 2^(deliveries - 1)) seconds, +/- jitter, never above
   --retry-max-delay (at the cap, jitter only shortens a delay).
   With --coprocess CMD runs once; messages go to its stdin as JSON lines and it answers on
   stdout, one line per message in any order: ack, release (retry policy), retry after N
   seconds (not counted as a delivery; drain hands out every other pending message before it
-  sends that one again), or deadletter. When it exits, crashes, writes garbage or exceeds --handler-timeout
-  it is stopped; the answers it wrote until it is gone count, what it left unanswered is then
-  released (a message of whose line it read no byte goes back with its delivery count
-  unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a row without an
-  answer drain stops with 69, and at once when the first handler did not answer the greeting
-  within 30 s. After a stop signal its stdin is closed at once and its answers
+  sends that one again), or deadletter. When it exits, crashes, writes garbage or exceeds
+  --handler-timeout it is stopped; the answers it wrote until it is gone count, what it left
+  unanswered is then released (a message of whose line it read no byte goes back with its
+  delivery count unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a
+  row without an answer drain stops with 69, and at once when the first handler did not answer
+  the greeting within 30 s. After a stop signal its stdin is closed at once and its answers
   count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
   Without --follow, drain exits once nothing is pending but messages its handler asked to
-  retry in this run; those and delayed messages keep waiting for a later run (the summary says how many, and when the next is due). With --follow it waits
-  for wake-ups (inotify) and sleeps until the next due time. SIGHUP is handled like SIGTERM.
-  A summary goes to stderr at the end (JSON with --json); a progress line too when stderr
-  is a terminal.
+  retry in this run; those and delayed messages keep waiting for a later run (the summary says
+  how many, and when the next is due). With --follow it waits for wake-ups (inotify) and
+  sleeps until the next due time. SIGHUP is handled like SIGTERM.
+  A summary goes to stderr at the end (JSON with --json); a progress line too when stderr is a
+  terminal.
   Exit status: 0 done (also after SIGTERM or SIGHUP, even when handlers failed before: a
   stopped unit is not a failed one; the summary counts the failures), 130 after SIGINT, 75
   when a handler failed, 64 usage (also an --output that is not a regular file), 66 no such
-  mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not
-  found or not executable or the coprocess keeps ending, 71 CMD could not be started, 74 I/O
-  error (also stdout closed by its reader, or the --output file cannot be opened or written),
-  76 the coprocess refused the protocol.
+  mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not found or not
+  executable or the coprocess keeps ending, 71 CMD could not be started (handlers already
+  running may finish first, within --shutdown-timeout), 74 I/O error (also stdout closed by
+  its reader, or the --output file cannot be opened or written), 76 the coprocess refused the
+  protocol.
   """
 
 /// Builds the drain loop from the command line.

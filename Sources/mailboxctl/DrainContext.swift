@@ -40,8 +40,16 @@ final class DrainContext {
   /// line are the deletion's). With `letRunningFinish` (a handler that could not be started:
   /// nothing against those running), what is in flight may finish, for `--shutdown-timeout`
   /// seconds from now as after a stop signal; otherwise it is abandoned at once.
+  ///
+  /// A failure that does not let them finish, met while they do (an acknowledge refused, say),
+  /// is no consequence of the first: it ends the wait at once and becomes the drain's error,
+  /// the first printed as a note.
   func fail(_ failure: CommandFailure, letRunningFinish: Bool = false) {
-    guard fatal == nil else { return }
+    if let first = fatal {
+      guard gracefulFailureAt != nil, !letRunningFinish else { return }
+      Output.note("drain: \(first.message)")
+      gracefulFailureAt = nil
+    }
     fatal = failure
     if letRunningFinish { gracefulFailureAt = Date() }
   }
@@ -68,10 +76,12 @@ final class DrainContext {
   var stopping: Bool { signals.stopSignal != nil || fatal != nil }
 
   /// Whether what is in flight must be abandoned now (its messages released, its handlers
-  /// stopped): after a second stop signal, a fatal error that does not let it finish, or
-  /// `--shutdown-timeout` seconds after the first stop signal or a failure that does.
+  /// stopped): after a second stop request (a failure that lets it finish counts as the
+  /// first), a fatal error that does not let it finish, or `--shutdown-timeout` seconds after
+  /// the first stop request.
   func mustAbandonInFlight() -> Bool {
-    if signals.stopCount > 1 || (fatal != nil && gracefulFailureAt == nil) { return true }
+    let requests = signals.stopCount + (gracefulFailureAt == nil ? 0 : 1)
+    if requests > 1 || (fatal != nil && gracefulFailureAt == nil) { return true }
     let sinceFailure = gracefulFailureAt.map { Date().timeIntervalSince($0) }
     let since = [secondsSinceStopSignal(), sinceFailure].compactMap { $0 }.max()
     return (since ?? 0) >= shutdownTimeout

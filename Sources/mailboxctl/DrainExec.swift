@@ -42,8 +42,8 @@ final class ExecDelivery: DeliveryMode {
           Output.note(
             "drain: a handler could not be started (the error follows at exit); claiming "
               + "stopped, and the \(Output.counted(running.count, "handler")) running may "
-              + "finish, for at most \(Output.seconds(context.shutdownTimeout)) s "
-              + "(--shutdown-timeout)")
+              + "finish within --shutdown-timeout (\(Output.seconds(context.shutdownTimeout)) s) "
+              + "before being stopped; a stop signal stops them now")
         }
         return
       }

@@ -64,7 +64,7 @@ import Testing
 
   @Test func `A symbolic link as settings gives the recovery hint`() throws {
     let container = try TemporaryContainer()
-    _ = try container.rawMailbox()
+    let opened = try container.rawMailbox()
     let namespace = container.url.path + "/AppGroupMailbox/jobs"
     try FileManager.default.moveItem(
       atPath: namespace + "/settings", toPath: namespace + "/settings.kept")
@@ -74,6 +74,13 @@ import Testing
       throws: AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
     ) {
       _ = try container.rawMailbox()
+    }
+    // Met after the open, by a change (`mailboxctl hold` and `config` map it to exit 69 with
+    // the recovery hint, as at open).
+    #expect(
+      throws: AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
+    ) {
+      try opened.pause()
     }
     #expect(
       try statusError(container)
@@ -144,21 +151,5 @@ import Testing
         == "mailboxctl: error: enqueue: The mailbox container is unavailable: enqueue: openat on "
         + "the keys area failed: Not a directory (errno 20).\n")
     #expect(try mailbox.inspector.counts().depth == 0)
-  }
-
-  @Test func `Settings that became a symbolic link after the open refuse a change`() throws {
-    let container = try TemporaryContainer()
-    let mailbox = try container.rawMailbox()
-    let namespace = container.url.path + "/AppGroupMailbox/jobs"
-    try FileManager.default.moveItem(
-      atPath: namespace + "/settings", toPath: namespace + "/settings.kept")
-    try FileManager.default.createSymbolicLink(
-      atPath: namespace + "/settings", withDestinationPath: "settings.kept")
-    // `mailboxctl hold` and `config` map this to exit 69 with the recovery hint, as at open.
-    #expect(
-      throws: AppGroupMailboxError.invalidLimit("settings: a symbolic link, not a regular file")
-    ) {
-      try mailbox.pause()
-    }
   }
 }

@@ -54,8 +54,8 @@ let enqueueCommand = Subcommand(
       full waits for room (woken when a message is acknowledged, deleted as expired, discarded,
       quarantined or cancelled) up to SECONDS, so with --lines the whole input goes in as
       consumers make room. A message past its lifetime keeps its place until a consumer's claim
-      or `maintain` deletes it. With the discard-oldest overflow policy, each message deleted to make room is noted
-      on stderr.
+      or `maintain` deletes it. With the discard-oldest overflow policy, each message deleted to
+      make room is noted on stderr.
       --delay and --not-before (one of them) hold the message back: it is not pending until
       then, but counts toward the depth bound; when due it joins the line at its due time. With
       --lines every message gets the same due time. A due time past the mailbox's message

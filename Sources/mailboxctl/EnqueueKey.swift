@@ -14,11 +14,11 @@ enum EnqueueKey {
     --key KEY (1 to 128 bytes of A-Z a-z 0-9 . _ - :, not starting with .) keeps at most one
     pending message with KEY, across processes: with --on-conflict replace (the default) the new
     message takes the pending one's place atomically (its id, position in line, lifetime and
-    delivery count and priority level; the id printed is that message's), with keep the pending one stays and
-    nothing is written (a note says so). A claimed message with KEY is not touched: the new one
-    is enqueued and waits behind it. --key takes one message and no --id, --enqueued-at, --delay
-    or --not-before. With --json a keyed enqueue adds "keyOutcome": "enqueued", "kept" or
-    "replaced".
+    delivery count and priority level; the id printed is that message's), with keep the pending
+    one stays and nothing is written (a note says so). A claimed message with KEY is not
+    touched: the new one is enqueued and waits behind it. --key takes one message and no --id,
+    --enqueued-at, --delay or --not-before. With --json a keyed enqueue adds "keyOutcome":
+    "enqueued", "kept" or "replaced".
     """
 
   /// The key and policy the arguments give, or nil without --key.

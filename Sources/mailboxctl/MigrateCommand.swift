@@ -22,35 +22,37 @@ let migrateCommand = Subcommand(
       claimed-CLAIM-pending-….json and quarantine-MILLIS-ID.bin, locked with flock on
       .mailbox.lock. migrate holds that lock while it runs and refuses at once (exit 75) while
       another process (one of the old format, or another migrate) holds it, and exits 65 when
-      .mailbox.lock is not a regular file with one link (a symlink, a directory): stop those processes first (the mailbox of this
-      format is created before, when missing, with the default settings, which it names on
-      stderr: choose them with create first, or change them with config, all but the sharing
-      mode). Messages are imported
-      oldest first with their ids and enqueue dates, so the order is kept; a pending file gets
-      delivery count 0, a claimed one 1 (it was handed out and not finished). Each old file is
-      deleted after its message is written and flushed: a run interrupted at any point and run
-      again neither loses nor duplicates a message, and a run with nothing left to convert
-      changes nothing; run it again before starting consumers (acknowledged ids leave no
-      trace, so an imported message acknowledged before its old file was deleted would come
-      back). Old quarantined files and files that are not readable messages (names that
-      are not UTF-8 included) move to quarantine/ (reason foreign); an old message whose id the mailbox already holds with
-      another payload, type tag or date, or only in quarantine/ (a second old file with that id, or a message of this format)
-      moves there as it was (reason conflict); only the same message already there (an
-      interrupted run wrote it: the same id, payload, type tag and enqueue date, not in
-      quarantine/) counts as already present. A message dated before 1970 or after
-      2286-11-20, which this format cannot store, moves to quarantine/ too (reason foreign), its
-      date never changed. migrate never deletes an old file whose message it did not write:
-      when quarantine/ cannot take what it holds and what the run would move there within
-      maxQuarantinedFiles, it stops before
-      any change (exit 65, naming mailboxctl config --max-quarantined-files N). The mailbox's stored settings apply as to enqueue; when the
-      directory holds no mailbox of this format yet, migrate creates it with the default
-      settings: to choose them, run mailboxctl create first. A message larger than maxPayloadBytes with this format's header, or more
+      .mailbox.lock is not a regular file with one link (a symlink, a directory): stop those
+      processes first (the mailbox of this format is created before, when missing, with the
+      default settings, which it names on stderr: choose them with create first, or change them
+      with config, all but the sharing mode). Messages are imported oldest first with their ids
+      and enqueue dates, so the order is kept; a pending file gets delivery count 0, a claimed one
+      1 (it was handed out and not finished). Each old file is deleted after its message is
+      written and flushed: a run interrupted at any point and run again neither loses nor
+      duplicates a message, and a run with nothing left to convert changes nothing; run it again
+      before starting consumers (acknowledged ids leave no trace, so an imported message
+      acknowledged before its old file was deleted would come back). Old quarantined files and
+      files that are not readable messages (names that are not UTF-8 included) move to quarantine/
+      (reason foreign); an old message whose id the mailbox already holds with another payload,
+      type tag or date, or only in quarantine/ (a second old file with that id, or a message of
+      this format) moves there as it was (reason conflict); only the same message already there
+      (an interrupted run wrote it: the same id, payload, type tag and enqueue date, not in
+      quarantine/) counts as already present. A message dated before 1970 or after 2286-11-20,
+      which this format cannot store, moves to quarantine/ too (reason foreign), its date never
+      changed. migrate never deletes an old file whose message it did not write: when quarantine/
+      cannot take what it holds and what the run would move there within maxQuarantinedFiles, it
+      stops before any change (exit 65, naming mailboxctl config --max-quarantined-files N). The
+      mailbox's stored settings apply as to enqueue; when the directory holds no mailbox of this
+      format yet, migrate creates it with the default settings: to choose them, run mailboxctl
+      create first. A message larger than maxPayloadBytes with this format's header, or more
       messages than maxMessages (whatever the overflow policy: migrate never evicts a message),
-      stops the run (exit 65 or 75): raise it with mailboxctl config and run again; an old file over 64 MiB stops it before any change (exit 65). Messages keep their enqueue dates: one already as old as the mailbox's
-      messageLifetime (default one day) is not imported and its old file stays (exit 65, with
-      the lifetime to set: mailboxctl config --message-lifetime SECONDS, then run again; or
-      saying none imports it, for one older than the longest, 1e9 s); give
-      the lifetime room for the time consumers take, as a message expires once its age reaches
+      stops the run (exit 65 or 75): raise it with mailboxctl config and run again; an old file
+      over 64 MiB stops it before any change (exit 65). Messages keep their enqueue dates: one
+      already as old as the mailbox's messageLifetime (default one day) is not imported and its
+      old file stays (exit 65, with the lifetime to set: mailboxctl config --message-lifetime
+      SECONDS, then run again; or saying none imports it, for one older than the longest, 1e9 s);
+      give the lifetime room for the time consumers take, as a message expires once its age
+      reaches
       it. Prints the imported, already present, expired (left in place) and quarantined counts
       (JSON: {"imported", "alreadyPresent", "expired", "quarantined"}); with no old file found
       it says so on stderr (exit 0). Until migrate has

@@ -12,19 +12,19 @@ let statusCommand = Subcommand(
       .flag("--ages", "Print counts of messages by age bucket in minutes, as qshape(1) does."),
     ]),
     details: """
-      Ages are in seconds: the oldest pending message since its enqueue, the oldest claim
-      since it was taken or last renewed. Delayed messages (a not-before time, or released
-      with a retry delay) are not pending yet; "next due" is when the first becomes
-      claimable. A due message stays in delayed/ (and is counted and listed as delayed) until
-      a claim, an enqueue or 'mailboxctl maintain' moves it to pending/; a claim takes it all
-      the same (unless delivery is held or it has expired). Depth is pending + delayed + claimed, what --max-messages bounds. Read from
-      file names and sizes only. JSON: {"namespace", "depth", "pending", "delayed", "claimed",
-      "quarantined", "temporaryFiles", "oldestPendingAgeSeconds", "nextDueAt",
-      "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values are null.
-      "held" is true while delivery is held ('mailboxctl hold'; claims return nothing until
-      'resume'). "pendingByPriority" counts the pending messages of each priority level
-      present, as {"LEVEL": COUNT} (text: "by priority", highest level first, "-" when
-      none pending).
+      Ages are in seconds: the oldest pending message since its enqueue, the oldest claim since it
+      was taken or last renewed. Delayed messages (a not-before time, or released with a retry
+      delay) are not pending yet; "next due" is when the first becomes claimable. A due message
+      stays in delayed/ (and is counted and listed as delayed) until a claim, an enqueue or
+      'mailboxctl maintain' moves it to pending/; a claim takes it all the same (unless delivery
+      is held or it has expired). Depth is pending + delayed + claimed, what --max-messages
+      bounds. Read from file names and sizes only. JSON: {"namespace", "depth", "pending",
+      "delayed", "claimed", "quarantined", "temporaryFiles", "oldestPendingAgeSeconds",
+      "nextDueAt", "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values
+      are null. "held" is true while delivery is held ('mailboxctl hold'; claims return nothing
+      until 'resume'). "pendingByPriority" counts the pending messages of each priority level
+      present, as {"LEVEL": COUNT} (text: "by priority", highest level first, "-" when none
+      pending).
 
       --prometheus prints gauges labelled namespace="NS", each with HELP and TYPE lines:
       appgroupmailbox_messages{area="pending|delayed|claimed"}, _max_messages,

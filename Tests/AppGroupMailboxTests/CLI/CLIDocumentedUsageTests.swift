@@ -56,6 +56,24 @@ import Testing
     #expect(top.stdout.contains("mailboxctl help <subcommand>"))
   }
 
+  /// Each subcommand's details (the text after its options) fit a terminal of 100 columns;
+  /// lines of some had grown to 210 as sentences were added (only the option table's lines,
+  /// one option each, may be longer).
+  @Test func `Every subcommand's details fit 100 columns`() throws {
+    let top = try Mailboxctl.run(["help"])
+    let names = top.stdout.split(separator: "\n").drop { $0 != "subcommands:" }.dropFirst()
+      .prefix { $0.hasPrefix("  ") }.compactMap { $0.split(separator: " ").first }
+    #expect(names.count >= 20, "\(top.stdout)")
+    for name in names {
+      let help = try Mailboxctl.run([String(name), "--help"])
+      #expect(help.status == 0)
+      let long = help.stdout.split(separator: "\n").filter {
+        $0.count > 100 && !$0.hasPrefix("  -")
+      }
+      #expect(long.isEmpty, "\(name): \(long)")
+    }
+  }
+
   @Test func `events --json is accepted: its output is always JSON Lines`() throws {
     let container = try TemporaryContainer()
     _ = try container.rawMailbox()

@@ -26,6 +26,13 @@ long long cmailbox_move_refusing_attributes(int dirfd, const char *path) {
   return (long long)(info.stx_attributes & info.stx_attributes_mask & wanted);
 }
 
+long long cmailbox_mount_id(int fd) {
+  struct statx info;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &info) != 0) return -1;
+  if (!(info.stx_mask & STATX_MNT_ID)) return -2;
+  return (long long)info.stx_mnt_id;
+}
+
 int cmailbox_random_bytes(void *buffer, unsigned long length) {
   unsigned char *out = buffer;
   while (length > 0) {

@@ -96,8 +96,8 @@ extension MailboxOptions {
       return CommandFailure(
         .unavailable,
         "cannot open the mailbox at \(path): \(cause.failure) (a directory is a symlink or not "
-          + "a directory, the state file is not a regular file with one link, or the areas span "
-          + "filesystems)")
+          + "a directory, the state file is not a regular file with one link, or an area is on "
+          + "another mount)")
     case .ioFailure(let cause)?:
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
@@ -165,7 +165,8 @@ extension MailboxOptions {
     default: kind = "an entry of unknown type"
     }
     if Errno(rawValue: cause.errno) == .improperLink {
-      return "\(entry) is on another filesystem than the namespace directory"
+      return "\(entry) is on another mount than the namespace directory (a filesystem or a "
+        + "bind mount on it)"
     }
     guard kind != wanted, !(name == "state" && kind == "a regular file") else { return nil }
     return "\(entry) is \(kind), not \(wanted)"

@@ -1,3 +1,4 @@
+import CMailboxShims
 import Foundation
 import Glibc
 
@@ -74,8 +75,9 @@ final class SpoolDirectories: Sendable {
   ///
   /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when a directory is a symlink
   ///   (`ELOOP`) or not a directory (`ENOTDIR`, `EEXIST`), `state` is not a regular file
-  ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or the areas span filesystems (`EXDEV`), its
-  ///   cause naming the role;
+  ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or an area is on another mount than the
+  ///   namespace directory (`EXDEV`: another filesystem, or a bind mount), its cause naming the
+  ///   role;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
   ///   call, errno and role of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
   init(
@@ -143,12 +145,22 @@ final class SpoolDirectories: Sendable {
       guard state.st_mode & S_IFMT == S_IFREG, state.st_nlink == 1 else {
         throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
       }
+      // A filesystem mounted on an area has another device; a bind mount of the same
+      // filesystem only another mount id (renames across it fail with EXDEV all the same).
       let device = try namespaceFD.status().st_dev
+      let mount = cmailbox_mount_id(namespaceFD.rawValue)
       for fd in [tmp.rawValue, pending.rawValue, claimed.rawValue, quarantine.rawValue]
         + [delayed.rawValue, stateFD.rawValue]
-      where try Syscall.fstat(fd).st_dev != device {
-        throw SystemCallError(
-          call: "fstat", errno: .improperLink, role: FileDescriptor.role(of: fd))
+      {
+        if try Syscall.fstat(fd).st_dev != device {
+          throw SystemCallError(
+            call: "fstat", errno: .improperLink, role: FileDescriptor.role(of: fd))
+        }
+        let own = mount >= 0 ? cmailbox_mount_id(fd) : -2
+        if own >= 0, own != mount {
+          throw SystemCallError(
+            call: "statx", errno: .improperLink, role: FileDescriptor.role(of: fd))
+        }
       }
       self.namespaceFile = namespaceFD
       self.tmpFile = tmp

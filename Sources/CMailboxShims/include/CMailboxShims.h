@@ -19,6 +19,11 @@ int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, co
 /// Returns those bits (0 when neither is set or the filesystem cannot say), or -1 with errno.
 long long cmailbox_move_refusing_attributes(int dirfd, const char *path);
 
+/// The id of the mount the open file `fd` is on (statx(2) `stx_mnt_id`, Linux 5.8 and later;
+/// the id /proc/self/mountinfo lists first). Returns it, -2 when the kernel does not report it,
+/// or -1 with errno.
+long long cmailbox_mount_id(int fd);
+
 /// Fills `buffer` with `length` random bytes from getrandom(2). Returns 0 or -1 with errno.
 int cmailbox_random_bytes(void *buffer, unsigned long length);
 

@@ -325,7 +325,7 @@ import Testing
       result.stderr == "mailboxctl: error: enqueue: cannot open the mailbox at "
         + file.path + "/AppGroupMailbox/default: openat on the container failed: Not a "
         + "directory (errno 20) (a directory is a symlink or not a directory, the state file is "
-        + "not a regular file with one link, or the areas span filesystems)\n")
+        + "not a regular file with one link, or an area is on another mount)\n")
   }
 
   @Test func `--app-group resolves the container as the library does`() throws {

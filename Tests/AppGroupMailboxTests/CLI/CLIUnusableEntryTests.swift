@@ -152,4 +152,35 @@ import Testing
         + "the keys area failed: Not a directory (errno 20).\n")
     #expect(try mailbox.inspector.counts().depth == 0)
   }
+
+  /// A bind mount of a directory of the same filesystem has the namespace's device: only its
+  /// mount id tells it apart. Before, the mailbox opened and every enqueue then failed with an
+  /// EXDEV rename from tmp/ (exit 74), naming nothing (adversarial review).
+  @Test(.enabled(if: isRoot || isCI, "a bind mount needs root (under CI=true it must work)"))
+  func `A bind mount of the same filesystem on an area is refused and named`() throws {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let namespace = container.url.path + "/AppGroupMailbox/jobs"
+    let elsewhere = container.url.path + "/elsewhere"
+    try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+    let mounted = try Processes.run("/bin/mount", ["--bind", elsewhere, namespace + "/pending"])
+    try #require(mounted.status == 0, "mount --bind failed: \(mounted.stderr)")
+    defer { unmount(namespace + "/pending") }
+    let error = #expect(throws: AppGroupMailboxError.containerUnavailable) {
+      _ = try container.rawMailbox()
+    }
+    #expect(
+      error?.containerUnavailableCause
+        == .init(
+          operation: "open mailbox", systemCall: "statx", errno: EXDEV, role: "pending area"))
+    #expect(
+      try statusError(container)
+        == (
+          69,
+          "mailboxctl: error: status: cannot open the mailbox at \(namespace): \(namespace)"
+            + "/pending is on another mount than the namespace directory (a filesystem or a bind "
+            + "mount on it), which a mailbox refuses (docs/SECURITY.md; statx on the pending area "
+            + "failed: Invalid cross-device link (errno 18))\n"
+        ))
+  }
 }

@@ -21,7 +21,8 @@ let quarantineCommand = Subcommand(
       is not a readable message stays (exit 65), as does a message past its lifetime (exit 65:
       a claim would delete it; raise --message-lifetime with config first), and an id already
       pending or claimed. A full mailbox stops requeue (exit 75) whatever the overflow policy:
-      it never deletes a pending message to make room. purge deletes files. list and show only
+      it never deletes a pending message to make room. purge deletes files; one it cannot delete
+      is reported (outcome failed, exit 74) and the rest are still deleted. list and show only
       read: they work on a read-only file system and for a user who may only read the mailbox.
       Exit status: 66 when an ID matches nothing, 65 when a file is not a message or expired,
       75 when the mailbox is full.
@@ -183,26 +184,41 @@ private func requeue(
 private func purge(
   _ names: [String], _ inspector: AppGroupMailboxInspector, ids: [String: UUID], json: Bool
 ) throws -> ExitStatus {
-  try forEachName(names, "purge", inspector.purgeQuarantined) { name, removed, status in
+  // A file that cannot be deleted (chattr +i, another user's directory) does not keep the
+  // others: each is tried, and the failure is reported with its file.
+  try forEachName(
+    names, "purge", inspector.purgeQuarantined,
+    failed: { name in try report(name, ids[name], "failed", json: json) }
+  ) { name, removed, status in
     try report(name, ids[name], removed ? "purged" : "notFound", json: json)
     if !removed { status = .noInput }
   }
 }
 
 /// Runs `operation` on each quarantined file name in turn and hands its result to `outcome`,
-/// which may lower the exit status; an error thrown by `operation` stops the loop and names
-/// the verb and the file.
+/// which may lower the exit status. An error thrown by `operation` names the verb and the
+/// file: without `failed` it stops the loop; with it, it is printed, `failed` reports the
+/// file, the rest are tried, and the exit status is the first such error's.
 private func forEachName<Result>(
   _ names: [String], _ verb: String, _ operation: (String) throws -> Result,
+  failed: ((String) throws -> Void)? = nil,
   outcome: (String, Result, inout ExitStatus) throws -> Void
 ) throws -> ExitStatus {
   var status = ExitStatus.success
+  var firstFailure: ExitStatus?
   for (index, name) in names.enumerated() {
     let result: Result
     do {
       result = try operation(name)
     } catch {
       var failure = CommandFailure(error, while: "\(verb) \(name)")
+      // Only a failure of that file (an I/O error naming it) lets the others be tried.
+      if let failed, case .ioFailure? = error as? AppGroupMailboxError {
+        Output.error("quarantine: \(failure.message)")
+        try failed(name)
+        if firstFailure == nil { firstFailure = failure.status }
+        continue
+      }
       if case .mailboxFull = error as? AppGroupMailboxError {
         // Not the enqueue's advice: a requeue never deletes a pending message to make room,
         // whatever the overflow policy.
@@ -221,5 +237,5 @@ private func forEachName<Result>(
     }
     try outcome(name, result, &status)
   }
-  return status
+  return firstFailure ?? status
 }

@@ -35,9 +35,11 @@ let resumeCommand = Subcommand(
 /// Stores `held` in the mailbox the arguments name and prints what changed.
 private func setHold(_ held: Bool, _ arguments: ParsedArguments) throws -> ExitStatus {
   let (mailbox, location) = try MailboxOptions.open(arguments, mustExist: true)
-  let wasHeld = mailbox.isHeld
+  // Whether this call changed the hold, decided under the lock: of two holds at once, one
+  // prints "held" and the other "already held" (both printed "held" when it was read first).
+  let changed: Bool
   do {
-    if held { try mailbox.pause() } else { try mailbox.resume() }
+    changed = try mailbox.setHold(held)
   } catch {
     let verb = held ? "hold" : "resume"
     // Settings replaced since the open (a newer format, or no longer a regular file).
@@ -46,7 +48,7 @@ private func setHold(_ held: Bool, _ arguments: ParsedArguments) throws -> ExitS
       ?? CommandFailure(error, while: verb)
   }
   let outcome =
-    held ? (wasHeld ? "already held" : "held") : (wasHeld ? "resumed" : "not held")
+    held ? (changed ? "held" : "already held") : (changed ? "resumed" : "not held")
   try Output.data("\(location.namespace): \(outcome)\n")
   return .success
 }

@@ -34,6 +34,12 @@ extension AppGroupMailboxProtocol {
   /// Whether delivery is held (``pause()``), as the settings file says now: one fstatat(2), and
   /// a read of the file when it changed.
   public var isHeld: Bool { inspector.spool.isHeld }
+
+  /// ``pause()`` (`held` true) or ``resume()``, returning whether this call changed the hold
+  /// (false when it already was so). Decided under the namespace lock the write takes, so of
+  /// processes that hold (or resume) at once exactly one is told it changed it (`mailboxctl
+  /// hold` prints "held" or "already held" from it). Throws as ``pause()``.
+  package func setHold(_ held: Bool) throws -> Bool { try inspector.spool.setHeld(held) }
 }
 
 extension AppGroupMailboxInspector {

@@ -18,6 +18,40 @@ import Testing
     }
   }
 
+  /// Of holds (or resumes) at once, exactly one says it changed the hold: both printed "held"
+  /// when each read the hold before taking the lock (stop 33's named leftovers). Rounds of two
+  /// processes started together; the library's answer is decided under the namespace lock.
+  @Test func `Of two holds at once exactly one prints held`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let raw = try container.rawMailbox()
+    for _ in 0..<8 {
+      for (verb, changed, unchanged) in [
+        ("hold", "held", "already held"), ("resume", "resumed", "not held"),
+      ] {
+        let runs = try (0..<2).map { _ in try Mailboxctl.start([verb] + location) }
+        let outputs = try runs.map { try $0.finish() }
+        #expect(outputs.allSatisfy { $0.status == 0 }, "\(outputs.map(\.stderr))")
+        #expect(
+          outputs.map(\.stdout).sorted() == ["jobs: \(unchanged)\n", "jobs: \(changed)\n"].sorted())
+      }
+    }
+    // The library's own answer, from two instances (two locks) in threads at once.
+    let other = try container.rawMailbox()
+    for _ in 0..<8 {
+      let answers = Locked<[Bool]>([])
+      let group = DispatchGroup()
+      for mailbox in [raw, other] {
+        DispatchQueue.global().async(group: group) {
+          if let changed = try? mailbox.setHold(true) { answers.withLock { $0.append(changed) } }
+        }
+      }
+      group.wait()
+      #expect(answers.withLock { $0 }.map { $0 ? 1 : 0 }.sorted() == [0, 1])
+      #expect(try raw.setHold(false))
+    }
+  }
+
   @Test func `Hold and resume print what changed and status shows the hold in text and JSON`()
     throws
   {

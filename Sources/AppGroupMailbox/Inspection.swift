@@ -252,7 +252,8 @@ public struct AppGroupMailboxInspector: Sendable {
   /// A file whose name is not valid UTF-8 is named as ``entries(in:)`` lists it, with U+FFFD in
   /// place of its invalid bytes: a `fileName` with U+FFFD deletes the file of exactly that name
   /// and every such file it stands for. Returns false when there is no such file.
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``.
+  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)``: the first file of that name that could
+  ///   not be deleted (chattr(1) `+i`, a directory it may not change), after every other was.
   public func purgeQuarantined(_ fileName: String) throws -> Bool {
     try spool.purgeQuarantined(fileName)
   }

@@ -55,13 +55,14 @@ private let drainOptions: [OptionSpec] =
 let drainDetails = """
   Without --exec, --coprocess or --output each message is printed as one JSON object a line:
   {"id", "enqueuedAt", "deliveryCount", "messageType", "payloadVersion", "priority",
-  "message"}; it is acknowledged once the line is written. A line written to stdout is handed
-  off: a pipe or terminal cannot tell whether its reader used it, so a reader that stops early
-  (head -n 1) loses what it did not read. For at-least-once to the end, use --output FILE
-  (appended, fsynced, then acknowledged), a handler, or mailboxctl claim/ack. A line not
-  written whole (a full disk, a reader that closed the pipe mid-line) or an --output batch not
-  flushed is no delivery: those messages and the rest of the batch are put back with their
-  delivery count unchanged, and drain exits 74.
+  "message"}; it is acknowledged once the line is written.
+  A line written to stdout is handed off: a pipe or terminal cannot tell whether its reader
+  used it, so a reader that stops early (head -n 1) loses what it did not read. For
+  at-least-once to the end, use --output FILE (appended, fsynced, then acknowledged), a
+  handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
+  closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
+  and the rest of the batch are put back with their delivery count unchanged, and drain exits
+  74.
   With --exec CMD gets the message JSON (its bytes as enqueued: a pretty-printed message keeps
   its line breaks, so read it whole, not with read) and a newline on stdin (written whole to
   whoever reads it: a process CMD leaves running with its stdin gets the rest after CMD

@@ -177,6 +177,9 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       throw EnqueueChecks.tooLarge(actual, maximum, place: "", lines: false)
     } catch let failure as CommandFailure {
       throw failure
+    } catch AppGroupMailboxError.containerUnavailable(let cause) {
+      // `keys/`, opened by the first keyed enqueue, refused as the other areas at open.
+      throw MailboxOptions.openFailure(AppGroupMailboxError.containerUnavailable(cause), location)
     } catch {
       throw CommandFailure(error, while: "")
     }

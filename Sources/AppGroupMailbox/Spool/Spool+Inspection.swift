@@ -291,11 +291,16 @@ extension Spool {
     guard Self.isPlainName(fileName) else { return false }
     return try mapIO("purge") {
       try requireWritable()
-      var removed = true
+      var removed = false
+      // One that cannot be removed does not keep the others of its spelling (below): each is
+      // tried, what went is flushed, then the first refusal is thrown.
+      var refusal: (any Error)?
       do {
         try removeEntry(directories.quarantine, fileName)
+        removed = true
       } catch let error as SystemCallError where error.isNotFound {
-        removed = false
+      } catch {
+        refusal = error
       }
       // A name that is not valid UTF-8 is listed with U+FFFD in place of its invalid bytes:
       // that spelling also names every such entry it stands for, removed by its exact bytes.
@@ -304,13 +309,19 @@ extension Spool {
         let spelling = Array(fileName.utf8)
         for entry in try Syscall.list(directories.quarantine) {
           guard case .bytes = entry.exactName, Array(entry.name.utf8) == spelling else { continue }
-          try removeEntry(directories.quarantine, entry.exactName)
-          removed = true
+          do {
+            try removeEntry(directories.quarantine, entry.exactName)
+            removed = true
+          } catch let error as SystemCallError where error.isNotFound {
+            continue
+          } catch {
+            refusal = refusal ?? error
+          }
         }
       }
-      guard removed else { return false }
-      try flushDirectory(directories.quarantine)
-      return true
+      if removed { try flushDirectory(directories.quarantine) }
+      if let refusal { throw refusal }
+      return removed
     }
   }
 

@@ -142,10 +142,23 @@ extension Spool {
   }
 
   /// Opens `keys/`, creating it (with the mailbox's directory mode) when missing.
-  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when it is a symlink or not a
-  ///   directory (its cause naming the keys area), as the other areas at open;
+  /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when it is a symlink, not a
+  ///   directory, or on another mount (its cause naming the keys area), as the other areas at
+  ///   open;
   ///   ``SystemCallError`` of any other failure.
   private func keysDirectory() throws -> FileDescriptor {
+    let keys = try openKeysDirectory()
+    // On another mount (a filesystem or a bind mount on it), every rename into it would fail
+    // with EXDEV: refused as the other areas are at open.
+    if !SpoolDirectories.sameMount(keys.rawValue, directories.namespace) {
+      throw AppGroupMailboxError.containerUnavailable(
+        SystemCallError(call: "statx", errno: .improperLink, role: .keysArea).cause("enqueue"))
+    }
+    return keys
+  }
+
+  /// Opens `keys/`, creating it when missing; see ``keysDirectory()``.
+  private func openKeysDirectory() throws -> FileDescriptor {
     let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
     do {
       return try FileDescriptor.open(directories.namespace, Self.keysArea, flags, role: .keysArea)

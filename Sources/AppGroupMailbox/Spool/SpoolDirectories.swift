@@ -145,22 +145,11 @@ final class SpoolDirectories: Sendable {
       guard state.st_mode & S_IFMT == S_IFREG, state.st_nlink == 1 else {
         throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
       }
-      // A filesystem mounted on an area has another device; a bind mount of the same
-      // filesystem only another mount id (renames across it fail with EXDEV all the same).
-      let device = try namespaceFD.status().st_dev
-      let mount = cmailbox_mount_id(namespaceFD.rawValue)
       for fd in [tmp.rawValue, pending.rawValue, claimed.rawValue, quarantine.rawValue]
         + [delayed.rawValue, stateFD.rawValue]
-      {
-        if try Syscall.fstat(fd).st_dev != device {
-          throw SystemCallError(
-            call: "fstat", errno: .improperLink, role: FileDescriptor.role(of: fd))
-        }
-        let own = mount >= 0 ? cmailbox_mount_id(fd) : -2
-        if own >= 0, own != mount {
-          throw SystemCallError(
-            call: "statx", errno: .improperLink, role: FileDescriptor.role(of: fd))
-        }
+      where !Self.sameMount(fd, namespaceFD.rawValue) {
+        throw SystemCallError(
+          call: "statx", errno: .improperLink, role: FileDescriptor.role(of: fd))
       }
       self.namespaceFile = namespaceFD
       self.tmpFile = tmp
@@ -182,6 +171,24 @@ final class SpoolDirectories: Sendable {
     self.path = containerPath + "/" + Self.root + "/" + name
     self.readOnly = readOnly
     self.owner = owner
+  }
+
+  /// Whether the open file `fd` is on the mount of the directory `directory` (renames between
+  /// them cannot fail with EXDEV, rename(2)): the same mount id (statx(2) `stx_mnt_id`, Linux
+  /// 5.8 and later), which tells a bind mount of the same filesystem apart too. Where the
+  /// kernel reports none, the same device (`st_dev`; overlayfs gives a regular file its
+  /// layer's device, so this fallback refuses a `state` there). A failed statx or fstat counts
+  /// as the same: the next system call on it reports its own error.
+  static func sameMount(_ fd: Int32, _ directory: Int32) -> Bool {
+    let mount = cmailbox_mount_id(directory)
+    if mount >= 0 {
+      let own = cmailbox_mount_id(fd)
+      return own < 0 || own == mount
+    }
+    guard let own = try? Syscall.fstat(fd), let parent = try? Syscall.fstat(directory) else {
+      return true
+    }
+    return own.st_dev == parent.st_dev
   }
 
   /// Gives a file or directory this process just created in the namespace to the namespace's

@@ -165,8 +165,8 @@ extension MailboxOptions {
     default: kind = "an entry of unknown type"
     }
     if Errno(rawValue: cause.errno) == .improperLink {
-      return "\(entry) is on another mount than the namespace directory (a filesystem or a "
-        + "bind mount on it)"
+      return "\(entry) is on another mount or device than the namespace directory (a "
+        + "filesystem, a bind mount or a btrfs subvolume)"
     }
     guard kind != wanted, !(name == "state" && kind == "a regular file") else { return nil }
     return "\(entry) is \(kind), not \(wanted)"

@@ -214,7 +214,7 @@ private func forEachName<Result>(
       var failure = CommandFailure(error, while: "\(verb) \(name)")
       // Only a failure of that file (an I/O error naming it) lets the others be tried.
       if let failed, case .ioFailure? = error as? AppGroupMailboxError {
-        Output.error("quarantine: \(failure.message)")
+        Output.error("quarantine: \(name): \(failure.message)")
         try failed(name)
         if firstFailure == nil { firstFailure = failure.status }
         continue

@@ -143,13 +143,13 @@ extension Spool {
 
   /// Opens `keys/`, creating it (with the mailbox's directory mode) when missing.
   /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when it is a symlink, not a
-  ///   directory, or on another mount (its cause naming the keys area), as the other areas at
+  ///   directory, or on another mount or device (its cause naming the keys area), as the areas at
   ///   open;
   ///   ``SystemCallError`` of any other failure.
   private func keysDirectory() throws -> FileDescriptor {
     let keys = try openKeysDirectory()
-    // On another mount (a filesystem or a bind mount on it), every rename into it would fail
-    // with EXDEV: refused as the other areas are at open.
+    // On another mount or device (a filesystem, a bind mount, a btrfs subvolume), every rename
+    // into it would fail with EXDEV: refused as the other areas are at open.
     if !SpoolDirectories.sameMount(keys.rawValue, directories.namespace) {
       throw AppGroupMailboxError.containerUnavailable(
         SystemCallError(call: "statx", errno: .improperLink, role: .keysArea).cause("enqueue"))

@@ -173,22 +173,23 @@ final class SpoolDirectories: Sendable {
     self.owner = owner
   }
 
-  /// Whether the open file `fd` is on the mount of the directory `directory` (renames between
-  /// them cannot fail with EXDEV, rename(2)): the same mount id (statx(2) `stx_mnt_id`, Linux
-  /// 5.8 and later), which tells a bind mount of the same filesystem apart too. Where the
-  /// kernel reports none, the same device (`st_dev`; overlayfs gives a regular file its
-  /// layer's device, so this fallback refuses a `state` there). A failed statx or fstat counts
-  /// as the same: the next system call on it reports its own error.
+  /// Whether the open file `fd` is on the mount of the directory `directory`, so renames
+  /// between them cannot fail with EXDEV (rename(2)): the same mount id (statx(2)
+  /// `stx_mnt_id`, Linux 5.8 and later), which tells a bind mount of the same filesystem apart;
+  /// and, unless `fd` is a regular file, the same device (`st_dev`), which tells a btrfs
+  /// subvolume apart (one mount, its own device, no renames across). A regular file is not
+  /// held to the device where the mount id is known: overlayfs gives it the device of the
+  /// layer it comes from. A failed statx or fstat counts as the same: the next system call on
+  /// it reports its own error.
   static func sameMount(_ fd: Int32, _ directory: Int32) -> Bool {
     let mount = cmailbox_mount_id(directory)
-    if mount >= 0 {
-      let own = cmailbox_mount_id(fd)
-      return own < 0 || own == mount
-    }
-    guard let own = try? Syscall.fstat(fd), let parent = try? Syscall.fstat(directory) else {
+    let own = mount >= 0 ? cmailbox_mount_id(fd) : -2
+    if own >= 0, own != mount { return false }
+    guard let info = try? Syscall.fstat(fd), let parent = try? Syscall.fstat(directory) else {
       return true
     }
-    return own.st_dev == parent.st_dev
+    if own >= 0, info.st_mode & S_IFMT == S_IFREG { return true }
+    return info.st_dev == parent.st_dev
   }
 
   /// Gives a file or directory this process just created in the namespace to the namespace's

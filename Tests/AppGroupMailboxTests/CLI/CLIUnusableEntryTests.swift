@@ -180,9 +180,10 @@ import Testing
         == (
           69,
           "mailboxctl: error: status: cannot open the mailbox at \(namespace): \(namespace)"
-            + "/pending is on another mount than the namespace directory (a filesystem or a bind "
-            + "mount on it), which a mailbox refuses (docs/SECURITY.md; statx on the pending area "
-            + "failed: Invalid cross-device link (errno 18))\n"
+            + "/pending is on another mount or device than the namespace directory (a "
+            + "filesystem, a bind mount or a btrfs subvolume), which a mailbox refuses "
+            + "(docs/SECURITY.md; statx on the pending area failed: Invalid cross-device link "
+            + "(errno 18))\n"
         ))
     // keys/, opened by the first keyed enqueue, is checked as the areas are at open: before,
     // every keyed enqueue failed with EXDEV (exit 74), naming nothing.
@@ -198,9 +199,9 @@ import Testing
     #expect(
       keyed.stderr
         == "mailboxctl: error: enqueue: cannot open the mailbox at \(namespace): \(keys) is on "
-        + "another mount than the namespace directory (a filesystem or a bind mount on it), "
-        + "which a mailbox refuses (docs/SECURITY.md; statx on the keys area failed: Invalid "
-        + "cross-device link (errno 18))\n")
+        + "another mount or device than the namespace directory (a filesystem, a bind mount or "
+        + "a btrfs subvolume), which a mailbox refuses (docs/SECURITY.md; statx on the keys area "
+        + "failed: Invalid cross-device link (errno 18))\n")
     #expect(try container.rawMailbox().inspector.counts().depth == 0)
     #expect(container.names("tmp") == [])
   }

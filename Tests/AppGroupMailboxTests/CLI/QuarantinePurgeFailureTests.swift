@@ -25,7 +25,7 @@ import Testing
     #expect(result.stdout == "failed 1-stuck\npurged 2-free\npurged 3-free\n")
     #expect(
       result.stderr
-        == "mailboxctl: error: quarantine: purge: unlinkat on the quarantine area failed: "
+        == "mailboxctl: error: quarantine: 1-stuck: purge: unlinkat on the quarantine area failed: "
         + "Operation not permitted (errno 1)\n")
     #expect(container.names("quarantine") == ["1-stuck"])
   }

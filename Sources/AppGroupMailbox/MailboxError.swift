@@ -12,9 +12,9 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
   /// The container or a mailbox directory cannot be opened or created, is a symlink, or spans
   /// mounts; the ``IOFailure`` names the check or system call that refused it and its errno
   /// (`ELOOP` for a symlink, `ENOTDIR` or `EEXIST` for an entry that is not a directory, `EXDEV`
-  /// for an area on another filesystem or bind mount, `EINVAL` for an invalid app group
-  /// identifier or a `state` that is not a regular file with one link; `EISDIR` or `ENXIO` for a
-  /// `state` that is a directory or a socket).
+  /// for an area on another filesystem, bind mount or btrfs subvolume, `EINVAL` for an invalid
+  /// app group identifier or a `state` that is not a regular file with one link; `EISDIR` or
+  /// `ENXIO` for a `state` that is a directory or a socket).
   ///
   /// As with ``ioFailure(_:)``, code written for the package we follow (whose
   /// `containerUnavailable` has no payload) works unchanged: `case .containerUnavailable:`

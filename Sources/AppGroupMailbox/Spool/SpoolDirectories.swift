@@ -75,9 +75,9 @@ final class SpoolDirectories: Sendable {
   ///
   /// - Throws: ``AppGroupMailboxError/containerUnavailable(_:)`` when a directory is a symlink
   ///   (`ELOOP`) or not a directory (`ENOTDIR`, `EEXIST`), `state` is not a regular file
-  ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or an area is on another mount than the
-  ///   namespace directory (`EXDEV`: another filesystem, or a bind mount), its cause naming the
-  ///   role;
+  ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or an area is on another mount or device
+  ///   than the namespace directory (`EXDEV`: another filesystem, a bind mount, a btrfs
+  ///   subvolume; ``sameMount(_:_:)``), its cause naming the role;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
   ///   call, errno and role of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
   init(

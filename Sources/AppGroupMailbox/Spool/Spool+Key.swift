@@ -150,7 +150,7 @@ extension Spool {
     let keys = try openKeysDirectory()
     // On another mount or device (a filesystem, a bind mount, a btrfs subvolume), every rename
     // into it would fail with EXDEV: refused as the other areas are at open.
-    if !SpoolDirectories.sameMount(keys.rawValue, directories.namespace) {
+    if !directories.namespacePlacement.holds(keys.rawValue) {
       throw AppGroupMailboxError.containerUnavailable(
         SystemCallError(call: "statx", errno: .improperLink, role: .keysArea).cause("enqueue"))
     }

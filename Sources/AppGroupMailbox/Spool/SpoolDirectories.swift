@@ -77,7 +77,7 @@ final class SpoolDirectories: Sendable {
   ///   (`ELOOP`) or not a directory (`ENOTDIR`, `EEXIST`), `state` is not a regular file
   ///   (`EINVAL`; `EISDIR`, `ENXIO` from its open), or an area is on another mount or device
   ///   than the namespace directory (`EXDEV`: another filesystem, a bind mount, a btrfs
-  ///   subvolume; ``sameMount(_:_:)``), its cause naming the role;
+  ///   subvolume; ``Placement/holds(_:)``), its cause naming the role;
   ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"open mailbox"`) naming the system
   ///   call, errno and role of any other failure (EROFS, EACCES, ENAMETOOLONG, ENOENT...).
   init(
@@ -145,13 +145,15 @@ final class SpoolDirectories: Sendable {
       guard state.st_mode & S_IFMT == S_IFREG, state.st_nlink == 1 else {
         throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
       }
+      let placement = Placement(namespaceFD.rawValue)
       for fd in [tmp.rawValue, pending.rawValue, claimed.rawValue, quarantine.rawValue]
         + [delayed.rawValue, stateFD.rawValue]
-      where !Self.sameMount(fd, namespaceFD.rawValue) {
+      where !placement.holds(fd) {
         throw SystemCallError(
           call: "statx", errno: .improperLink, role: FileDescriptor.role(of: fd))
       }
       self.namespaceFile = namespaceFD
+      self.namespacePlacement = placement
       self.tmpFile = tmp
       self.pendingFile = pending
       self.claimedFile = claimed
@@ -173,23 +175,39 @@ final class SpoolDirectories: Sendable {
     self.owner = owner
   }
 
-  /// Whether the open file `fd` is on the mount of the directory `directory`, so renames
-  /// between them cannot fail with EXDEV (rename(2)): the same mount id (statx(2)
-  /// `stx_mnt_id`, Linux 5.8 and later), which tells a bind mount of the same filesystem apart;
-  /// and, unless `fd` is a regular file, the same device (`st_dev`), which tells a btrfs
-  /// subvolume apart (one mount, its own device, no renames across). A regular file is not
-  /// held to the device where the mount id is known: overlayfs gives it the device of the
-  /// layer it comes from. A failed statx or fstat counts as the same: the next system call on
-  /// it reports its own error.
-  static func sameMount(_ fd: Int32, _ directory: Int32) -> Bool {
-    let mount = cmailbox_mount_id(directory)
-    let own = mount >= 0 ? cmailbox_mount_id(fd) : -2
-    if own >= 0, own != mount { return false }
-    guard let info = try? Syscall.fstat(fd), let parent = try? Syscall.fstat(directory) else {
-      return true
+  /// Where the namespace directory is (its mount id and device), taken once at open, for the
+  /// check of `keys/` when a keyed enqueue opens it (``Placement/holds(_:)``).
+  let namespacePlacement: Placement
+
+  /// The mount and device of a directory, to tell whether an entry opened in it is on them, so
+  /// renames between the two cannot fail with EXDEV (rename(2)).
+  struct Placement {
+    /// The mount id (statx(2) `stx_mnt_id`, Linux 5.8 and later); negative where the kernel
+    /// does not report it or statx failed.
+    let mount: Int64
+    /// The device (`st_dev`); nil when fstat failed.
+    let device: dev_t?
+
+    /// The placement of the open file `fd`.
+    init(_ fd: Int32) {
+      mount = Int64(cmailbox_mount_id(fd))
+      device = (try? Syscall.fstat(fd))?.st_dev
     }
-    if own >= 0, info.st_mode & S_IFMT == S_IFREG { return true }
-    return info.st_dev == parent.st_dev
+
+    /// Whether the open file `fd` is on this mount: the same mount id, which tells a bind
+    /// mount of the same filesystem apart; and, unless `fd` is a regular file, the same device,
+    /// which tells a btrfs subvolume apart (one mount, its own device, no renames across). A
+    /// regular file is not held to the device where the mount id is known: overlayfs gives it
+    /// the device of the layer it comes from. Where the kernel reports no mount id, the device
+    /// alone. A failed statx or fstat counts as the same: the next system call on it reports
+    /// its own error. Two system calls (one statx, one fstat).
+    func holds(_ fd: Int32) -> Bool {
+      let own = mount >= 0 ? Int64(cmailbox_mount_id(fd)) : -2
+      if own >= 0, own != mount { return false }
+      guard let info = try? Syscall.fstat(fd), let device else { return true }
+      if own >= 0, info.st_mode & S_IFMT == S_IFREG { return true }
+      return info.st_dev == device
+    }
   }
 
   /// Gives a file or directory this process just created in the namespace to the namespace's

@@ -93,12 +93,25 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
 
     /// `"<systemCall> on the <role> failed: <strerror> (errno <n>)"`: the cause without the
     /// operation, for a sentence that names the operation itself. Without a system call (a check
-    /// the library made itself) only `"<strerror> (errno <n>)"`.
+    /// the library made itself on what its calls returned, such as the mount check of an area)
+    /// `"the <role> was refused: <strerror> (errno <n>)"`, or only `"<strerror> (errno <n>)"`
+    /// without a role either.
     public var failure: String {
-      let place = role.isEmpty ? "" : " on the \(role)"
-      let call = systemCall.isEmpty ? "" : "\(systemCall)\(place) failed: "
-      return "\(call)\(Errno(rawValue: errno).explanation)"
+      let explanation = Errno(rawValue: errno).explanation
+      switch (systemCall.isEmpty, role.isEmpty) {
+      case (false, false): return "\(systemCall) on the \(role) failed: \(explanation)"
+      case (false, true): return "\(systemCall) failed: \(explanation)"
+      case (true, false): return "the \(role) was refused: \(explanation)"
+      case (true, true): return explanation
+      }
     }
+
+    /// The name of the namespace directory's own entry the failure is about, when ``role`` is
+    /// one: `"tmp"`, `"pending"`, `"claimed"`, `"quarantine"`, `"delayed"`, `"keys"`, `"state"`
+    /// or `"settings"` (docs/FORMAT.md, "Layout"); nil for any other role (a message file, a
+    /// directory above the namespace, a call between two directories) or none. For a tool
+    /// that looks at the entry to say what stands there.
+    public var entry: String? { PathRole(rawValue: role)?.entryName }
   }
 
   /// An I/O failure without a known cause, for comparisons written for the package we follow:

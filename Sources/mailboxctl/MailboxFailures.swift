@@ -139,16 +139,12 @@ extension MailboxOptions {
   }
 
   /// What stands in the namespace directory at `path` where the area or file a refused open
-  /// names (`cause.role`) belongs, as one phrase: "PATH/state is a FIFO, not a regular file
+  /// names (`cause.entry`) belongs, as one phrase: "PATH/state is a FIFO, not a regular file
   /// with one link". One lstat(2) of the entry, after the library refused it; nil when the
-  /// role names no entry of the namespace or the entry cannot be looked at.
+  /// cause names no area or state file of the namespace or the entry cannot be looked at.
   static func unusableEntry(_ cause: AppGroupMailboxError.IOFailure, in path: String) -> String? {
-    let entries = [
-      "tmp area": "tmp", "pending area": "pending", "claimed area": "claimed",
-      "quarantine area": "quarantine", "delayed area": "delayed", "keys area": "keys",
-      "state file": "state",
-    ]
-    guard let name = entries[cause.role] else { return nil }
+    // The settings file's refusals are unusableSettings's.
+    guard let name = cause.entry, name != "settings" else { return nil }
     let entry = path + "/" + name
     var info = stat()
     guard lstat(entry, &info) == 0 else { return nil }

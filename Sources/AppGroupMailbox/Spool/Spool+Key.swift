@@ -152,7 +152,7 @@ extension Spool {
     // into it would fail with EXDEV: refused as the other areas are at open.
     if !directories.namespacePlacement.holds(keys.rawValue) {
       throw AppGroupMailboxError.containerUnavailable(
-        SystemCallError(call: "statx", errno: .improperLink, role: .keysArea).cause("enqueue"))
+        SystemCallError(call: "", errno: .improperLink, role: .keysArea).cause("enqueue"))
     }
     return keys
   }

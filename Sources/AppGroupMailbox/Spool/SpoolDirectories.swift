@@ -143,14 +143,14 @@ final class SpoolDirectories: Sendable {
       // blocking (a FIFO would wait for a writer for ever), never written through to another file.
       let state = try stateFD.status()
       guard state.st_mode & S_IFMT == S_IFREG, state.st_nlink == 1 else {
-        throw SystemCallError(call: "fstat", errno: .invalidArgument, role: .stateFile)
+        throw SystemCallError(call: "", errno: .invalidArgument, role: .stateFile)
       }
       let placement = Placement(namespaceFD.rawValue)
       for fd in [tmp.rawValue, pending.rawValue, claimed.rawValue, quarantine.rawValue]
         + [delayed.rawValue, stateFD.rawValue]
       where !placement.holds(fd) {
         throw SystemCallError(
-          call: "statx", errno: .improperLink, role: FileDescriptor.role(of: fd))
+          call: "", errno: .improperLink, role: FileDescriptor.role(of: fd))
       }
       self.namespaceFile = namespaceFD
       self.namespacePlacement = placement

@@ -24,6 +24,26 @@ enum PathRole: String, Sendable, CaseIterable {
   case legacyLock = "legacy lock file"
 }
 
+extension PathRole {
+  /// The name of the namespace directory's entry with this role (docs/FORMAT.md, "Layout"); nil
+  /// for a role that is not one fixed entry of it.
+  var entryName: String? {
+    switch self {
+    case .tmpArea: "tmp"
+    case .pendingArea: "pending"
+    case .claimedArea: "claimed"
+    case .quarantineArea: "quarantine"
+    case .delayedArea: "delayed"
+    case .keysArea: Spool.keysArea
+    case .stateFile: "state"
+    case .settingsFile: Spool.settingsName
+    case .container, .mailboxesDirectory, .namespaceDirectory, .messageFile, .keyFile,
+      .quarantinedDirectory, .notificationDirectory, .legacyLock:
+      nil
+    }
+  }
+}
+
 /// An open file descriptor that this value owns and closes exactly once.
 ///
 /// A `~Copyable` struct rather than a class: the compiler guarantees a single owner, so the

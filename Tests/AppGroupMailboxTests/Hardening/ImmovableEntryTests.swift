@@ -86,7 +86,7 @@ import Testing
       ).finish(deadline: 60)
       #expect(result.status == 69, "\(command): \(result.stderr)")
       #expect(
-        result.stderr.contains("fstat on the state file failed"), "\(command): \(result.stderr)")
+        result.stderr.contains("the state file was refused"), "\(command): \(result.stderr)")
     }
     #expect(unlink(state) == 0)
     let elsewhere = container.url.appendingPathComponent("other").path

@@ -155,6 +155,6 @@ import Testing
     #expect(
       error?.containerUnavailableCause
         == .init(
-          operation: "open mailbox", systemCall: "statx", errno: EXDEV, role: "pending area"))
+          operation: "open mailbox", systemCall: "", errno: EXDEV, role: "pending area"))
   }
 }

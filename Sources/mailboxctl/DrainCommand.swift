@@ -17,7 +17,10 @@ let drainCommand = Subcommand(
 private let drainOptions: [OptionSpec] =
   [
     .value("--limit", "N", "Deliver at most N messages."),
-    .value("--timeout", "SECONDS", "Stop claiming after SECONDS; running handlers finish."),
+    .value(
+      "--timeout", "SECONDS",
+      "Stop claiming after SECONDS; running handlers finish (a line stdout's reader has not "
+        + "taken within --shutdown-timeout more is put back, exit 74)."),
     .value(
       "--handler-timeout", "SECONDS",
       "Stop a handler that takes longer than SECONDS for one message, counted from when its "
@@ -101,8 +104,8 @@ let drainDetails = """
   mailbox, 69 the mailbox cannot be opened (permission denied...), CMD not found or not
   executable or the coprocess keeps ending, 71 CMD could not be started (handlers already
   running may finish first, within --shutdown-timeout), 74 I/O error (also stdout closed by
-  its reader, or the --output file cannot be opened or written), 76 the coprocess refused the
-  protocol.
+  its reader or not read for --shutdown-timeout after --timeout, or the --output file cannot
+  be opened or written), 76 the coprocess refused the protocol.
   """
 
 /// Builds the drain loop from the command line.

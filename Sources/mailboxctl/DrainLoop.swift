@@ -35,6 +35,12 @@ final class Drainer {
   func run() throws -> ExitStatus {
     let signals = context.signals
     let deadline = timeout.map { report.startTime.addingTimeInterval($0) }
+    context.deadline = deadline
+    // A write to stdout blocked on a reader that stopped reading must not outlast --timeout.
+    let interrupter = context.writeDeadline.map {
+      FileDescriptorWriter.DeadlineInterrupter(deadline: $0)
+    }
+    defer { interrupter?.stop() }
     let wakeUps = follow ? try MailboxWakeUps(context.mailbox, wakeup: signals.wakeup) : nil
     defer { wakeUps?.close() }
     while true {
@@ -45,7 +51,7 @@ final class Drainer {
       } catch {
         context.fail(error)
       }
-      let timeUp = { deadline.map { Date() >= $0 } ?? false }
+      let timeUp = { self.context.timeUp }
       let limitReached = limit.map { started >= $0 } ?? false
       if context.stopping || timeUp() || limitReached { break }
       var empty = false

@@ -19,14 +19,23 @@ final class StdoutDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     for (index, claim) in claims.enumerated() {
       let bytes = Array((DrainContext.line(claim) + "\n").utf8)
-      let error = FileDescriptorWriter.writeAll(
-        1, bytes, until: FileDescriptorWriter.afterStopSignal)
+      let error = FileDescriptorWriter.writeAll(1, bytes) { _ in
+        Signals.stopReceived || context.writeTimeUp
+      }
       guard error == 0 else {
-        // Not written, or cut short (also by a stop signal while the pipe was full): back to
-        // the mailbox at once, uncounted (the reader, not the message, failed; a part of a line
-        // is no message).
+        // Not written, or cut short (also by a stop signal, or --timeout and
+        // --shutdown-timeout, while the pipe was full): back to the mailbox at once, uncounted (the reader, not the message, failed; a
+        // part of a line is no message).
         for unwritten in claims[index...] { context.putBack(unwritten) }
-        if error != EINTR { context.fail(Self.failure(error, what: "stdout")) }
+        if error != EINTR {
+          context.fail(Self.failure(error, what: "stdout"))
+        } else if !Signals.stopReceived {
+          context.fail(
+            CommandFailure(
+              .ioError,
+              "stdout's reader did not take the line being written within "
+                + "--shutdown-timeout after --timeout: stopped; " + Self.putBackNote))
+        }
         return
       }
       context.acknowledge(claim)

@@ -1,6 +1,10 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
+import Synchronization
+
+/// write(2) calls of ``FileDescriptorWriter`` under way now, in any thread.
+private let writesUnderway = Atomic<Int>(0)
 
 /// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
 enum FileDescriptorWriter {
@@ -34,7 +38,9 @@ enum FileDescriptorWriter {
     var offset = 0
     while offset < bytes.count {
       if until(offset) { return EINTR }
+      writesUnderway.add(1, ordering: .relaxed)
       let written = Glibc.write(fd, base + offset, bytes.count - offset)
+      writesUnderway.subtract(1, ordering: .relaxed)
       if written < 0 {
         let code = Errno.current
         if code == .interrupted { continue }
@@ -48,5 +54,29 @@ enum FileDescriptorWriter {
       offset += written
     }
     return 0
+  }
+
+  /// Interrupts, from `deadline` on, a write of ``writeAll(_:_:until:)`` blocked on the command's
+  /// thread (a stdout whose reader stopped reading), so `drain --timeout` ends: every 0.1 s
+  /// while a write is under way, ``Signals/interruptCommandThread()``, after which the write's
+  /// `until` (which must look at the deadline) ends it with `EINTR`. Repeated, since a write may
+  /// begin just after a look. A thread of its own, waiting; ``stop()`` ends it.
+  final class DeadlineInterrupter: Sendable {
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init(deadline: Date) {
+      let stopped = self.stopped
+      let thread = Thread {
+        let first = DispatchTime.now() + max(0, deadline.timeIntervalSinceNow)
+        guard stopped.wait(timeout: first) == .timedOut else { return }
+        repeat {
+          if writesUnderway.load(ordering: .relaxed) > 0 { Signals.interruptCommandThread() }
+        } while stopped.wait(timeout: .now() + 0.1) == .timedOut
+      }
+      thread.start()
+    }
+
+    /// Ends the interrupting (once).
+    func stop() { stopped.signal() }
   }
 }

@@ -13,6 +13,8 @@ private let firstStop = Atomic<Int32>(0)
 /// The thread that installed the handlers (the command's own), whose blocking calls a stop must
 /// interrupt; set once, before any handler runs.
 nonisolated(unsafe) private var commandThread = pthread_t()
+/// Whether ``commandThread`` is set (``Signals/install()`` ran).
+private let installed = Atomic<Bool>(false)
 
 /// SIGINT, SIGTERM and SIGHUP as a stop request, and a wake-up that every wait in the command
 /// uses. SIGHUP (a closed terminal or SSH session) is handled like SIGTERM.
@@ -53,6 +55,7 @@ final class Signals: Sendable {
     // Initialised here, not first in the handler (a global's first use runs its initialiser).
     _ = stopsReceived.load(ordering: .relaxed) + Int(firstStop.load(ordering: .relaxed))
     commandThread = pthread_self()
+    installed.store(true, ordering: .releasing)
     var interrupt = sigaction()
     interrupt.__sigaction_handler.sa_handler = { _ in }
     sigemptyset(&interrupt.sa_mask)
@@ -88,6 +91,14 @@ final class Signals: Sendable {
     }
     thread.start()
     return signals
+  }
+
+  /// Sends ``interruptSignal`` to the command's thread, so a call blocked there (a write(2) to
+  /// a stdout whose reader stalls) returns `EINTR`; nothing before ``install()``. From any
+  /// thread.
+  static func interruptCommandThread() {
+    guard installed.load(ordering: .acquiring) else { return }
+    _ = pthread_kill(commandThread, interruptSignal)
   }
 
   /// Makes a write to a closed pipe fail with EPIPE instead of killing the process, with a

@@ -80,6 +80,36 @@ import Testing
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
   }
 
+  /// Named at stop 34: `--timeout` was looked at before each claim only, so a drain blocked in
+  /// a write to a reader that stopped reading never ended, holding the message (a systemd unit
+  /// with `--timeout` ran on). The line gets `--shutdown-timeout` more, then goes back.
+  @Test func `--timeout ends a drain whose stdout reader stopped reading`() throws {
+    let container = try TemporaryContainer()
+    let ids = try fill(container, count: 200)
+    let out = Pipe()
+    let (process, errors) = try start(
+      ["drain"] + container.arguments() + ["--timeout", "1", "--shutdown-timeout", "1"],
+      stdout: out.fileHandleForWriting, in: container)
+    try out.fileHandleForWriting.close()
+    // The deadline bounds a hang: without the fix drain stays in write(2) for ever.
+    let status = try finish(process, deadline: 60)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 74, "\(stderr)")
+    #expect(
+      stderr.contains(
+        "mailboxctl: error: drain: stdout's reader did not take the line being written within "
+          + "--shutdown-timeout after --timeout: stopped; the messages not written were put "
+          + "back, their delivery not counted\n"),
+      "\(stderr)")
+    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
+      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    let whole = lines.count - 1
+    let left = try container.remaining()
+    #expect(whole > 0 && whole + left.count == ids.count)
+    #expect(left.map(\.id) == Array(ids[whole...]))
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+  }
+
   /// Found by an adversarial review: `claim` set no signal handlers, so SIGTERM while its
   /// write waited for a reader ended it at once, leaving every message it had not printed
   /// claimed with a delivery counted (dead letters, with one delivery allowed, after the lease).

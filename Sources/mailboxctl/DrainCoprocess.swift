@@ -308,7 +308,11 @@ final class CoprocessDelivery: DeliveryMode {
     case .failure(let fault):
       fail(handler, "wrote \(fault.text)")
     case .success(let (id, answer)):
-      guard let flight = flights.removeValue(forKey: id) else {
+      // A message of whose line no byte is in its input yet is not the handler's to answer
+      // (a stale or guessed id): acting on it would delete, release or dead-letter a message
+      // it never got, then send it anyway. Every byte it could have read is counted in
+      // `written` (its writes are this thread's, before this look).
+      guard let flight = flights[id], flight.entered(handler) else {
         // Answered twice, or a message never sent: nothing to do, and no fault of the others.
         Output.note(
           "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
@@ -316,6 +320,7 @@ final class CoprocessDelivery: DeliveryMode {
             + "which it does not hold; ignored")
         return
       }
+      flights[id] = nil
       deaths = 0
       switch answer {
       case .ack: context.acknowledge(flight.claim)

@@ -354,6 +354,50 @@ import Testing
     try expectAllDelivered(result, count: 2, container)
   }
 
+  /// Found by an adversarial session (stop 35): an answer was looked up among every message in
+  /// flight, also those whose line was still waiting in drain's outbox behind a full pipe, so
+  /// an early "ack" for one deleted it before a byte of it was sent, then sent it anyway.
+  @Test func `An answer for a message whose line was not sent yet is ignored`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxPayloadBytes: 2_000_000))
+    // The first line (1 MB) fills the pipe: no byte of the third is written while the handler
+    // reads nothing.
+    let big = Data(("\"" + String(repeating: "x", count: 1_000_000) + "\"").utf8)
+    let ids = try [big, Data("2".utf8), Data("3".utf8)].map {
+      try mailbox.enqueue($0).id.uuidString.lowercased()
+    }
+    let ready = container.url.appendingPathComponent("ready")
+    let go = container.url.appendingPathComponent("go")
+    let arguments = try handler(
+      """
+      while not os.path.exists(\(JSONText.string(ready.path))):
+          time.sleep(0.01)
+      ack(\(JSONText.string(ids[2])))
+      while not os.path.exists(\(JSONText.string(go.path))):
+          time.sleep(0.01)
+      for line in sys.stdin:
+          ack(json.loads(line)["id"])
+
+      """, in: container)
+    let drain = try Mailboxctl.start(
+      ["drain"] + container.arguments() + ["--jobs", "3"] + arguments)
+    let note = "answered message \(ids[2]), which it does not hold; ignored\n"
+    let third = try #require(UUID(uuidString: ids[2]))
+    func state() -> AppGroupMailboxEntry.State? {
+      (try? mailbox.inspector.entries())?.first { $0.id == third }?.state
+    }
+    // Claimed, its line waiting behind the first: the handler answers it now.
+    #expect(waitUntil(deadline: 60) { state() == .claimed })
+    #expect(FileManager.default.createFile(atPath: ready.path, contents: nil))
+    // Either the early answer is refused, or (the fault) it deleted the message.
+    #expect(waitUntil(deadline: 60) { drain.stderr.contains(note) || state() == nil })
+    #expect(drain.stderr.contains(note), "\(drain.stderr)")
+    #expect(state() == .claimed)
+    #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
+    let result = try drain.finish(deadline: 120)
+    try expectAllDelivered(result, count: 3, container)
+  }
+
   @Test func `A message recovered and claimed again while its handler has it is not sent twice`()
     throws
   {

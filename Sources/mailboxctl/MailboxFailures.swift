@@ -76,18 +76,33 @@ extension MailboxOptions {
     case .notDirectory:
       return CommandFailure(
         .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
+    case .permissionDenied:
+      return CommandFailure(
+        .unavailable,
+        "cannot open the mailbox at \(path): lstat failed: \(cause.explanation) "
+          + permissionHint)
     default:
       return CommandFailure(
         .unavailable, "cannot open the mailbox at \(path): lstat failed: \(cause.explanation)")
     }
   }
 
+  /// What an EACCES on the way to a mailbox usually means, for the end of its error line.
+  static let permissionHint =
+    "(this user may not search a directory on the way; for a group-shared container, join "
+    + "its group, 'usermod -aG GROUP USER', then log in again)"
+
+  /// What an EACCES inside the namespace directory (its state file, an area) usually means.
+  static let writeHint =
+    "(this user may look at this mailbox but not change it; for a group-shared mailbox, join "
+    + "its group, 'usermod -aG GROUP USER', then log in again)"
+
   /// The failure for an error opening the mailbox at `location`, naming its cause.
   static func openFailure(_ error: any Error, _ location: Location) -> CommandFailure {
     let path = location.directory.path
     switch error as? AppGroupMailboxError {
     case .containerUnavailable(let cause)?:
-      if let found = unusableEntry(cause, in: path) {
+      if let found = unusableEntry(cause, in: path) ?? unusableDirectory(location) {
         return CommandFailure(
           .unavailable,
           "cannot open the mailbox at \(path): \(found), which a mailbox refuses "
@@ -99,9 +114,14 @@ extension MailboxOptions {
           + "a directory, the state file is not a regular file with one link, or an area is on "
           + "another mount)")
     case .ioFailure(let cause)?:
+      var hint = ""
+      if Errno(rawValue: cause.errno) == .permissionDenied {
+        // On the way to the namespace, or (a reader's open for writing) on what is in it.
+        hint = " " + (cause.entry == nil ? permissionHint : writeHint)
+      }
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
-        "cannot open the mailbox at \(path): \(cause.failure)")
+        "cannot open the mailbox at \(path): \(cause.failure)\(hint)")
     default:
       if let failure = unusableSettings(
         error, location, while: "cannot open the mailbox at \(path)")
@@ -149,22 +169,47 @@ extension MailboxOptions {
     var info = stat()
     guard lstat(entry, &info) == 0 else { return nil }
     let wanted = name == "state" ? "a regular file with one link" : "a directory"
-    let kind: String
-    switch info.st_mode & S_IFMT {
-    case S_IFLNK: kind = "a symbolic link"
-    case S_IFIFO: kind = "a FIFO"
-    case S_IFSOCK: kind = "a socket"
-    case S_IFCHR, S_IFBLK: kind = "a device"
-    case S_IFDIR: kind = "a directory"
-    case S_IFREG:
-      kind = info.st_nlink == 1 ? "a regular file" : "a file with \(info.st_nlink) links"
-    default: kind = "an entry of unknown type"
-    }
+    let kind = kind(info)
     if Errno(rawValue: cause.errno) == .improperLink {
       return "\(entry) is on another mount or device than the namespace directory (a "
         + "filesystem, a bind mount or a btrfs subvolume)"
     }
     guard kind != wanted, !(name == "state" && kind == "a regular file") else { return nil }
     return "\(entry) is \(kind), not \(wanted)"
+  }
+
+  /// The directory on the way to the mailbox at `location` that is not one, as one phrase:
+  /// "CONTAINER is a regular file, not a directory". The container may be a symbolic link to
+  /// a directory (it is followed); the mailboxes directory and the namespace directory may not
+  /// (docs/SECURITY.md). lstat(2) (and stat(2) of a linked container) after the library
+  /// refused the open; nil when each is a directory or cannot be looked at.
+  static func unusableDirectory(_ location: Location) -> String? {
+    let namespace = location.directory.path
+    let mailboxes = location.directory.deletingLastPathComponent().path
+    for (path, followed) in [
+      (location.container.path, true), (mailboxes, false), (namespace, false),
+    ] {
+      var info = stat()
+      guard lstat(path, &info) == 0 else { return nil }
+      if followed, info.st_mode & S_IFMT == S_IFLNK, stat(path, &info) != 0 { return nil }
+      if info.st_mode & S_IFMT != S_IFDIR {
+        return "\(path) is \(kind(info)), not a directory"
+      }
+    }
+    return nil
+  }
+
+  /// What kind of entry `info` (from lstat(2)) describes, as a phrase: "a FIFO", "a file with 2
+  /// links".
+  private static func kind(_ info: stat) -> String {
+    switch info.st_mode & S_IFMT {
+    case S_IFLNK: "a symbolic link"
+    case S_IFIFO: "a FIFO"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR, S_IFBLK: "a device"
+    case S_IFDIR: "a directory"
+    case S_IFREG: info.st_nlink == 1 ? "a regular file" : "a file with \(info.st_nlink) links"
+    default: "an entry of unknown type"
+    }
   }
 }

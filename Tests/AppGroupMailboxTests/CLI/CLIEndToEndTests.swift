@@ -313,6 +313,8 @@ import Testing
     #expect(unknown.stderr.hasPrefix("mailboxctl: error: show: no such message: "))
   }
 
+  /// The directory on the way that is not one is named (a new user's run of stop 35 got the
+  /// list of every possible cause instead).
   @Test func `A container that cannot be opened exits 69`() throws {
     let container = try TemporaryContainer()
     let file = container.url.appendingPathComponent("file")
@@ -323,9 +325,22 @@ import Testing
     #expect(result.stdout == "")
     #expect(
       result.stderr == "mailboxctl: error: enqueue: cannot open the mailbox at "
-        + file.path + "/AppGroupMailbox/default: openat on the container failed: Not a "
-        + "directory (errno 20) (a directory is a symlink or not a directory, the state file is "
-        + "not a regular file with one link, or an area is on another mount)\n")
+        + file.path + "/AppGroupMailbox/default: \(file.path) is a regular file, not a "
+        + "directory, which a mailbox refuses (docs/SECURITY.md; openat on the container "
+        + "failed: Not a directory (errno 20))\n")
+    // A namespace directory that is a symbolic link (to a directory) is refused by name.
+    let mailboxes = container.url.appendingPathComponent("AppGroupMailbox").path
+    try FileManager.default.createDirectory(
+      atPath: mailboxes, withIntermediateDirectories: true)
+    #expect(symlink(container.url.path, mailboxes + "/linked") == 0)
+    let linked = try Mailboxctl.run(
+      ["enqueue", "--container", container.url.path, "--namespace", "linked", "--data", "1"])
+    #expect(linked.status == 69)
+    #expect(
+      linked.stderr == "mailboxctl: error: enqueue: cannot open the mailbox at \(mailboxes)"
+        + "/linked: \(mailboxes)/linked is a symbolic link, not a directory, which a mailbox "
+        + "refuses (docs/SECURITY.md; openat on the namespace directory failed: Not a "
+        + "directory (errno 20))\n")
   }
 
   @Test func `--app-group resolves the container as the library does`() throws {

@@ -23,10 +23,11 @@ public enum AppGroupMailboxDiagnostic: Sendable, Equatable, Hashable {
   /// An entry could be neither moved on, moved to quarantine, nor deleted: an entry that is not a
   /// message file (for example a directory another user owns and keeps read-only, which only its
   /// owner may move to another directory or empty), or a message file whose own inode flags say
-  /// immutable or append-only (chattr(1) `+i`, `+a`), which a claim, a promotion or a recovery
-  /// then leaves exactly as it is, with no quarantine or delete attempt. It is left where it is
+  /// immutable or append-only (chattr(1) `+i`, `+a`) or on which something is mounted (`mount
+  /// --bind` onto the file), which a claim, a promotion or a recovery then leaves exactly as it
+  /// is, with no quarantine or delete attempt. It is left where it is
   /// and passed over, and delivery goes on; it is met, and reported, again on later passes until
-  /// its owner or root removes it or its flag (docs/SECURITY.md).
+  /// its owner or root removes it, its flag or the mount (docs/SECURITY.md).
   case unsafeEntryLeftInPlace
   /// The mailbox is full of entries nothing can claim (compatibility with the package we follow).
   case unclaimableFilesPresent

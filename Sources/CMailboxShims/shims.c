@@ -22,7 +22,7 @@ long long cmailbox_move_refusing_attributes(int dirfd, const char *path) {
   struct statx info;
   if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_TYPE, &info) != 0)
     return -1;
-  unsigned long long wanted = STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND;
+  unsigned long long wanted = STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND | STATX_ATTR_MOUNT_ROOT;
   return (long long)(info.stx_attributes & info.stx_attributes_mask & wanted);
 }
 

@@ -16,12 +16,13 @@ enum MoveOutcome: Equatable, Sendable {
   /// regular file whose rename was refused: it went to quarantine with reason `unsafe` (or was
   /// deleted).
   case conflict
-  /// The source's rename was refused (`EACCES` or `EPERM`) for a reason of the source's own, and
-  /// it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``): it is not a
-  /// regular file (a directory that only its owner may move to another parent) and could be
-  /// neither quarantined nor deleted; or, in a move with `passingOverFlagged`, it is a regular
-  /// file whose own inode flags (immutable or append-only, chattr(1)) refuse every rename and
-  /// unlink, which was neither quarantined nor deleted (nothing could). Callers pass over it.
+  /// The source's rename was refused (`EACCES`, `EPERM` or `EBUSY`) for a reason of the source's
+  /// own, and it stays where it is (``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace``): it is
+  /// not a regular file (a directory that only its owner may move to another parent) and could
+  /// be neither quarantined nor deleted; or, in a move with `passingOverFlagged`, it is a
+  /// regular file whose own inode flags (immutable or append-only, chattr(1)) or a mount on it
+  /// (`mount --bind` onto the file) refuse every rename and unlink, which was neither
+  /// quarantined nor deleted (nothing could). Callers pass over it.
   case stuck
 
   /// Whether the source left its area without arriving at the target (a counted message may have
@@ -44,14 +45,15 @@ extension Spool {
   ///   gets no error.
   /// - Source vanished (ENOENT): nothing changed; the caller decides what that means (another
   ///   consumer won, the claim was recovered).
-  /// - Rename refused (EACCES, EPERM) and the source is not a regular file (a hostile entry: a
-  ///   directory another user owns and keeps read-only): it goes to quarantine as `unsafe`, or
-  ///   stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted. Never an error that
-  ///   stops the caller's other entries.
+  /// - Rename refused (EACCES, EPERM, EBUSY) and the source is not a regular file (a hostile
+  ///   entry: a directory another user owns and keeps read-only): it goes to quarantine as
+  ///   `unsafe`, or stays, ``MoveOutcome/stuck``, when it can be neither moved nor deleted.
+  ///   Never an error that stops the caller's other entries.
   /// - Rename refused and the source is a regular file: with `passingOverFlagged` (the passes
   ///   over entries other processes wrote: a claim, a promotion, a recovery), a file whose own
-  ///   inode flags say immutable or append-only (statx(2), ``Syscall/moveRefusingAttributes(_:_:)``)
-  ///   stays exactly as it is, ``MoveOutcome/stuck``, with no quarantine or delete attempt, and
+  ///   inode flags say immutable or append-only, or on which something is mounted (statx(2),
+  ///   ``Syscall/moveRefusingAttributes(_:_:)``), stays exactly as it is, ``MoveOutcome/stuck``,
+  ///   with no quarantine or delete attempt, and
   ///   ``AppGroupMailboxDiagnostic/unsafeEntryLeftInPlace`` is reported. Any other refusal of a
   ///   regular file is thrown: a directory's flags or permissions, a sticky directory,
   ///   `fs.protected_hardlinks` refusing the link fallback, or a move of this process's own file.
@@ -74,9 +76,7 @@ extension Spool {
     } catch let error as SystemCallError where error.errno == .fileExists {
       // A rename onto its own name (a renewal within the same microsecond) is no conflict.
       if from == to, name.withSystemName({ String(cString: $0) }) == target { return .moved }
-    } catch let error as SystemCallError
-      where error.errno == .permissionDenied || error.errno == .notPermitted
-    {
+    } catch let error as SystemCallError where Self.isRefusal(error) {
       guard let info = try? Syscall.lstat(from, name) else { throw error }
       if info.st_mode & S_IFMT == S_IFREG {
         // Only the file's own flags make a refusal the entry's: no quarantine or delete (both
@@ -110,24 +110,32 @@ extension Spool {
     return left ? .conflict : .vanished
   }
 
-  /// Whether `error`, from a rename or unlink of `name` in `directory`, is a refusal (EPERM or
-  /// EACCES) that the entry's own inode flags explain: a regular file whose flags say
-  /// immutable or append-only (statx(2), ``Syscall/moveRefusingAttributes(_:_:)``; chattr(1)).
-  /// Such an entry can be neither moved nor deleted by anyone until root clears the flag, so the
-  /// passes over other processes' entries leave it in place instead of failing.
+  /// Whether `error` refuses a rename or unlink for a reason that may be the entry's own: EPERM,
+  /// EACCES, or EBUSY (something mounted on it).
+  static func isRefusal(_ error: SystemCallError) -> Bool {
+    error.errno == .permissionDenied || error.errno == .notPermitted || error.errno == .busy
+  }
+
+  /// Whether `error`, from a rename or unlink of `name` in `directory`, is a refusal
+  /// (``isRefusal(_:)``) that the entry's own attributes explain: a regular file whose flags say
+  /// immutable or append-only (chattr(1)), or on which something is mounted (`mount --bind`;
+  /// statx(2), ``Syscall/moveRefusingAttributes(_:_:)``). Such an entry can be neither moved nor
+  /// deleted by anyone until root clears the flag or unmounts it, so the passes over other
+  /// processes' entries leave it in place instead of failing.
   static func refusedByOwnFlags(
     _ error: SystemCallError, _ directory: Int32, _ name: some SystemName
   ) -> Bool {
-    guard error.errno == .permissionDenied || error.errno == .notPermitted,
+    guard isRefusal(error),
       let info = try? Syscall.lstat(directory, name), info.st_mode & S_IFMT == S_IFREG
     else { return false }
     return isFlagged(directory, name)
   }
 
   /// Whether the entry `name` of `directory` carries its own immutable or append-only inode flag
-  /// (chattr(1) `+i`, `+a`; statx(2) through ``Syscall/moveRefusingAttributes(_:_:)``), which
-  /// refuses every rename and unlink of it. False when the entry is gone or statx fails: the
-  /// caller's own move then meets the real error. One statx(2).
+  /// (chattr(1) `+i`, `+a`) or has something mounted on it (statx(2) through
+  /// ``Syscall/moveRefusingAttributes(_:_:)``), which refuses every rename and unlink of it.
+  /// False when the entry is gone or statx fails: the caller's own move then meets the real
+  /// error. One statx(2).
   static func isFlagged(_ directory: Int32, _ name: some SystemName) -> Bool {
     (try? Syscall.moveRefusingAttributes(directory, name)) ?? 0 != 0
   }

@@ -44,6 +44,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
   package static let operationNotSupportedByDevice = Errno(rawValue: ENODEV)
   /// `EXDEV`: the two paths are on different filesystems (rename(2) cannot cross them).
   package static let improperLink = Errno(rawValue: EXDEV)
+  /// `EBUSY`: the entry is in use by the system, such as a mount point (rename(2), unlink(2)).
+  package static let busy = Errno(rawValue: EBUSY)
   /// `EINTR`: a signal interrupted the call; ``Syscall`` retries it (never for close(2)).
   package static let interrupted = Errno(rawValue: EINTR)
   /// `EIO`: a low-level I/O error.

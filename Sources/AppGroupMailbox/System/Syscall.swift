@@ -127,11 +127,12 @@ enum Syscall {
     return info
   }
 
-  /// The bits of `STATX_ATTR_IMMUTABLE` and `STATX_ATTR_APPEND` that the entry `name` of
-  /// `directory` carries (statx(2) with `AT_SYMLINK_NOFOLLOW`, the entry itself, never a link's
-  /// target; only bits the filesystem reports in `stx_attributes_mask`): nonzero when its own
-  /// inode flags (chattr(1) `+i`, `+a`) refuse every rename, link and unlink of it, whatever the
-  /// directories allow. A flag of the directory is not seen here.
+  /// The bits of `STATX_ATTR_IMMUTABLE`, `STATX_ATTR_APPEND` and `STATX_ATTR_MOUNT_ROOT` that
+  /// the entry `name` of `directory` carries (statx(2) with `AT_SYMLINK_NOFOLLOW`, the entry
+  /// itself, never a link's target; only bits the kernel reports in `stx_attributes_mask`):
+  /// nonzero when its own inode flags (chattr(1) `+i`, `+a`) or a mount on it (`mount --bind`
+  /// onto the file: EBUSY, rename(2), unlink(2)) refuse every rename, link and unlink of it,
+  /// whatever the directories allow. A flag of the directory is not seen here.
   static func moveRefusingAttributes(_ directory: Int32, _ name: some SystemName) throws -> UInt64 {
     let bits = try name.withSystemName { path in
       try retrying("statx", at: directory) {

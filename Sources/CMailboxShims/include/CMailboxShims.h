@@ -12,11 +12,13 @@ int cmailbox_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
 /// errno (EINVAL or ENOSYS where the filesystem or kernel lacks the flag).
 int cmailbox_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 
-/// The inode flags that refuse every rename, link and unlink of the entry `path` (relative to
+/// The attributes that refuse every rename, link and unlink of the entry `path` (relative to
 /// `dirfd`, never following a symbolic link), read with statx(2) and `AT_SYMLINK_NOFOLLOW`:
-/// of STATX_ATTR_IMMUTABLE (0x10) and STATX_ATTR_APPEND (0x20) the bits set in `stx_attributes`
-/// that the filesystem also reports in `stx_attributes_mask` (see chattr(1) `+i`, `+a`).
-/// Returns those bits (0 when neither is set or the filesystem cannot say), or -1 with errno.
+/// of STATX_ATTR_IMMUTABLE (0x10) and STATX_ATTR_APPEND (0x20) (see chattr(1) `+i`, `+a`) and
+/// STATX_ATTR_MOUNT_ROOT (0x2000: something is mounted on the entry, as `mount --bind` does
+/// onto a file; renames and unlinks fail with EBUSY, Linux 5.8 and later) the bits set in
+/// `stx_attributes` that the kernel also reports in `stx_attributes_mask`. Returns those bits
+/// (0 when none is set or the filesystem cannot say), or -1 with errno.
 long long cmailbox_move_refusing_attributes(int dirfd, const char *path);
 
 /// The id of the mount the open file `fd` is on (statx(2) `stx_mnt_id`, Linux 5.8 and later;

@@ -4,24 +4,49 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// chattr(1) for the tests of message files whose own inode flags refuse every rename: `+i`
-/// (immutable) or `+a` (append-only). Setting a flag needs root (`CAP_LINUX_IMMUTABLE`) and a
-/// filesystem that keeps them (ext4, not tmpfs); a failure is a failed requirement, so under
-/// `CI=true` the tests fail rather than skip.
+/// What makes a message file refuse every rename and unlink, for the tests of files a pass
+/// must leave in place: chattr(1) `+i` (immutable) or `+a` (append-only), or a bind mount of a
+/// copy onto the file (`EBUSY`; found by an adversarial session of stop 35: before, one such
+/// file stopped every claim, enqueue and `maintain` with EBUSY). Each needs root
+/// (`CAP_LINUX_IMMUTABLE`, `CAP_SYS_ADMIN`) and chattr a filesystem that keeps flags (ext4, not
+/// tmpfs); a failure is a failed requirement, so under `CI=true` the tests fail rather than
+/// skip.
 enum InodeFlag: String, CaseIterable, Sendable {
   case immutable = "i"
   case appendOnly = "a"
+  case mountedOn = "mount"
 
-  /// Sets the flag on `path` (or clears it with `on` false); requires success.
+  /// Sets the flag on `path` (or clears it with `on` false); requires success. A mount binds a
+  /// byte-equal copy (kept in the container's directory, outside the mailbox) onto the file.
   func set(_ path: String, _ on: Bool = true) throws {
-    let result = try Processes.run("/usr/bin/chattr", [(on ? "+" : "-") + rawValue, path])
-    try #require(result.status == 0, "chattr \(on ? "+" : "-")\(rawValue) failed: \(result.stderr)")
+    let result: Finished
+    switch (self, on) {
+    case (.mountedOn, true):
+      let source = Self.mountSource(path)
+      try Data(contentsOf: URL(fileURLWithPath: path)).write(to: URL(fileURLWithPath: source))
+      result = try Processes.run("/bin/mount", ["--bind", source, path])
+    case (.mountedOn, false):
+      result = try Processes.run("/bin/umount", [path])
+    default:
+      result = try Processes.run("/usr/bin/chattr", [(on ? "+" : "-") + rawValue, path])
+    }
+    try #require(result.status == 0, "\(self) \(on) on \(path) failed: \(result.stderr)")
   }
 
-  /// Clears every flag of these tests from `path` if it is still there: the clean-up before the
-  /// container (kept alive until then) removes its directory.
+  /// Where the copy bound onto the message file at `path` (`CONTAINER/AppGroupMailbox/NS/AREA/
+  /// NAME`) is kept: `CONTAINER/bound-NAME`.
+  static func mountSource(_ path: String) -> String {
+    let file = URL(fileURLWithPath: path)
+    var container = file
+    for _ in 0..<4 { container.deleteLastPathComponent() }
+    return container.appendingPathComponent("bound-" + file.lastPathComponent).path
+  }
+
+  /// Clears every flag of these tests from `path` if it is still there, and unmounts what is
+  /// on it: the clean-up before the container (kept alive until then) removes its directory.
   static func clearAll(_ path: String, _ container: TemporaryContainer) {
     withExtendedLifetime(container) {
+      unmount(path)
       _ = try? Processes.run("/usr/bin/chattr", ["-i", "-a", path])
     }
   }

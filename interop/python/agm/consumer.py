@@ -18,6 +18,9 @@ from .names import (
 from .system import move_refusing_attributes, now_micros, rename_noreplace
 
 LINK_GRACE_MICROS = 1_000_000
+# The errors of a rename or unlink that may be the entry's own doing (FORMAT.md, "Moves"):
+# permissions or inode flags (EACCES, EPERM), or something mounted on it (EBUSY).
+REFUSALS = (errno.EACCES, errno.EPERM, errno.EBUSY)
 # The longest claim timeout (366 days) plus a day of margin: a lease ending further ahead was
 # never given (FORMAT.md, "Recovery").
 LEASE_CEILING_MICROS = (31_622_400 + 86_400) * 1_000_000
@@ -102,9 +105,11 @@ class Consumer:
             os.rename(path, self.area("claimed", claimed.file))
         except FileNotFoundError:
             return None
-        except PermissionError as error:
+        except OSError as error:
             # Replaced by a directory another user owns since the look, say, or a file made
-            # immutable or append-only (EACCES, EPERM).
+            # immutable or append-only (EACCES, EPERM) or mounted on (EBUSY).
+            if error.errno not in REFUSALS:
+                raise
             outcome = self._refused("pending", name.file, name.id, error, passing=True)
             return "removed" if outcome == "unsafe" else None
         failure = self._read(claimed)
@@ -233,7 +238,7 @@ class Consumer:
         gone); or, when the target name is taken, "duplicate" (the same file or the same bytes:
         the source is deleted) or "conflict" (the source goes to quarantine), the counters then
         rebuilt. The message stays once, so it is never delivered twice from one move. A move
-        refused (EACCES, EPERM) for a reason of the source's own is "unsafe" (quarantined) or
+        refused (EACCES, EPERM, EBUSY) for a reason of the source's own is "unsafe" (quarantined) or
         "skipped" (left in place), see _refused; `passing` is true in the passes over entries
         other processes wrote (a promotion, a recovery)."""
         source, destination = self.area(area, entry), self.area(to_area, target)
@@ -246,13 +251,17 @@ class Consumer:
                 return "vanished"
             except FileExistsError:
                 pass
-            except PermissionError as error:
+            except OSError as error:
+                if error.errno not in REFUSALS:
+                    raise
                 return self._refused(area, entry, id, error, passing)
             if same_entry(source, destination, self.settings.largest_payload_bytes):
                 try:
                     outcome = "duplicate" if self.remove(source) else "vanished"
-                except PermissionError as error:
+                except OSError as error:
                     # A second link of a flagged inode: passed over as a refused rename is.
+                    if error.errno not in REFUSALS:
+                        raise
                     return self._refused(area, entry, id, error, passing)
             elif self.quarantine(area, entry, id, "conflict"):
                 outcome = "conflict"
@@ -279,11 +288,12 @@ class Consumer:
         return self.quarantine(area, entry, id, "unsafe")
 
     def _refused(self, area, entry, id, error, passing=False):
-        """After a move of entry was refused (EACCES, EPERM): "vanished" when it is gone,
+        """After a move of entry was refused (EACCES, EPERM, EBUSY): "vanished" when it is gone,
         "unsafe" when it is not a regular file and went to quarantine, "skipped" when it is not
         one and stays (it cannot be moved or emptied). For a regular file: in a pass over
         entries other processes wrote (`passing`: a claim, a promotion, a recovery), "skipped"
-        when its own inode flags say immutable or append-only (statx; chattr +i, +a), with no
+        when its own inode flags say immutable or append-only (statx; chattr +i, +a) or something
+        is mounted on it (statx STATX_ATTR_MOUNT_ROOT; mount --bind onto the file), with no
         quarantine or delete attempt, the file left exactly as it is; else the error is raised
         again (the area's flags or permissions, a sticky directory, protected_hardlinks)."""
         path = self.area(area, entry)

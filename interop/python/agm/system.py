@@ -32,7 +32,7 @@ if _statx is not None:
         ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
     _statx.restype = ctypes.c_int
 _AT_SYMLINK_NOFOLLOW, _STATX_TYPE = 0x100, 0x1
-_STATX_ATTR_IMMUTABLE, _STATX_ATTR_APPEND = 0x10, 0x20
+_STATX_ATTR_IMMUTABLE, _STATX_ATTR_APPEND, _STATX_ATTR_MOUNT_ROOT = 0x10, 0x20, 0x2000
 # struct statx (linux/stat.h): 256 bytes; stx_attributes at 8, stx_attributes_mask at 56.
 _STATX_SIZE, _ATTRIBUTES_AT, _ATTRIBUTES_MASK_AT = 256, 8, 56
 
@@ -40,8 +40,9 @@ _STATX_SIZE, _ATTRIBUTES_AT, _ATTRIBUTES_MASK_AT = 256, 8, 56
 def move_refusing_attributes(path):
     """The inode flags that refuse every rename, link and unlink of the entry at path itself
     (never a link's target), read with statx(2) and AT_SYMLINK_NOFOLLOW: of
-    STATX_ATTR_IMMUTABLE and STATX_ATTR_APPEND (chattr +i, +a) the bits set in stx_attributes
-    that the filesystem reports in stx_attributes_mask; 0 when neither, or when statx is
+    STATX_ATTR_IMMUTABLE and STATX_ATTR_APPEND (chattr +i, +a) and STATX_ATTR_MOUNT_ROOT
+    (something mounted on it: renames and unlinks fail with EBUSY) the bits set in
+    stx_attributes that the kernel reports in stx_attributes_mask; 0 when none, or when statx is
     missing or fails. A flag of the directory is not seen here (FORMAT.md, "Moves")."""
     if _statx is None:
         return 0
@@ -50,7 +51,7 @@ def move_refusing_attributes(path):
         return 0
     attributes, = struct.unpack_from("=Q", buffer, _ATTRIBUTES_AT)
     mask, = struct.unpack_from("=Q", buffer, _ATTRIBUTES_MASK_AT)
-    return attributes & mask & (_STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND)
+    return attributes & mask & (_STATX_ATTR_IMMUTABLE | _STATX_ATTR_APPEND | _STATX_ATTR_MOUNT_ROOT)
 
 
 def rename_noreplace(source, target):

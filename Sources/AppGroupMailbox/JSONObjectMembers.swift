@@ -5,9 +5,9 @@ import Foundation
 extension JSONSyntax {
   /// One member of a JSON object: where its name lies between the quotes (escapes not undone)
   /// and where its value's text lies, as byte offsets.
-  struct Member: Equatable, Sendable {
-    var name: Range<Int>
-    var value: Range<Int>
+  package struct Member: Equatable, Sendable {
+    package var name: Range<Int>
+    package var value: Range<Int>
   }
 
   /// The members of `bytes`, in order, when the bytes are one JSON object by the grammar of
@@ -15,7 +15,7 @@ extension JSONSyntax {
   /// nil otherwise. Nested values are checked by the grammar but not split. The parts
   /// ``verdict(_:)`` leaves to a full parser pass here; the caller's parser still judges them.
   /// - Complexity: O(n) in the bytes.
-  static func objectMembers(_ bytes: UnsafeRawBufferPointer) -> [Member]? {
+  package static func objectMembers(_ bytes: UnsafeRawBufferPointer) -> [Member]? {
     var scanner = Scanner(bytes: bytes)
     guard scanner.take(UInt8(ascii: "{")) else { return nil }
     var members: [Member] = []
@@ -47,14 +47,14 @@ extension JSONSyntax {
   /// `JSONSerialization` and Python's `json` the last), and Foundation's parsers accept a trailing
   /// comma that Python's refuses: the file formats refuse both (docs/FORMAT.md).
   /// - Complexity: O(n) in the bytes.
-  static func distinctMembers(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]: Range<Int>]? {
+  package static func distinctMembers(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]: Range<Int>]? {
     objectMembers(bytes).flatMap { byDistinctName($0, in: bytes) }
   }
 
   /// `members` of `bytes` (``objectMembers(_:)``) by name, as ``distinctMembers(_:)`` says;
   /// nil when a name repeats or does not decode. For a caller that also needs to know the bytes
   /// were one object, without scanning them twice.
-  static func byDistinctName(
+  package static func byDistinctName(
     _ members: [Member], in bytes: UnsafeRawBufferPointer
   ) -> [[UInt8]: Range<Int>]? {
     var byName: [[UInt8]: Range<Int>] = [:]

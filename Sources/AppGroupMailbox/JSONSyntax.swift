@@ -13,7 +13,7 @@ import Foundation
 /// checks with the verdict first (``AppGroupRawMailbox/isJSON(_:)``), and what the verdict
 /// calls invalid is never stored. ``isCertainlyValid(_:)`` accepts a subset of what
 /// JSONSerialization accepts; tests compare the two on generated inputs.
-enum JSONSyntax {
+package enum JSONSyntax {
   /// The deepest nesting that can be certainly valid; deeper input is judged by the grammar,
   /// then goes to JSONSerialization.
   static let maximumDepth = 100

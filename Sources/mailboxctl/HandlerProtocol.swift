@@ -1,3 +1,4 @@
+import AppGroupMailbox
 import Foundation
 
 /// The long-running handler protocol of `drain --coprocess`, version 1 (docs/HANDLER-PROTOCOL.md):
@@ -37,9 +38,11 @@ enum HandlerProtocol {
   /// - Returns: the failure as text when the line is no greeting or the version is not one of
   ///   ``versions``.
   static func parseGreeting(_ line: Data) -> Result<(version: Int, capabilities: [String]), Fault> {
-    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-      object["protocol"] as? String == name
-    else {
+    let read = object(line)
+    if case .failure(.nameTwice) = read {
+      return .failure(Fault("its greeting gives a member name twice"))
+    }
+    guard case .success(let object) = read, object["protocol"] as? String == name else {
       return .failure(Fault("its first line is not a \(name) greeting"))
     }
     // `1.0` and `1e0` are no integers; JSONSerialization gives those as doubles, as it does an
@@ -62,8 +65,10 @@ enum HandlerProtocol {
   /// Parses one answer line: `{"id": "<uuid>", "action": "ack" | "release" | "retry" |
   /// "deadletter", "after": seconds (retry), "reason": text (deadletter)}`.
   static func parseAnswer(_ line: Data) -> Result<(id: String, answer: Answer), Fault> {
-    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
-      return .failure(Fault("a line that is not a JSON object"))
+    let object: [String: Any]
+    switch Self.object(line) {
+    case .success(let read): object = read
+    case .failure(let refusal): return .failure(Fault("a line that \(refusal.rawValue)"))
     }
     guard let id = (object["id"] as? String)?.lowercased() else {
       return .failure(Fault("an answer without a string \"id\""))
@@ -83,6 +88,32 @@ enum HandlerProtocol {
     default:
       return .failure(Fault("an answer whose \"action\" is none of \(capabilities)"))
     }
+  }
+
+  /// Why a line is not an object of the protocol, as the end of "a line that …".
+  enum Refusal: String, Error {
+    case notObject = "is not a JSON object"
+    case nameTwice = "gives a member name twice"
+    case outOfRange = "holds a number past a double's range or a lone surrogate escape"
+  }
+
+  /// The JSON object of one line, read as the file formats are (docs/FORMAT.md): by RFC 8259's
+  /// grammar with each member name once (JSON readers disagree about which of two counts:
+  /// Foundation's JSONSerialization and Python's json take the last, others the first), then
+  /// by JSONSerialization, which also refuses a number past a double's range and a lone
+  /// surrogate escape the grammar allows.
+  /// - Complexity: O(n) in the line's bytes.
+  static func object(_ line: Data) -> Result<[String: Any], Refusal> {
+    let distinct = line.withUnsafeBytes { bytes -> Bool? in
+      guard let members = JSONSyntax.objectMembers(bytes) else { return nil }
+      return JSONSyntax.byDistinctName(members, in: bytes) != nil
+    }
+    guard let distinct else { return .failure(.notObject) }
+    guard distinct else { return .failure(.nameTwice) }
+    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
+      return .failure(.outOfRange)
+    }
+    return .success(object)
   }
 
   /// `value` as JSONSerialization gives a JSON number, or nil: `true` and `false` come as

@@ -44,6 +44,44 @@ import Testing
     #expect(retry("true") == nil && retry("false") == nil && retry("\"1\"") == nil)
   }
 
+  /// Found by an adversarial session (stop 35): `{"action":"release","action":"ack"}`
+  /// acknowledged (the last name counted, as JSONSerialization reads it; the file formats
+  /// refuse a name given twice), a greeting giving `version` twice was read by its last, and a
+  /// number past a double's range made an object "not a JSON object".
+  @Test func `A line giving a name twice or a number out of range is refused as such`() {
+    func answer(_ line: String) -> String? {
+      switch HandlerProtocol.parseAnswer(Data(line.utf8)) {
+      case .success: return nil
+      case .failure(let fault): return fault.text
+      }
+    }
+    let id = #""id":"0b8c2a3e-6f0e-4f5e-9d7e-1b2c3d4e5f60""#
+    #expect(
+      answer(#"{\#(id),"action":"release","action":"ack"}"#)
+        == "a line that gives a member name twice")
+    #expect(
+      answer(#"{\#(id),"action":"ack","action":"ack"}"#) == "a line that gives a member name twice")
+    #expect(
+      answer(#"{\#(id),"action":"retry","after":1e400}"#)
+        == "a line that holds a number past a double's range or a lone surrogate escape")
+    #expect(answer(#"{\#(id),"action":"ack",}"#) == "a line that is not a JSON object")
+    #expect(answer(#"[\#(id)]"#) == "a line that is not a JSON object")
+    #expect(answer(#"{\#(id),"action":"ack"}"#) == nil)
+    #expect(answer(" {\(id),\"action\":\"ack\"}\r") == nil)
+    func greeting(_ line: String) -> String? {
+      switch HandlerProtocol.parseGreeting(Data(line.utf8)) {
+      case .success: return nil
+      case .failure(let fault): return fault.text
+      }
+    }
+    for twice in [#""version":1,"version":2"#, #""version":2,"version":1"#] {
+      #expect(
+        greeting(#"{"protocol":"mailboxctl-handler",\#(twice)}"#)
+          == "its greeting gives a member name twice")
+    }
+    #expect(greeting(#"{"protocol":"mailboxctl-handler","version":1}"#) == nil)
+  }
+
   @Test func `Handler text is shown on one line, escaped and capped`() {
     #expect(
       Output.shown("x\nmailboxctl: FORGED\u{1B}[2J") == #"x\u{A}mailboxctl: FORGED\u{1B}[2J"#)

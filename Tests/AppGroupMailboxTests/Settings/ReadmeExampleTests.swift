@@ -2,7 +2,7 @@ import AppGroupMailbox
 import Foundation
 import Testing
 
-// The README's examples, as written there (README.md, "Example" and "Async"): this file must
+// The README's examples, as written there (README.md, "Example"): this file must
 // compile, so the README's code does.
 
 enum WidgetAction: Codable, Sendable {
@@ -46,10 +46,8 @@ func drainNow(_ mailbox: AppGroupMailbox<WidgetAction>) async throws -> Int {
 
 func startConsumer(_ mailbox: AppGroupMailbox<WidgetAction>) -> Task<Void, any Error> {
   Task {
-    var handled = 0
     try await mailbox.drain { claim in
       try handle(claim.message)
-      handled += 1
     }
   }
 }

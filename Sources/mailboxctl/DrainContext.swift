@@ -79,12 +79,10 @@ final class DrainContext {
   var timeUp: Bool { deadline.map { Date() >= $0 } ?? false }
 
   /// How long a line stdout's reader has not taken yet may still take after `--timeout`:
-  /// `--shutdown-timeout` seconds, as a handler in flight after a stop signal; then it is put
-  /// back (a reader that stopped reading must not keep the drain for ever). Nil without one.
+  /// `--shutdown-timeout` seconds, as a handler in flight after a stop signal; then a write
+  /// still blocked is given up and its message put back (a reader that stopped reading must not
+  /// keep the drain for ever; ``FileDescriptorWriter/interruptBlockedWrites(after:)``). Nil without one.
   var writeDeadline: Date? { deadline?.addingTimeInterval(shutdownTimeout) }
-
-  /// Whether ``writeDeadline`` has passed.
-  var writeTimeUp: Bool { writeDeadline.map { Date() >= $0 } ?? false }
 
   /// Whether claiming must stop: a stop signal or a fatal error.
   var stopping: Bool { signals.stopSignal != nil || fatal != nil }

@@ -37,10 +37,9 @@ final class Drainer {
     let deadline = timeout.map { report.startTime.addingTimeInterval($0) }
     context.deadline = deadline
     // A write to stdout blocked on a reader that stopped reading must not outlast --timeout.
-    let interrupter = context.writeDeadline.map {
-      FileDescriptorWriter.DeadlineInterrupter(deadline: $0)
+    if let writeDeadline = context.writeDeadline {
+      FileDescriptorWriter.interruptBlockedWrites(after: writeDeadline)
     }
-    defer { interrupter?.stop() }
     let wakeUps = follow ? try MailboxWakeUps(context.mailbox, wakeup: signals.wakeup) : nil
     defer { wakeUps?.close() }
     while true {

@@ -19,9 +19,8 @@ final class StdoutDelivery: DeliveryMode {
   func deliver(_ claims: [AppGroupRawMailbox.Claim]) {
     for (index, claim) in claims.enumerated() {
       let bytes = Array((DrainContext.line(claim) + "\n").utf8)
-      let error = FileDescriptorWriter.writeAll(1, bytes) { _ in
-        Signals.stopReceived || context.writeTimeUp
-      }
+      let error = FileDescriptorWriter.writeAll(
+        1, bytes, until: FileDescriptorWriter.afterStopSignal)
       guard error == 0 else {
         // Not written, or cut short (also by a stop signal, or --timeout and
         // --shutdown-timeout, while the pipe was full): back to the mailbox at once, uncounted (the reader, not the message, failed; a

@@ -5,6 +5,8 @@ import Synchronization
 
 /// write(2) calls of ``FileDescriptorWriter`` under way now, in any thread.
 private let writesUnderway = Atomic<Int>(0)
+/// Set once a ``FileDescriptorWriter/interruptBlockedWrites(after:)`` reached its deadline.
+private let deadlineReached = Atomic<Bool>(false)
 
 /// Writes whole buffers to a descriptor with write(2), retrying after EINTR.
 enum FileDescriptorWriter {
@@ -19,7 +21,11 @@ enum FileDescriptorWriter {
   /// room with poll(2) instead of failing with EAGAIN. `until`: given the bytes written so far,
   /// checked before each write(2), after one a signal interrupted, and after each wait for room
   /// (at least every 0.1 s while the descriptor has no room); once it returns true, it writes no
-  /// more and returns EINTR.
+  /// more and returns EINTR. A write(2) blocked until a signal interrupted it (`EINTR`, nothing
+  /// taken: a reader that stopped reading) is given up the same way after a stop signal
+  /// (``Signals/stopReceived``) or once ``interruptBlockedWrites(after:)`` reached its deadline
+  /// (``deadlinePassed``), whatever `until` says: nothing more will take it (a summary to a
+  /// stalled stderr kept a stopped drain for ever).
   static func writeAll(
     _ fd: Int32, _ data: some DataProtocol, until: (_ written: Int) -> Bool = { _ in false }
   ) -> Int32 {
@@ -43,7 +49,10 @@ enum FileDescriptorWriter {
       writesUnderway.subtract(1, ordering: .relaxed)
       if written < 0 {
         let code = Errno.current
-        if code == .interrupted { continue }
+        if code == .interrupted {
+          if Signals.stopReceived || deadlinePassed { return EINTR }
+          continue
+        }
         if code == .wouldBlock {
           var waiter = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
           _ = poll(&waiter, 1, 100)
@@ -56,27 +65,26 @@ enum FileDescriptorWriter {
     return 0
   }
 
+  /// Whether ``interruptBlockedWrites(after:)`` reached its deadline: writes blocked since are given up.
+  static var deadlinePassed: Bool { deadlineReached.load(ordering: .acquiring) }
+
   /// Interrupts, from `deadline` on, a write of ``writeAll(_:_:until:)`` blocked on the command's
-  /// thread (a stdout whose reader stopped reading), so `drain --timeout` ends: every 0.1 s
-  /// while a write is under way, ``Signals/interruptCommandThread()``, after which the write's
-  /// `until` (which must look at the deadline) ends it with `EINTR`. Repeated, since a write may
-  /// begin just after a look. A thread of its own, waiting; ``stop()`` ends it.
-  final class DeadlineInterrupter: Sendable {
-    private let stopped = DispatchSemaphore(value: 0)
-
-    init(deadline: Date) {
-      let stopped = self.stopped
-      let thread = Thread {
-        let first = DispatchTime.now() + max(0, deadline.timeIntervalSinceNow)
-        guard stopped.wait(timeout: first) == .timedOut else { return }
-        repeat {
-          if writesUnderway.load(ordering: .relaxed) > 0 { Signals.interruptCommandThread() }
-        } while stopped.wait(timeout: .now() + 0.1) == .timedOut
+  /// thread (a stdout or stderr whose reader stopped reading), so `drain --timeout` and `watch
+  /// --timeout` end: at the deadline it sets ``deadlinePassed``, then every 0.1 s while a write
+  /// is under way it calls ``Signals/interruptCommandThread()``; the interrupted write gives up
+  /// with `EINTR`. Repeated, since a write may begin just after a look. A thread of its own that
+  /// lives as long as the process: the summary and error line written after the command's loop
+  /// (to a stderr on the same stalled pipe) are covered too.
+  static func interruptBlockedWrites(after deadline: Date) {
+    let thread = Thread {
+      let now = Date()
+      if deadline > now { Thread.sleep(forTimeInterval: deadline.timeIntervalSince(now)) }
+      deadlineReached.store(true, ordering: .releasing)
+      while true {
+        if writesUnderway.load(ordering: .relaxed) > 0 { Signals.interruptCommandThread() }
+        Thread.sleep(forTimeInterval: 0.1)
       }
-      thread.start()
     }
-
-    /// Ends the interrupting (once).
-    func stop() { stopped.signal() }
+    thread.start()
   }
 }

@@ -40,7 +40,7 @@ enum HandlerProtocol {
   static func parseGreeting(_ line: Data) -> Result<(version: Int, capabilities: [String]), Fault> {
     let read = object(line)
     if case .failure(.nameTwice) = read {
-      return .failure(Fault("its greeting gives a member name twice"))
+      return .failure(Fault("its greeting \(Refusal.nameTwice.rawValue)"))
     }
     guard case .success(let object) = read, object["protocol"] as? String == name else {
       return .failure(Fault("its first line is not a \(name) greeting"))
@@ -93,8 +93,11 @@ enum HandlerProtocol {
   /// Why a line is not an object of the protocol, as the end of "a line that …".
   enum Refusal: String, Error {
     case notObject = "is not a JSON object"
-    case nameTwice = "gives a member name twice"
-    case outOfRange = "holds a number past a double's range or a lone surrogate escape"
+    case nameTwice = "gives a member name twice, or one that is not valid Unicode"
+    case outOfRange = """
+      holds what JSON readers refuse: a number past a double's range, a lone surrogate \
+      escape, or nesting deeper than 512
+      """
   }
 
   /// The JSON object of one line, read as the file formats are (docs/FORMAT.md): by RFC 8259's

@@ -74,8 +74,10 @@ extension MailboxOptions {
         "no such mailbox: \(path) ('mailboxctl namespaces\(container)' lists the mailboxes "
           + "there; 'mailboxctl create' makes one)")
     case .notDirectory:
+      // Name what stands in the way (a container that is a file), as an open does.
+      let found = unusableDirectory(location).map { " (\($0))" } ?? ""
       return CommandFailure(
-        .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)")
+        .noInput, "no such mailbox: \(path): lstat failed: \(cause.explanation)\(found)")
     case .permissionDenied:
       return CommandFailure(
         .unavailable,
@@ -94,8 +96,8 @@ extension MailboxOptions {
 
   /// What an EACCES inside the namespace directory (its state file, an area) usually means.
   static let writeHint =
-    "(this user may look at this mailbox but not change it; for a group-shared mailbox, join "
-    + "its group, 'usermod -aG GROUP USER', then log in again)"
+    "(the mailbox's files do not let this user do that; for a group-shared mailbox, join its "
+    + "group, 'usermod -aG GROUP USER', then log in again)"
 
   /// The failure for an error opening the mailbox at `location`, naming its cause.
   static func openFailure(_ error: any Error, _ location: Location) -> CommandFailure {

@@ -231,8 +231,9 @@ enum MailboxOptions {
     Output.note(
       "note: \(location.directory.path) holds an entry that can be neither moved, quarantined "
         + "nor removed (a directory of another user, or a message file made immutable or "
-        + "append-only with chattr): it is passed over; its owner or root must remove it or its "
-        + "flag (docs/SECURITY.md, \"Hostile and damaged entries\")")
+        + "append-only with chattr, or with something mounted on it): it is passed over; its "
+        + "owner or root must remove it, its flag or the mount (docs/SECURITY.md, \"Hostile and "
+        + "damaged entries\")")
   }
 
   /// The note for settings options given to a subcommand other than `create` or `config`.

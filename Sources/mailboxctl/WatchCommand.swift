@@ -29,6 +29,10 @@ let watchCommand = Subcommand(
     defer { wakeUps.close() }
     Output.note("watch: waiting for changes in \(location.directory.path)/pending")
     if wakeUps.isPolling { Output.note("watch: inotify is unavailable; checking every second") }
+    // A write to a stdout whose reader stopped reading must not outlast --timeout.
+    if let deadline = limits.deadline {
+      FileDescriptorWriter.interruptBlockedWrites(after: deadline)
+    }
     var seen = 0
     while signals.stopSignal == nil {
       if limits.reached(seen) { break }
@@ -57,10 +61,10 @@ let watchCommand = Subcommand(
           "\(ISO8601.format(Date())) pending \(status.pending) delayed \(status.delayed) "
           + "claimed \(status.claimed)\n"
       }
-      // A stop signal ends a write to a reader that stopped reading (a full pipe).
+      // A stop signal or --timeout ends a write to a reader that stopped reading (a full pipe).
       do {
         try Output.data(line, stoppable: true)
-      } catch  where signals.stopSignal != nil {
+      } catch  where signals.stopSignal != nil || FileDescriptorWriter.deadlinePassed {
         break
       }
     }

@@ -69,7 +69,7 @@ extension Spool {
     } catch let error as SystemCallError where error.isNotFound {
       return false
     } catch let error as SystemCallError
-      where error.errno == .isDirectory || error.errno == .notPermitted
+      where error.errno == .isDirectory || error.errno == .notPermitted || error.errno == .busy
     {
       return quarantine(from: directory, name, id: id, reason: .unsafe, diagnostics: &diagnostics)
     }

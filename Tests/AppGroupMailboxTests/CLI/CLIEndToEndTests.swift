@@ -328,6 +328,13 @@ import Testing
         + file.path + "/AppGroupMailbox/default: \(file.path) is a regular file, not a "
         + "directory, which a mailbox refuses (docs/SECURITY.md; openat on the container "
         + "failed: Not a directory (errno 20))\n")
+    // A command that only looks says the mailbox is not there, and why (review of stop 35).
+    let status = try Mailboxctl.run(["status", "--container", file.path])
+    #expect(status.status == 66)
+    #expect(
+      status.stderr == "mailboxctl: error: status: no such mailbox: \(file.path)/AppGroupMailbox/"
+        + "default: lstat failed: Not a directory (errno 20) (\(file.path) is a regular file, not "
+        + "a directory)\n")
     // A namespace directory that is a symbolic link (to a directory) is refused by name.
     let mailboxes = container.url.appendingPathComponent("AppGroupMailbox").path
     try FileManager.default.createDirectory(

@@ -219,4 +219,72 @@ import Testing
     #expect(status == 0, "\(stderr)")
     #expect(!stderr.contains("error"), "\(stderr)")
   }
+
+  /// Found by the review of the change above: with stderr on the same stalled pipe (`2>&1 |
+  /// reader`), the summary written after the stdout line was given up blocked for ever; and
+  /// `watch --timeout` had no end for a write blocked on a reader that stopped reading.
+  @Test func `--timeout also ends a write to a stalled stderr, and a watch's to a stalled stdout`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    // Output lines of about 4,096 bytes (PIPE_BUF: each written whole or not at all, pipe(7))
+    // fill the pipe to its last byte, so the summary finds no room either (the sizes the review
+    // reproduced it with).
+    let pad = String(repeating: "p", count: 3_913)
+    let producer = try container.rawMailbox(limits: .init(maxMessages: 1_000))
+    for number in 1...40 {
+      try producer.enqueue(Data(#"{"n":\#(number),"pad":"\#(pad)"}"#.utf8))
+    }
+    let out = Pipe()
+    let process = Process()
+    process.executableURL = Mailboxctl.url
+    process.arguments =
+      ["drain"] + container.arguments() + ["--timeout", "1", "--shutdown-timeout", "1"]
+    process.standardOutput = out.fileHandleForWriting
+    process.standardError = out.fileHandleForWriting
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    try out.fileHandleForWriting.close()
+    // The deadline bounds a hang: before, drain stayed in the summary's write(2) for ever.
+    #expect(try finish(process, deadline: 60) == 74)
+    withExtendedLifetime(out) {}
+    let left = try container.remaining()
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 100_000))
+    let watched = Pipe()
+    let writer = watched.fileHandleForWriting.fileDescriptor
+    // One page (the smallest pipe, pipe(7)); F_SETPIPE_SZ = 1031 (fcntl(2)).
+    #expect(fcntl(writer, 1031, 4096) >= 4096)
+    let (watch, errors) = try start(
+      ["watch"] + container.arguments() + ["--timeout", "3"],
+      stdout: watched.fileHandleForWriting, in: container)
+    try watched.fileHandleForWriting.close()
+    #expect(waitUntil(deadline: 60) { (try? String(contentsOf: errors, encoding: .utf8)) != "" })
+    // Each enqueue wakes it until the pipe is full (or its --timeout ends it first).
+    _ = try waitUntil(deadline: 60) {
+      try mailbox.enqueue(Data("1".utf8))
+      return !watch.isRunning || sleepingIn(watch.processIdentifier).hasSuffix("pipe_write")
+    }
+    let status = try finish(watch, deadline: 60)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(!stderr.contains("error"), "\(stderr)")
+    withExtendedLifetime(watched) {}
+  }
+
+  /// Found by the same review: the deadline was looked at before each write, so a line whose
+  /// claim ended after --timeout plus --shutdown-timeout was put back, though nothing blocked
+  /// (drain exited 74 "stdout's reader did not take the line" with stdout on /dev/null).
+  @Test func `A --timeout drain to a stdout that takes every line exits 0`() throws {
+    let container = try TemporaryContainer()
+    _ = try fill(container, count: 300)
+    let (process, errors) = try start(
+      ["drain"] + container.arguments() + ["--timeout", "0.05", "--shutdown-timeout", "0.000001"],
+      stdout: FileHandle.nullDevice, in: container)
+    let status = try finish(process, deadline: 60)
+    let stderr = try String(contentsOf: errors, encoding: .utf8)
+    #expect(status == 0, "\(stderr)")
+    #expect(!stderr.contains("did not take"), "\(stderr)")
+  }
 }

@@ -58,12 +58,14 @@ import Testing
     let id = #""id":"0b8c2a3e-6f0e-4f5e-9d7e-1b2c3d4e5f60""#
     #expect(
       answer(#"{\#(id),"action":"release","action":"ack"}"#)
-        == "a line that gives a member name twice")
+        == "a line that gives a member name twice, or one that is not valid Unicode")
     #expect(
-      answer(#"{\#(id),"action":"ack","action":"ack"}"#) == "a line that gives a member name twice")
+      answer(#"{\#(id),"act\u0069on":"ack","action":"ack"}"#)
+        == "a line that gives a member name twice, or one that is not valid Unicode")
     #expect(
       answer(#"{\#(id),"action":"retry","after":1e400}"#)
-        == "a line that holds a number past a double's range or a lone surrogate escape")
+        == "a line that holds what JSON readers refuse: a number past a double's range, a lone "
+        + "surrogate escape, or nesting deeper than 512")
     #expect(answer(#"{\#(id),"action":"ack",}"#) == "a line that is not a JSON object")
     #expect(answer(#"[\#(id)]"#) == "a line that is not a JSON object")
     #expect(answer(#"{\#(id),"action":"ack"}"#) == nil)
@@ -77,7 +79,7 @@ import Testing
     for twice in [#""version":1,"version":2"#, #""version":2,"version":1"#] {
       #expect(
         greeting(#"{"protocol":"mailboxctl-handler",\#(twice)}"#)
-          == "its greeting gives a member name twice")
+          == "its greeting gives a member name twice, or one that is not valid Unicode")
     }
     #expect(greeting(#"{"protocol":"mailboxctl-handler","version":1}"#) == nil)
   }

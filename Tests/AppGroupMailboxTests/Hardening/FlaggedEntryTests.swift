@@ -177,6 +177,33 @@ struct FlaggedEntryTests {
     #expect(last.map(\.deliveryCount) == [2])
   }
 
+  /// Found by an adversarial review (stop 35): an expired message with something mounted on
+  /// it failed every claim with EBUSY from its unlink; immutable ones were passed over.
+  @Test(arguments: InodeFlag.allCases)
+  func `A flagged message past its lifetime is left in place, the others delivered`(
+    flag: InodeFlag
+  ) throws {
+    let (container, clock, recorder) = try TemporaryContainer.withClockAndDiagnostics()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox(
+      limits: .init(messageLifetime: 5), clock: clock, diagnostics: recorder)
+    try mailbox.enqueue("A")
+    let stuck = try Self.onlyEntry(container, "pending")
+    clock.advance(4)
+    try mailbox.enqueue("B")
+    try flag.set(stuck.path)
+    defer { InodeFlag.clearAll(stuck.path, container) }
+    clock.advance(2)  // A is past its lifetime, B is not
+    #expect(try mailbox.claimPending().map(\.message) == ["B"])
+    try mailbox.performMaintenance()
+    #expect(Self.unchanged(stuck.path, stuck.bytes))
+    #expect(recorder.count(.unsafeEntryLeftInPlace) >= 1)
+    try flag.set(stuck.path, false)
+    clock.advance(Double(Spool.recheckInterval) / 1e6 + 1)
+    // Free again, it is removed as expired, never delivered.
+    #expect(try mailbox.claimPending().isEmpty)
+    #expect(container.names("pending").isEmpty)
+  }
+
   @Test(arguments: InodeFlag.allCases)
   func `A flagged due message whose copy is already pending is passed over, the copy claimed`(
     flag: InodeFlag

@@ -61,9 +61,8 @@ struct HoldSharingTests {
         refused.stderr
           == "mailboxctl: error: \(command): cannot open the mailbox at "
           + "\(container.url.path)/AppGroupMailbox/jobs: openat on the state file failed: "
-          + "Permission denied (errno 13) (this user may look at this mailbox but not change it; "
-          + "for a group-shared mailbox, join its group, 'usermod -aG GROUP USER', then log in "
-          + "again)\n")
+          + "Permission denied (errno 13) (the mailbox's files do not let this user do that; for a "
+          + "group-shared mailbox, join its group, 'usermod -aG GROUP USER', then log in again)\n")
     }
     #expect(raw.isHeld)
   }

@@ -283,7 +283,7 @@ class Consumer:
         except FileNotFoundError:
             return False
         except OSError as error:
-            if error.errno not in (errno.EISDIR, errno.EPERM):
+            if error.errno not in (errno.EISDIR, errno.EPERM, errno.EBUSY):
                 raise
         return self.quarantine(area, entry, id, "unsafe")
 

@@ -81,7 +81,8 @@ final class DrainContext {
   /// How long a line stdout's reader has not taken yet may still take after `--timeout`:
   /// `--shutdown-timeout` seconds, as a handler in flight after a stop signal; then a write
   /// still blocked is given up and its message put back (a reader that stopped reading must not
-  /// keep the drain for ever; ``FileDescriptorWriter/interruptBlockedWrites(after:)``). Nil without one.
+  /// keep the drain for ever; ``FileDescriptorWriter/interruptBlockedWrites(after:)``). Nil
+  /// without one.
   var writeDeadline: Date? { deadline?.addingTimeInterval(shutdownTimeout) }
 
   /// Whether claiming must stop: a stop signal or a fatal error.

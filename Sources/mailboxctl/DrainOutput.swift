@@ -22,9 +22,9 @@ final class StdoutDelivery: DeliveryMode {
       let error = FileDescriptorWriter.writeAll(
         1, bytes, until: FileDescriptorWriter.afterStopSignal)
       guard error == 0 else {
-        // Not written, or cut short (also by a stop signal, or --timeout and
-        // --shutdown-timeout, while the pipe was full): back to the mailbox at once, uncounted (the reader, not the message, failed; a
-        // part of a line is no message).
+        // Not written, or cut short (also by a stop signal, or --timeout and --shutdown-timeout,
+        // while the pipe was full): back to the mailbox at once, uncounted (the reader, not the
+        // message, failed; a part of a line is no message).
         for unwritten in claims[index...] { context.putBack(unwritten) }
         if error != EINTR {
           context.fail(Self.failure(error, what: "stdout"))

@@ -65,7 +65,8 @@ enum FileDescriptorWriter {
     return 0
   }
 
-  /// Whether ``interruptBlockedWrites(after:)`` reached its deadline: writes blocked since are given up.
+  /// Whether ``interruptBlockedWrites(after:)`` reached its deadline: writes blocked since are
+  /// given up.
   static var deadlinePassed: Bool { deadlineReached.load(ordering: .acquiring) }
 
   /// Interrupts, from `deadline` on, a write of ``writeAll(_:_:until:)`` blocked on the command's

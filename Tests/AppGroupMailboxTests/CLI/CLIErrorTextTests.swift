@@ -49,7 +49,8 @@ import Testing
     let cases: [([String], String)] = [
       (
         ["--container", file.path, "--namespace", "q"],
-        "no such mailbox: \(file.path)/AppGroupMailbox/q: lstat failed: Not a directory (errno 20)"
+        "no such mailbox: \(file.path)/AppGroupMailbox/q: lstat failed: Not a directory (errno 20) "
+          + "(\(file.path) is a regular file, not a directory)"
       ),
       (
         ["--container", container.url.path, "--namespace", "plain"],

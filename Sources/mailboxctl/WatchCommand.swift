@@ -64,7 +64,7 @@ let watchCommand = Subcommand(
       // A stop signal or --timeout ends a write to a reader that stopped reading (a full pipe).
       do {
         try Output.data(line, stoppable: true)
-      } catch where signals.stopSignal != nil || FileDescriptorWriter.deadlinePassed {
+      } catch  where signals.stopSignal != nil || FileDescriptorWriter.deadlinePassed {
         break
       }
     }

@@ -43,6 +43,20 @@ import Testing
     return (process, errors)
   }
 
+  /// Every whole line in `out` is a message acknowledged; the one cut short went back with its
+  /// delivery count unchanged, as did everything after it (of `ids`, in order).
+  func expectWholeLinesDelivered(_ out: Pipe, _ ids: [UUID], _ container: TemporaryContainer)
+    throws
+  {
+    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
+      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    let whole = lines.count - 1
+    let left = try container.remaining()
+    #expect(whole > 0 && whole + left.count == ids.count)
+    #expect(left.map(\.id) == Array(ids[whole...]))
+    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+  }
+
   /// Waits for `process` to exit within `deadline` seconds (a hang fails); returns its status.
   func finish(_ process: Process, deadline: TimeInterval) throws -> Int32 {
     guard waitUntil(deadline: deadline, { !process.isRunning }) else {
@@ -69,15 +83,7 @@ import Testing
     let stderr = try String(contentsOf: errors, encoding: .utf8)
     #expect(status == 130, "\(stderr)")
     #expect(stderr.hasSuffix("; stopped by SIGINT\n"), "\(stderr)")
-    // Every whole line in the pipe is a message acknowledged; the one cut short went back with
-    // its delivery count unchanged, as did everything after it.
-    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
-      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-    let whole = lines.count - 1
-    let left = try container.remaining()
-    #expect(whole > 0 && whole + left.count == ids.count)
-    #expect(left.map(\.id) == Array(ids[whole...]))
-    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+    try expectWholeLinesDelivered(out, ids, container)
   }
 
   /// Named at stop 34: `--timeout` was looked at before each claim only, so a drain blocked in
@@ -101,13 +107,7 @@ import Testing
           + "--shutdown-timeout after --timeout: stopped; the messages not written were put "
           + "back, their delivery not counted\n"),
       "\(stderr)")
-    let lines = out.fileHandleForReading.readDataToEndOfFile().split(
-      separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-    let whole = lines.count - 1
-    let left = try container.remaining()
-    #expect(whole > 0 && whole + left.count == ids.count)
-    #expect(left.map(\.id) == Array(ids[whole...]))
-    #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })
+    try expectWholeLinesDelivered(out, ids, container)
   }
 
   /// Found by an adversarial review: `claim` set no signal handlers, so SIGTERM while its

@@ -153,9 +153,7 @@ final class SpoolArrivals: Sendable {
   /// The namespace directory's: arrivals (of `settings`) and departures (of an area).
   static let namespaceMask = mask | InotifyMask.departures
   private static let settingsName = Array(Spool.settingsName.utf8)
-  private static let areaNames = ["tmp", "pending", "claimed", "quarantine", "delayed"].map {
-    Array($0.utf8)
-  }
+  private static let areaNames = SpoolArea.allCases.map(\.nameBytes)
 
   /// `status` and `records` (a length byte, then the name, each) as a change; with `named`,
   /// only an arrival of that name counts.

@@ -11,7 +11,10 @@ import Glibc
 /// filesystem (renames cannot cross filesystems: rename(2), EXDEV).
 final class SpoolDirectories: Sendable {
   static let root = "AppGroupMailbox"
-  static let areas = ["tmp", "pending", "claimed", "quarantine", "delayed"]
+  /// The names of the areas, in ``SpoolArea`` order.
+  static let areas = SpoolArea.allCases.map(\.name)
+  /// The name of the `state` file in the namespace directory.
+  static let stateName = "state"
 
   // The owned descriptors, each closed exactly once when this object ends; the properties below
   // lend their numbers to system calls for the spool's lifetime.
@@ -34,18 +37,23 @@ final class SpoolDirectories: Sendable {
   var state: Int32 { stateFile.rawValue }
   let path: String
 
-  /// Whether the namespace directory and each of `areas` (names from ``areas``) are still the
-  /// directories their paths name: not deleted, moved or replaced, an ancestor's rename (the
-  /// container's) included. One fstat(2) and one lstat(2) each.
-  func isInPlace(areas: [String]) -> Bool {
-    let held: [String: Int32] = [
-      "tmp": tmp, "pending": pending, "claimed": claimed, "quarantine": quarantine,
-      "delayed": delayed,
-    ]
-    return isSameDirectory(namespace, at: path)
-      && areas.allSatisfy { area in
-        held[area].map { isSameDirectory($0, at: path + "/" + area) } ?? false
-      }
+  /// The open descriptor of `area`.
+  func descriptor(of area: SpoolArea) -> Int32 {
+    switch area {
+    case .tmp: tmp
+    case .pending: pending
+    case .claimed: claimed
+    case .quarantine: quarantine
+    case .delayed: delayed
+    }
+  }
+
+  /// Whether the namespace directory and each of `areas` are still the directories their paths
+  /// name: not deleted, moved or replaced, an ancestor's rename (the container's) included. One
+  /// fstat(2) and one lstat(2) each.
+  func isInPlace(areas: [SpoolArea]) -> Bool {
+    isSameDirectory(namespace, at: path)
+      && areas.allSatisfy { isSameDirectory(descriptor(of: $0), at: path + "/" + $0.name) }
   }
 
   /// Whether the namespace directory or one of its areas was deleted since it was opened: a
@@ -132,11 +140,14 @@ final class SpoolDirectories: Sendable {
       }
       mode = try sharing(namespaceFD.rawValue, createdNamespace)
       let parent = namespaceFD.rawValue
-      let tmp = try openDirectory(parent, "tmp", .tmpArea)
-      let pending = try openDirectory(parent, "pending", .pendingArea)
-      let claimed = try openDirectory(parent, "claimed", .claimedArea)
-      let quarantine = try openDirectory(parent, "quarantine", .quarantineArea)
-      let delayed = try openDirectory(parent, "delayed", .delayedArea)
+      func openArea(_ area: SpoolArea) throws -> FileDescriptor {
+        try openDirectory(parent, area.name, area.role)
+      }
+      let tmp = try openArea(.tmp)
+      let pending = try openArea(.pending)
+      let claimed = try openArea(.claimed)
+      let quarantine = try openArea(.quarantine)
+      let delayed = try openArea(.delayed)
       let stateFD = try Self.openState(
         parent, readOnly: readOnly, mode: mode.fileMode, owner: owner)
       // Another member's FIFO, directory or hard link in its place is refused: opened without
@@ -225,17 +236,17 @@ final class SpoolDirectories: Sendable {
   ) throws -> FileDescriptor {
     let flags = (readOnly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK
     do {
-      return try FileDescriptor.open(namespace, "state", flags, role: .stateFile)
+      return try FileDescriptor.open(namespace, stateName, flags, role: .stateFile)
     } catch let error as SystemCallError where error.isNotFound && !readOnly {
       do {
         let fd = try FileDescriptor.open(
-          namespace, "state", flags | O_CREAT | O_EXCL, mode: mode, role: .stateFile)
+          namespace, stateName, flags | O_CREAT | O_EXCL, mode: mode, role: .stateFile)
         // Explicit mode whatever the umask.
         try? Syscall.chmod(fd.rawValue, mode)
         if let owner { _ = Glibc.fchown(fd.rawValue, owner.uid, owner.gid) }
         return fd
       } catch let error as SystemCallError where error.errno == .fileExists {
-        return try FileDescriptor.open(namespace, "state", flags, role: .stateFile)
+        return try FileDescriptor.open(namespace, stateName, flags, role: .stateFile)
       }
     }
   }

@@ -29,13 +29,10 @@ extension PathRole {
   /// for a role that is not one fixed entry of it.
   var entryName: String? {
     switch self {
-    case .tmpArea: "tmp"
-    case .pendingArea: "pending"
-    case .claimedArea: "claimed"
-    case .quarantineArea: "quarantine"
-    case .delayedArea: "delayed"
+    case .tmpArea, .pendingArea, .claimedArea, .quarantineArea, .delayedArea:
+      SpoolArea.allCases.first { $0.role == self }?.name
     case .keysArea: Spool.keysArea
-    case .stateFile: "state"
+    case .stateFile: SpoolDirectories.stateName
     case .settingsFile: Spool.settingsName
     case .container, .mailboxesDirectory, .namespaceDirectory, .messageFile, .keyFile,
       .quarantinedDirectory, .notificationDirectory, .legacyLock:

@@ -96,7 +96,7 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
       every: placeCheckInterval, leeway: .milliseconds(Int(placeCheckInterval * 100)),
       on: Self.placeQueue
     ) { [continuation] in
-      guard !directories.isInPlace(areas: Array(Self.areaNames)) else { return }
+      guard !directories.isInPlace(areas: Self.watchedAreas) else { return }
       continuation.finish(throwing: AppGroupMailboxError.mailboxDirectoryRemoved)
     }
     state.withLock { $0.placeTimer = timer }
@@ -166,8 +166,9 @@ public final class AppGroupMailboxEvents: AsyncSequence, Sendable {
     }
   }
 
-  /// The names of the watched areas in the namespace directory.
-  private static let areaNames: Set<String> = ["pending", "claimed", "delayed", "quarantine"]
+  /// The watched areas of the namespace directory, and their names.
+  private static let watchedAreas: [SpoolArea] = [.pending, .claimed, .delayed, .quarantine]
+  private static let areaNames = Set(watchedAreas.map(\.name))
 
   /// Removes the watches and leaves the shared instance, once.
   private static func stop(_ state: Locked<State>) {

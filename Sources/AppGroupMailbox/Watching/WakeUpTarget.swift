@@ -106,7 +106,9 @@ final class PendingAreaTarget: WakeUpTarget {
     guard let name = event.name else { return nil }
     // `delayed/` as `pending/`: a waiter holding the old one would compute due times from, and
     // promote out of, a directory no producer writes to any more.
-    if name == "pending" || name == "delayed", event.mask & InotifyMask.areaChanges != 0 {
+    if event.mask & InotifyMask.areaChanges != 0,
+      Self.followedAreas.contains(where: { $0.name == name })
+    {
       return .watchLost
     }
     // A new settings file (renamed into place): a hold or resume, so a held drain wakes.
@@ -123,7 +125,10 @@ final class PendingAreaTarget: WakeUpTarget {
 
   func placeCheck() -> WakeUpStateMachine.Input? { isFollowable ? nil : .gone }
 
-  private var isFollowable: Bool { directories.isInPlace(areas: ["pending", "delayed"]) }
+  private var isFollowable: Bool { directories.isInPlace(areas: Self.followedAreas) }
+
+  /// The areas a waiter follows: where messages become claimable.
+  private static let followedAreas: [SpoolArea] = [.pending, .delayed]
 
   /// Found when `pending/` holds a message name, or when the earliest due time in `delayed/`
   /// differs from the previous scan's (a new delayed message a polling watcher would otherwise

@@ -50,14 +50,13 @@ final class Drainer {
       } catch {
         context.fail(error)
       }
-      let timeUp = { self.context.timeUp }
       let limitReached = limit.map { started >= $0 } ?? false
-      if context.stopping || timeUp() || limitReached { break }
+      if context.stopping || context.timeUp || limitReached { break }
       var empty = false
       var blocked = false
       // `--timeout` is looked at before every claim: a mode that takes message after message
       // (stdout, --output) never leaves this loop while messages are pending.
-      while !context.stopping, !timeUp() {
+      while !context.stopping, !context.timeUp {
         let wanted = min(mode.capacity, remaining)
         blocked = mode.capacity == 0
         if wanted == 0 { break }

@@ -94,8 +94,9 @@ extension MailboxOptions {
     "(this user may not search a directory on the way; for a group-shared container, join "
     + "its group, 'usermod -aG GROUP USER', then log in again)"
 
-  /// What an EACCES inside the namespace directory (its state file, an area) usually means.
-  static let writeHint =
+  /// What an EACCES inside the namespace directory (its state file, an area) usually means,
+  /// for a command that changes the mailbox or one that only looks.
+  static let entryPermissionHint =
     "(the mailbox's files do not let this user do that; for a group-shared mailbox, join its "
     + "group, 'usermod -aG GROUP USER', then log in again)"
 
@@ -119,7 +120,7 @@ extension MailboxOptions {
       var hint = ""
       if Errno(rawValue: cause.errno) == .permissionDenied {
         // On the way to the namespace, or (a reader's open for writing) on what is in it.
-        hint = " " + (cause.entry == nil ? permissionHint : writeHint)
+        hint = " " + (cause.entry == nil ? permissionHint : entryPermissionHint)
       }
       return CommandFailure(
         Errno(rawValue: cause.errno) == .noSuchFileOrDirectory ? .noInput : .unavailable,
@@ -170,12 +171,12 @@ extension MailboxOptions {
     let entry = path + "/" + name
     var info = stat()
     guard lstat(entry, &info) == 0 else { return nil }
-    let wanted = name == "state" ? "a regular file with one link" : "a directory"
-    let kind = kind(info)
     if Errno(rawValue: cause.errno) == .improperLink {
       return "\(entry) is on another mount or device than the namespace directory (a "
         + "filesystem, a bind mount or a btrfs subvolume)"
     }
+    let wanted = name == "state" ? "a regular file with one link" : "a directory"
+    let kind = kind(info)
     guard kind != wanted, !(name == "state" && kind == "a regular file") else { return nil }
     return "\(entry) is \(kind), not \(wanted)"
   }

@@ -69,6 +69,8 @@ extension Spool {
     } catch let error as SystemCallError where error.isNotFound {
       return false
     } catch let error as SystemCallError
+      // The move's refusals (``isRefusal(_:)``) but EACCES, which unlink(2) returns for the
+      // area's own permissions, not the entry's: that one is thrown.
       where error.errno == .isDirectory || error.errno == .notPermitted || error.errno == .busy
     {
       return quarantine(from: directory, name, id: id, reason: .unsafe, diagnostics: &diagnostics)

@@ -58,7 +58,7 @@ enum InodeFlag: String, CaseIterable, Sendable {
 /// before, the refused rename was thrown, so one such file made every claim, enqueue, `maintain`
 /// and `drain` of the mailbox fail with `EPERM`. The same refusal caused by the area itself (an
 /// append-only `pending/`) stays an error.
-@Suite(.enabled(if: isRoot || isCI, "needs root for chattr"))
+@Suite(.enabled(if: isRoot || isCI, "needs root for chattr and mount"))
 struct FlaggedEntryTests {
   /// The path and bytes of the only entry of `area`.
   static func onlyEntry(_ container: TemporaryContainer, _ area: String) throws -> (

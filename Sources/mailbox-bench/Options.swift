@@ -16,8 +16,8 @@ struct BenchOptions {
   var directory: String?
   /// `--cache PATH`: where the deep spools of the depth measures are kept between runs.
   var cache: String?
-  /// `--only NAME[,NAME]`: run only the named groups (throughput, depth, batch, concurrency,
-  /// wake, memory, drain, bridge, peers).
+  /// `--only NAME[,NAME]`: run only the named groups (``groups``); a name not among them is a
+  /// usage error.
   var only: Set<String>?
   /// `--compare A B`: compare the ratios of two `--json` runs instead of measuring.
   var compare: (String, String)?
@@ -25,11 +25,16 @@ struct BenchOptions {
   /// `python3`).
   var python: String?
 
+  /// The measure groups `--only` may name.
+  static let groups = [
+    "throughput", "depth", "batch", "concurrency", "wake", "memory", "drain", "bridge", "peers",
+  ]
+
   static let usage = """
     usage: mailbox-bench [--quick] [--json] [--peers] [--rounds N] [--dir PATH] [--cache PATH]
                          [--only GROUP[,GROUP...]] [--python PATH]
            mailbox-bench --compare RUN1.jsonl RUN2.jsonl
-    groups: throughput, depth, batch, concurrency, wake, memory, drain, bridge, peers
+    groups: \(groups.joined(separator: ", "))
     """
 
   /// Parses `arguments` (without the program name); nil on a usage error.
@@ -55,7 +60,9 @@ struct BenchOptions {
         cache = text
       case "--only":
         guard let text = value() else { return nil }
-        only = Set(text.split(separator: ",").map(String.init))
+        let names = Set(text.split(separator: ",").map(String.init))
+        guard !names.isEmpty, names.isSubset(of: Self.groups) else { return nil }
+        only = names
       case "--compare":
         guard let first = value(), let second = value() else { return nil }
         compare = (first, second)

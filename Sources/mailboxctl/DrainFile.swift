@@ -45,8 +45,8 @@ final class FileDelivery: DeliveryMode {
     CommandFailure(
       status,
       "--output: \(path) is \(status == .usage ? "not" : "no longer") a regular file: drain appends "
-        + "to a file and flushes it to disk with fsync(2) before acknowledging, which a FIFO or "
-        + "device cannot do; to hand the messages to a program, drain to stdout or use --exec "
+        + "to a file and flushes it to disk with fsync(2) before acknowledging, which a directory, "
+        + "FIFO or device cannot take; to hand the messages to a program, drain to stdout or use --exec "
         + "or --coprocess")
   }
 

@@ -17,8 +17,8 @@ enum ExitStatus: Int32, Sendable {
   /// converted, the --exec or --coprocess program was not found, or the --coprocess handler
   /// kept ending without an answer.
   case unavailable = 69
-  /// EX_SOFTWARE: an internal error (a demo check that failed), or a library error with no
-  /// other status (a mailbox whose sequence numbers are used up).
+  /// EX_SOFTWARE: an internal error (a demo check that failed), or an error with no other
+  /// status.
   case software = 70
   /// EX_OSERR: a handler process could not be started.
   case osError = 71

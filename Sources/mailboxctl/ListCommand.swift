@@ -23,7 +23,8 @@ let listCommand = Subcommand(
       place in line (its due time) and `show` the enqueue time; so for a message replaced by key,
       which keeps the replaced one's place, ENQUEUED AT shows that place and `show` the
       replacement's time. JSON: {"id", "state", "enqueuedAt", "size", "deliveryCount", "priority",
-      "fileName"} ("priority" null when quarantined), plus "leaseExpiresAt" when claimed, "dueAt"
+      "fileName"} ("enqueuedAt", "deliveryCount" and "priority" null when quarantined; "-" in the
+      table), plus "leaseExpiresAt" when claimed, "dueAt"
       when delayed, "quarantinedAt" and "reason" when quarantined.
       """),
   run: { arguments in

@@ -18,10 +18,11 @@ let maintainCommand = Subcommand(
       expired, temporary files removed, files quarantined and quarantined discarded (JSON:
       {"recoveredClaims", "promotedMessages", "expiredMessages", "staleTemporaryFiles",
       "quarantined", "quarantineDiscarded"}); with --quiet only the lines whose count is not 0,
-      so a timer that runs it every 30 s logs only what it did. The mailbox's stored settings
+      so a timer that runs it every 30 s logs only what it did (--quiet and --json exclude each
+      other). The mailbox's stored settings
       (message lifetime, quarantine bound) decide what counts as expired; a claim counts as
       abandoned when the lease in its name has run out; a temporary file is removed once it is
-      15 minutes old (a writer that crashed left it; a live writer renames it within moments).
+      more than 15 minutes old (a writer that crashed left it; a live writer renames it within moments).
       """),
   run: { arguments in
     let events = Locked<[AppGroupMailboxDiagnostic]>([])

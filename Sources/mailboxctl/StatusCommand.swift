@@ -18,7 +18,9 @@ let statusCommand = Subcommand(
       stays in delayed/ (and is counted and listed as delayed) until a claim, an enqueue or
       'mailboxctl maintain' moves it to pending/; a claim takes it all the same (unless delivery
       is held or it has expired). Depth is pending + delayed + claimed, what --max-messages
-      bounds. Read from file names and sizes only. JSON: {"namespace", "depth", "pending",
+      bounds. Read from file names and sizes, and for the oldest claim its file's status-change
+      time (renaming or renewing a claim sets it). --json, --prometheus and --ages exclude each
+      other. JSON: {"namespace", "depth", "pending",
       "delayed", "claimed", "quarantined", "temporaryFiles", "oldestPendingAgeSeconds",
       "nextDueAt", "oldestClaimAgeSeconds", "bytes", "held", "pendingByPriority"}; absent values
       are null. "held" is true while delivery is held ('mailboxctl hold'; claims return nothing

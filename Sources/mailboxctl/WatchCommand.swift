@@ -4,13 +4,14 @@ import Foundation
 /// `mailboxctl watch`: prints a line for each wake-up of the mailbox's watcher.
 let watchCommand = Subcommand(
   name: "watch",
-  summary: "Print a line for each wake-up (a message made pending) as it happens.",
+  summary: "Print a line for each wake-up (a message made pending or delayed) as it happens.",
   options: MailboxOptions.reading(watchOptions),
   details: """
     Watches pending/ with inotify (the library's watcher; it polls every second when inotify
     is unavailable): a wake-up follows each message made pending by any process (an
-    enqueue, a release, a recovered claim, a delayed message made due), and with inotify
-    each change of the mailbox's settings ('hold', 'resume', 'config'). Wake-ups that come
+    enqueue, a release, a recovered claim, a delayed message made due), each message that
+    arrives in delayed/, and with inotify each change of the mailbox's settings ('hold',
+    'resume', 'config'). Wake-ups that come
     close together coalesce into one; the first comes at once when messages are already
     pending. watch only looks: it makes nothing pending itself, so a delayed message shows
     up when some other process's operation makes it pending.

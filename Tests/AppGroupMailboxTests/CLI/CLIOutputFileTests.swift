@@ -66,8 +66,8 @@ import Testing
       finished.stderr.hasSuffix(
         "mailboxctl: error: drain: --output: \(file.path) is no longer a regular file: drain "
           + "appends to a file and flushes it to disk with fsync(2) before acknowledging, which "
-          + "a FIFO or device cannot do; to hand the messages to a program, drain to stdout or "
-          + "use --exec or --coprocess\n"), "\(finished.stderr)")
+          + "a directory, FIFO or device cannot take; to hand the messages to a program, drain "
+          + "to stdout or use --exec or --coprocess\n"), "\(finished.stderr)")
     let left = try container.remaining()
     #expect(left.map(\.id) == [second])
     #expect(left.allSatisfy { $0.state == .pending && $0.deliveryCount == 0 })

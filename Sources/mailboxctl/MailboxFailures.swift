@@ -150,6 +150,13 @@ extension MailboxOptions {
         "\(context): its settings file has \(name.dropFirst("settings ".count)), newer than "
           + "this mailboxctl reads (formats 1 to \(AppGroupMailboxSettings.newestFormat)); use "
           + "the version that wrote it")
+    case .invalidLimit(let name)? where name.hasPrefix("settings would be larger than "):
+      return CommandFailure(
+        .unavailable,
+        "\(context): with the members this mailboxctl does not know (a newer version wrote "
+          + "them; they are kept), the changed settings file would be larger than "
+          + "\(name.dropFirst("settings would be larger than ".count)), which no reader reads; "
+          + "nothing was changed (make the change with the version that wrote them)")
     case .invalidLimit(let name)? where name.hasPrefix("settings: "):
       return CommandFailure(
         .unavailable,

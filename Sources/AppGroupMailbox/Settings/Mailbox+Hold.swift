@@ -19,7 +19,9 @@ extension AppGroupMailboxProtocol {
   /// group-shared mailbox).
   ///
   /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`) naming the
-  ///   system call and errno when the settings file cannot be written.
+  ///   system call and errno when the settings file cannot be written;
+  ///   ``AppGroupMailboxError/invalidLimit(_:)`` as ``updateSettings(_:)`` throws it for a file
+  ///   that does not read or would grow too large.
   public func pause() throws { try inspector.spool.setHeld(true) }
 
   /// Ends a hold set by ``pause()`` (in any process): claims deliver again, and waiting drains
@@ -28,7 +30,7 @@ extension AppGroupMailboxProtocol {
   ///
   /// Thread and process safety: as ``pause()``.
   ///
-  /// - Throws: ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
+  /// - Throws: as ``pause()``.
   public func resume() throws { try inspector.spool.setHeld(false) }
 
   /// Whether delivery is held (``pause()``), as the settings file says now: one fstatat(2), and

@@ -20,14 +20,17 @@ extension AppGroupMailboxProtocol {
   /// lifetime makes the next claim or maintenance delete the messages now older; a lower
   /// quarantine bound deletes the oldest quarantined files at the next quarantine or
   /// maintenance; a lower delivery bound makes dead letters of pending messages delivered that
-  /// often, at their next claim. Process safe.
+  /// often, at their next claim. Members of the file this build does not know (hints a newer
+  /// version added) are written back as they were. Process safe.
   ///
   /// - Returns: The settings now stored.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` naming the first invalid field, or
   ///   `"sharing"` when `change` altered the sharing mode (fixed when the mailbox is created);
   ///   nothing is written then; also `"settings format N"` or `"settings: <why>"` when the
   ///   file, read again under the lock, has a newer format or does not read (it is left as it
-  ///   is). ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
+  ///   is), and `"settings would be larger than 4096 bytes"` when the new file with the members
+  ///   this build does not know would be (nothing written).
+  ///   ``AppGroupMailboxError/ioFailure(_:)`` (operation `"write settings"`).
   @discardableResult
   public func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
     -> AppGroupMailboxSettings

@@ -104,7 +104,17 @@ enum SettingsText {
   /// The largest settings file read, in bytes.
   static let maxBytes = 4096
 
-  static func encode(_ settings: AppGroupMailboxSettings) -> Data {
+  /// The members this build reads and writes; a file's other members are kept by a change
+  /// (``Decoded/otherMembers``).
+  static let knownMembers: Set<[UInt8]> = Set(
+    [
+      "format", "maxMessages", "maxPayloadBytes", "largestPayloadBytes", "messageLifetime",
+      "maxQuarantinedFiles", "maxDeliveryAttempts", "overflowPolicy", "sharing", "held",
+    ].map { Array($0.utf8) })
+
+  /// `settings` as the file's line, with `otherMembers` (``Decoded/otherMembers``: members a
+  /// newer writer added, as their text) before the closing brace.
+  static func encode(_ settings: AppGroupMailboxSettings, otherMembers: [UInt8] = []) -> Data {
     let attempts = settings.maxDeliveryAttempts.map(String.init) ?? "null"
     let lifetime =
       settings.messageLifetime == settings.messageLifetime.rounded()
@@ -120,8 +130,23 @@ enum SettingsText {
       + "\"maxQuarantinedFiles\":\(settings.maxQuarantinedFiles),"
       + "\"maxDeliveryAttempts\":\(attempts),"
       + "\"overflowPolicy\":\"\(policy)\",\"sharing\":\"\(sharing)\""
-      + (settings.isHeld ? ",\"held\":true}\n" : "}\n")
-    return Data(line.utf8)
+      + (settings.isHeld ? ",\"held\":true" : "")
+    var file = Data(line.utf8)
+    if !otherMembers.isEmpty {
+      file.append(UInt8(ascii: ","))
+      file.append(contentsOf: otherMembers)
+    }
+    file.append(contentsOf: "}\n".utf8)
+    return file
+  }
+
+  /// A settings file read: its settings, and the members this build does not know.
+  struct Decoded {
+    var settings: AppGroupMailboxSettings
+    /// The members whose names are not in ``knownMembers`` (hints a newer writer added within
+    /// the format, docs/FORMAT.md), as their text in the file (name, colon and value), in file
+    /// order and separated by commas; empty when there are none. A change writes them back.
+    var otherMembers: [UInt8] = []
   }
 
   /// What a settings file failed on.
@@ -133,7 +158,7 @@ enum SettingsText {
     case futureFormat(Int)
   }
 
-  static func decode(_ bytes: [UInt8]) throws(Failure) -> AppGroupMailboxSettings {
+  static func decode(_ bytes: [UInt8]) throws(Failure) -> Decoded {
     guard let listed = bytes.withUnsafeBytes(JSONSyntax.objectMembers) else {
       throw .unreadable("not one JSON object")
     }
@@ -222,6 +247,14 @@ enum SettingsText {
     } catch {
       throw .unreadable("a limit is out of range")
     }
-    return settings
+    // A member is known by its name with escapes undone (`members`); the text kept runs from
+    // its name's opening quote to the end of its value, as the file has it.
+    let known = Set(Self.knownMembers.compactMap { members[$0]?.lowerBound })
+    var others: [UInt8] = []
+    for member in listed where !known.contains(member.value.lowerBound) {
+      if !others.isEmpty { others.append(UInt8(ascii: ",")) }
+      others += bytes[(member.name.lowerBound - 1)..<member.value.upperBound]
+    }
+    return Decoded(settings: settings, otherMembers: others)
   }
 }

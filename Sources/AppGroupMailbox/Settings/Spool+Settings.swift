@@ -8,6 +8,9 @@ struct SettingsCache: Sendable {
   /// Inode, size and times of the file read (the stamp that identifies a pending file's
   /// content, reused); nil when there was none.
   var stamp: FileStamp?
+  /// The file's members this build does not know, as their text
+  /// (``SettingsText/Decoded/otherMembers``), which a change writes back.
+  var otherMembers: [UInt8] = []
   /// Whether the settings came from the mailbox's file (false: the opener's, in memory).
   var stored: Bool { stamp != nil }
 }
@@ -101,7 +104,9 @@ extension Spool {
         "settings: larger than \(SettingsText.maxBytes) bytes")
     }
     do {
-      return SettingsCache(settings: try SettingsText.decode(bytes), stamp: FileStamp(info))
+      let decoded = try SettingsText.decode(bytes)
+      return SettingsCache(
+        settings: decoded.settings, stamp: FileStamp(info), otherMembers: decoded.otherMembers)
     } catch .futureFormat(let format) {
       throw AppGroupMailboxError.invalidLimit("settings format \(format)")
     } catch .unreadable(let why) {
@@ -169,7 +174,7 @@ extension Spool {
   func createSettings() throws {
     let mine = settings
     do {
-      try writeSettings(mine, replacing: false)
+      try writeSettings(mine, otherMembers: [], replacing: false)
     } catch let error as SystemCallError where error.errno == .fileExists {
       // A racing opener stored its settings first: those apply.
     } catch let error as SystemCallError {
@@ -182,9 +187,12 @@ extension Spool {
 
   /// Changes the stored settings under the namespace lock (the lock the depth bound uses):
   /// `change` gets the current stored settings; the result is validated, written to a
-  /// temporary file, flushed and renamed over `settings`, and the directory flushed.
+  /// temporary file, flushed and renamed over `settings`, and the directory flushed. The file's
+  /// members this build does not know (hints a newer writer added) are written back as they
+  /// were.
   /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` (nothing written; also `"sharing"`
-  ///   when `change` altered the sharing mode, fixed at creation), or
+  ///   when `change` altered the sharing mode, fixed at creation, and `"settings would be
+  ///   larger than 4096 bytes"` when the new file with those members would be), or
   ///   ``AppGroupMailboxError/ioFailure(_:)``.
   func updateSettings(_ change: (inout AppGroupMailboxSettings) throws -> Void) throws
     -> AppGroupMailboxSettings
@@ -208,7 +216,10 @@ extension Spool {
         }
         try updated.validate()
         updated.largestPayloadBytes = max(updated.largestPayloadBytes, updated.maxPayloadBytes)
-        if updated != settings { try writeSettings(updated, replacing: true) }
+        if updated != settings {
+          let others = settingsCache.withLock { $0.otherMembers }
+          try writeSettings(updated, otherMembers: others, replacing: true)
+        }
         refreshSettings()
         return effective(settings)
       }
@@ -238,10 +249,20 @@ extension Spool {
     return changed
   }
 
-  /// Writes `settings` to `tmp/`, flushes it, and renames it to `settings` (without replacing
-  /// unless `replacing`), then flushes the namespace directory. Always flushed, whatever the
-  /// durability: settings are rare and must survive.
-  private func writeSettings(_ settings: AppGroupMailboxSettings, replacing: Bool) throws {
+  /// Writes `settings` with `otherMembers` (``SettingsText/encode(_:otherMembers:)``) to
+  /// `tmp/`, flushes it, and renames it to `settings` (without replacing unless `replacing`),
+  /// then flushes the namespace directory. Always flushed, whatever the durability: settings
+  /// are rare and must survive.
+  /// - Throws: ``AppGroupMailboxError/invalidLimit(_:)`` before anything is written when the
+  ///   file would be larger than ``SettingsText/maxBytes``, which no reader reads.
+  private func writeSettings(
+    _ settings: AppGroupMailboxSettings, otherMembers: [UInt8], replacing: Bool
+  ) throws {
+    let text = SettingsText.encode(settings, otherMembers: otherMembers)
+    guard text.count <= SettingsText.maxBytes else {
+      throw AppGroupMailboxError.invalidLimit(
+        "settings would be larger than \(SettingsText.maxBytes) bytes")
+    }
     let temporary = KernelRandom.temporaryName(".tmp")
     let mode = settings.permissions.fileMode
     let file = try FileDescriptor.open(
@@ -254,7 +275,7 @@ extension Spool {
     }
     try Syscall.chmod(fd, mode)
     directories.adoptOwner(fd)
-    try SettingsText.encode(settings).withUnsafeBytes { try Syscall.writeAll(fd, $0) }
+    try text.withUnsafeBytes { try Syscall.writeAll(fd, $0) }
     try Syscall.fsync(fd)
     if replacing {
       try Syscall.rename(directories.tmp, temporary, directories.namespace, Self.settingsName)

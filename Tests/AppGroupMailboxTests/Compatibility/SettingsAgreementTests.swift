@@ -68,7 +68,7 @@ import Testing
   static func swiftVerdict(_ line: String) -> String {
     let settings: AppGroupMailboxSettings
     do throws(SettingsText.Failure) {
-      settings = try SettingsText.decode(Array((line + "\n").utf8))
+      settings = try SettingsText.decode(Array((line + "\n").utf8)).settings
     } catch {
       switch error {
       case .futureFormat(let format): return "future \(format)"

@@ -81,12 +81,13 @@ import Testing
   }
 
   @Test func `Format 2 is read with its held member, which it must have`() throws {
-    let held = try SettingsText.decode(Array(Self.heldLine.utf8))
+    let held = try SettingsText.decode(Array(Self.heldLine.utf8)).settings
     #expect(held.isHeld)
     let notHeld = try SettingsText.decode(
-      Array(Self.heldLine.replacingOccurrences(of: "true", with: "false").utf8))
+      Array(Self.heldLine.replacingOccurrences(of: "true", with: "false").utf8)
+    ).settings
     #expect(!notHeld.isHeld)
-    #expect(try !SettingsText.decode(Array(Self.notHeldLine.utf8)).isHeld)
+    #expect(try !SettingsText.decode(Array(Self.notHeldLine.utf8)).settings.isHeld)
     // Without `held`, or with a number for it, format 2 is unreadable (refused, not guessed).
     for member in ["", ",\"held\":1"] {
       let text = Self.heldLine.replacingOccurrences(of: ",\"held\":true", with: member)

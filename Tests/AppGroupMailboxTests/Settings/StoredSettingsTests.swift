@@ -244,3 +244,68 @@ import Testing
     #expect(updated.isHeld)
   }
 }
+
+/// Members a newer writer added within the format (docs/FORMAT.md, "Readers ignore members
+/// they do not know") were dropped by every change an older build made ('config', 'hold',
+/// 'resume'), so the newer build's hints were lost each time an older one touched the mailbox.
+@Suite struct SettingsOtherMembersTests {
+  /// Renames `text` over the mailbox's settings file, as another program writes it.
+  static func store(_ text: String, in container: TemporaryContainer) throws {
+    let staged = container.url.appendingPathComponent("AppGroupMailbox/jobs/tmp/staged")
+    try Data(text.utf8).write(to: staged)
+    #expect(rename(staged.path, container.url.path + "/AppGroupMailbox/jobs/settings") == 0)
+  }
+
+  static func stored(_ container: TemporaryContainer) throws -> String {
+    try String(
+      contentsOfFile: container.url.path + "/AppGroupMailbox/jobs/settings", encoding: .utf8)
+  }
+
+  @Test func `A change writes back the members this build does not know, as they were`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let created = try Self.stored(container)
+    // One member among the known ones, one after them with an escaped name and spaces.
+    let others = #""hint":{"a":[1,"x"]},"z\u0041" : 2"#
+    let known = String(created.dropLast(2))  // without "}\n"
+    let text = known.replacingOccurrences(
+      of: #""maxMessages":"#, with: #""hint":{"a":[1,"x"]},"maxMessages":"#)
+    try Self.store(text + #", "z\u0041" : 2}"# + "\n", in: container)
+    try mailbox.pause()
+    let held = known.replacingOccurrences(of: #"{"format":1,"#, with: #"{"format":2,"#)
+    #expect(try Self.stored(container) == held + #","held":true,"# + others + "}\n")
+    try mailbox.resume()
+    try mailbox.updateSettings { $0.maxQuarantinedFiles = 3 }
+    let changed = known.replacingOccurrences(
+      of: #""maxQuarantinedFiles":20,"#, with: #""maxQuarantinedFiles":3,"#)
+    #expect(try Self.stored(container) == changed + "," + others + "}\n")
+    #expect(try container.rawMailbox().settings.maxQuarantinedFiles == 3)
+  }
+
+  @Test func `A change that would make the file larger than 4096 bytes writes nothing`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let known = String(try Self.stored(container).dropLast(2))
+    // 4,096 bytes with its newline; holding adds `,"held":true`.
+    let filler = String(repeating: "x", count: 4096 - known.count - #","pad":""}"#.count - 1)
+    let text = known + #","pad":""# + filler + "\"}\n"
+    #expect(text.utf8.count == 4096)
+    try Self.store(text, in: container)
+    #expect(throws: AppGroupMailboxError.invalidLimit("settings would be larger than 4096 bytes")) {
+      try mailbox.pause()
+    }
+    #expect(try Self.stored(container) == text)
+    #expect(try !container.rawMailbox().isHeld)
+    let hold = try Mailboxctl.run(["hold"] + container.arguments())
+    #expect(hold.status == 69)
+    #expect(
+      hold.stderr
+        == "mailboxctl: error: hold: cannot change the mailbox at \(container.url.path)"
+        + "/AppGroupMailbox/jobs: with the members this mailboxctl does not know (a newer "
+        + "version wrote them; they are kept), the changed settings file would be larger than "
+        + "4096 bytes, which no reader reads; nothing was changed (make the change with the "
+        + "version that wrote them)\n")
+    #expect(try Self.stored(container) == text)
+  }
+}
+

@@ -308,4 +308,3 @@ import Testing
     #expect(try Self.stored(container) == text)
   }
 }
-

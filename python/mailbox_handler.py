@@ -136,7 +136,9 @@ class Session:
     def __iter__(self):
         while True:
             line = self._in.readline()
-            if not line:
+            # A last line without its line feed was cut when drain closed the input (it gave up
+            # waiting for this handler to read): not a message, and drain ignores an answer.
+            if not line.endswith(b"\n"):
                 return
             if line.strip():
                 yield Message(json.loads(line))

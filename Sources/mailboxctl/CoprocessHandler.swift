@@ -22,6 +22,8 @@ final class CoprocessHandler {
   /// Bytes of its stdin written so far: a message whose line ends at or before this offset
   /// reached the pipe whole.
   private(set) var written = 0
+  /// Set by ``finishInput(at:)``: its stdin is closed once everything queued is written.
+  private var closing = false
   /// Since when queued bytes have waited without the handler taking any; nil while the outbox
   /// is empty or moving.
   private(set) var blockedSince: Date?
@@ -95,13 +97,15 @@ final class CoprocessHandler {
 
   /// The reader thread: splits stdout into lines (a line longer than
   /// ``HandlerProtocol/maximumLine`` marks the inbox overlong) until end of file, or until the
-  /// stop pipe `stop` ends (``abandonOutput()``). Closes both descriptors when it returns.
+  /// stop pipe `stop` ends (``abandonOutput()``). At end of file, what follows the last line
+  /// feed is a last line. Closes both descriptors when it returns.
   static func read(_ fd: Int32, stop: Int32, into inbox: Inbox, wakeup: Wakeup) {
     var buffer = [UInt8](repeating: 0, count: 65536)
     var partial = Data()
     // The rest of a line already found too long is dropped up to its line break, never read
     // as a line of its own.
     var discarding = false
+    var endOfFile = false
     defer { close(stop) }
     while true {
       // Wait for output or the stop (poll(2): end of file and a closed writer both count as
@@ -118,7 +122,10 @@ final class CoprocessHandler {
       if ready < 0 || watched[1].revents != 0 { break }
       let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
       if count < 0 && Errno.current == .interrupted { continue }
-      guard count > 0 else { break }
+      guard count > 0 else {
+        endOfFile = count == 0
+        break
+      }
       var lines: [Data] = []
       var overlong = false
       var start = 0
@@ -150,7 +157,14 @@ final class CoprocessHandler {
       wakeup.signal()
     }
     close(fd)
-    inbox.state.withLock { $0.ended = true }
+    // A last line without its line feed is a line too: an answer written just before the
+    // handler exited counts. (A cut one does not parse: no proper prefix of a JSON object is
+    // one, so it is refused as garbage, never read as another answer.)
+    let last = endOfFile && !discarding && !partial.isEmpty ? [partial] : []
+    inbox.state.withLock { state in
+      state.lines += last
+      state.ended = true
+    }
     wakeup.signal()
   }
 
@@ -171,9 +185,10 @@ final class CoprocessHandler {
   /// Whether queued bytes still wait for room (its stdin open, no write error).
   var hasPendingOutput: Bool { inputOpen && writeError == nil && outboxStart < outbox.count }
 
-  /// Queues `text` for its stdin and writes what the pipe takes now, without waiting.
+  /// Queues `text` for its stdin and writes what the pipe takes now, without waiting. Nothing
+  /// once ``finishInput(at:)`` was called.
   func send(_ text: String) {
-    guard inputOpen, writeError == nil else { return }
+    guard inputOpen, writeError == nil, !closing else { return }
     outbox.append(contentsOf: text.utf8)
     flush()
   }
@@ -205,6 +220,20 @@ final class CoprocessHandler {
     outbox = []
     outboxStart = 0
     blockedSince = nil
+    if closing { closeInput() }
+  }
+
+  /// Ends its stdin at the stream offset `end` (at least ``written``; the end of the line being
+  /// written, so the handler gets whole lines only): what is queued past it is dropped, the rest
+  /// written as the pipe takes it (``flush()``), and then its stdin is closed. A handler that
+  /// stops reading before that keeps it open until ``closeInput()``.
+  func finishInput(at end: Int) {
+    guard inputOpen, !closing else { return }
+    closing = true
+    let kept = min(max(0, end - written), outbox.count - outboxStart)
+    outbox.removeSubrange((outboxStart + kept)...)
+    flush()
+    if writeError != nil { closeInput() }
   }
 
   /// Closes its stdin: a handler that reads end of file exits.

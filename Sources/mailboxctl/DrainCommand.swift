@@ -88,8 +88,10 @@ let drainDetails = """
   unanswered is then released (a message of whose line it read no byte goes back with its
   delivery count unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a
   row without an answer drain stops with 69, and at once when the first handler did not answer
-  the greeting within 30 s. After a stop signal its stdin is closed at once and its answers
-  count until it exits. See docs/HANDLER-PROTOCOL.md and python/mailbox_handler.py.
+  the greeting within 30 s. After a stop signal drain finishes the line it is writing, then
+  closes its stdin; its answers count until it exits. A message is its whole line: an answer
+  for one not wholly written is ignored. See docs/HANDLER-PROTOCOL.md and
+  python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
   Without --follow, drain exits once nothing is pending but messages its handler asked to

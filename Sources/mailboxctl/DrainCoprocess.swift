@@ -55,11 +55,12 @@ final class CoprocessDelivery: DeliveryMode {
     /// feed included).
     let start: Int
     let end: Int
-    /// Whether the handler can read the message whole: every byte of its line but the line
-    /// feed is in its input (``CoprocessHandler/written``; a reader at end of input takes a last
-    /// line without its line feed, as Python's `readline` does). `--handler-timeout` counts from
+    /// Whether the handler can read the message whole: every byte of its line, the line feed
+    /// included, is in its input (``CoprocessHandler/written``). Only then is an answer for it
+    /// applied (a line without its line feed was cut when drain closed the input of a handler
+    /// that stopped reading; docs/HANDLER-PROTOCOL.md), and `--handler-timeout` counts from
     /// then (``sentAt``).
-    func reached(_ handler: CoprocessHandler) -> Bool { end - 1 <= handler.written }
+    func reached(_ handler: CoprocessHandler) -> Bool { end <= handler.written }
     /// Whether a byte of its line is in the handler's input: one the handler may have read.
     /// Only once its handler is gone can drain tell whether it did (``bury(_:outputEnded:)``).
     func entered(_ handler: CoprocessHandler) -> Bool { start < handler.written }
@@ -120,7 +121,13 @@ final class CoprocessDelivery: DeliveryMode {
       if let held = flights[id] {
         // Its lease ran out (drain was stalled) and it was recovered, then claimed again while
         // the handler still has it: the old claim is gone, the handler's answer is for this one.
-        held.claim = claim
+        // Still there, it is another file with the same id (docs/FORMAT.md: a copy is a second
+        // message): answers name ids, so it waits until this one is answered.
+        if (try? held.claim.renew()) == nil {
+          held.claim = claim
+        } else {
+          context.retry(claim, after: 0)
+        }
         continue
       }
       let lineStart = start + text.utf8.count
@@ -143,8 +150,10 @@ final class CoprocessDelivery: DeliveryMode {
     checkInput(handler, now: now)
     check(handler, ended: ended, overlong: overlong, now: now)
     if context.signals.stopSignal != nil {
-      // Shutdown: nothing more comes; it answers what it holds and exits at end of file.
-      handler.closeInput()
+      // Shutdown: nothing more comes but the rest of the line being written (the handler gets
+      // whole lines only), then end of file; it answers what it holds and exits.
+      let underway = flights.values.filter { $0.entered(handler) && !$0.reached(handler) }
+      handler.finishInput(at: underway.map(\.end).max() ?? handler.written)
       putBackUnsent(handler)
     }
     if handler.failure != nil {
@@ -308,11 +317,18 @@ final class CoprocessDelivery: DeliveryMode {
     case .failure(let fault):
       fail(handler, "wrote \(fault.text)")
     case .success(let (id, answer)):
-      // A message of whose line no byte is in its input yet is not the handler's to answer
-      // (a stale or guessed id): acting on it would delete, release or dead-letter a message
-      // it never got, then send it anyway. Every byte it could have read is counted in
-      // `written` (its writes are this thread's, before this look).
-      guard let flight = flights[id], flight.entered(handler) else {
+      // A message whose whole line is not in its input yet is not the handler's to answer (a
+      // stale or guessed id, or a line cut when its input was closed): acting on it would
+      // delete, release or dead-letter a message it never had, or had only part of. Every
+      // byte it could have read is counted in `written` (its writes are this thread's, before
+      // this look).
+      if let flight = flights[id], flight.entered(handler), !flight.reached(handler) {
+        Output.note(
+          "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
+            + "\(Output.shown(id, limit: 64)) before it had its whole line; ignored")
+        return
+      }
+      guard let flight = flights[id], flight.reached(handler) else {
         // Answered twice, or a message never sent: nothing to do, and no fault of the others.
         Output.note(
           "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
@@ -378,7 +394,14 @@ final class CoprocessDelivery: DeliveryMode {
       case .every: context.release(flight.claim, failure: reason)
       case .one(let culprit) where culprit === flight.claim:
         context.release(flight.claim, failure: reason)
-      default: context.release(flight.claim)
+      default:
+        // Not at fault: counted when it had the message whole, else (its line cut when drain
+        // closed its input) straight back uncounted.
+        if flight.reached(handler) {
+          context.release(flight.claim)
+        } else {
+          context.putBack(flight.claim)
+        }
       }
     }
     flights = [:]

@@ -61,6 +61,8 @@ class AsyncSession(mailbox_handler.Session):
         await self._loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), self._in)
         while line := await reader.readline():
+            if not line.endswith(b"\n"):
+                break  # cut when drain closed the input: not a message (HANDLER-PROTOCOL.md)
             if line.strip():
                 yield split(line)
 

@@ -50,17 +50,23 @@ enum ExecLookup {
 
   /// What to add when posix_spawn(3) could not start `executable` with `error`: a file without
   /// a `#!` line is no program (ENOEXEC: posix_spawn does not fall back to /bin/sh, as execvp(3)
-  /// would); a script whose `#!` line names an interpreter that is missing or cannot be run
-  /// fails with the script's own path (ENOENT, EACCES; execve(2)), so that line is named.
+  /// would); EACCES on a file this user may not execute (its mode changed since the look at
+  /// start) says so; a script whose `#!` line names an interpreter that is missing or cannot be
+  /// run fails with the script's own path (ENOENT, EACCES; execve(2)), so that line is named.
+  /// access(2) tells which, for the real user (drain's, which is also its handlers').
   static func startHint(_ executable: String, error: Int32) -> String {
     if error == ENOEXEC {
       return " (not a program: a script needs a first line '#!' naming its interpreter, such as "
         + "#!/bin/sh)"
     }
+    if error == EACCES, access(executable, X_OK) != 0 {
+      return " (this user may not execute it: its mode, or a directory on its path, refuses it)"
+    }
     guard error == ENOENT || error == EACCES, let line = firstLine(executable),
       line.hasPrefix("#!")
     else { return "" }
     let interpreter = line.dropFirst(2).split(separator: " ", maxSplits: 1).first ?? ""
+    guard access(String(interpreter), X_OK) != 0 else { return "" }
     return
       " (its '#!' line names the interpreter \(Output.shown(String(interpreter), limit: 100)), "
       + "which cannot be run)"

@@ -296,6 +296,15 @@ import Testing
           + "directory (errno 2) (its '#!' line names the interpreter /no/such/interpreter, "
           + "which cannot be run)\n"), "\(noInterpreter.stderr)")
     #expect(try container.rawMailbox().inspector.entries(in: [.pending]).map(\.id) == ids)
+    // A script that cannot be executed itself (its mode changed after drain's look at start):
+    // the #! line's interpreter was blamed (found by an adversarial review).
+    try Data("#!/bin/sh\ncat >/dev/null\n".utf8).write(to: broken)
+    chmod(broken.path, 0o644)
+    #expect(
+      ExecLookup.startHint(broken.path, error: EACCES)
+        == " (this user may not execute it: its mode, or a directory on its path, refuses it)")
+    chmod(broken.path, 0o755)
+    #expect(ExecLookup.startHint(broken.path, error: EACCES) == "")
   }
 
   @Test

@@ -107,7 +107,8 @@ let drainDetails = """
   executable or the coprocess keeps ending, 71 CMD could not be started (handlers already
   running may finish first, within --shutdown-timeout), 74 I/O error (also stdout closed by
   its reader or not read for --shutdown-timeout after --timeout, or the --output file cannot
-  be opened or written), 76 the coprocess refused the protocol.
+  be opened or written, or the mailbox's lock still held by another process --shutdown-timeout
+  after a stop signal, or at a second one), 76 the coprocess refused the protocol.
   """
 
 /// Builds the drain loop from the command line.

@@ -1,6 +1,7 @@
 import AppGroupMailbox
 import Foundation
 import Glibc
+import MailboxLocks
 
 /// What every delivery mode of `drain` shares: the mailbox, the settings, the counts for the
 /// summary, and the one place where a claim is finished (acknowledged, released, dead-lettered).
@@ -70,6 +71,19 @@ final class DrainContext {
     self.retryPolicy = retryPolicy
     self.handlerTimeout = handlerTimeout
     self.jobs = jobs
+    // A wait for the namespace lock that another process holds for long (stopped, or by hand)
+    // ends as the run does: polled once a stop signal came, given up on a second one or
+    // --shutdown-timeout after the first.
+    let firstSeen = Locked<Date?>(nil)
+    LockWait.decide { [signals] in
+      guard signals.stopCount > 0 else { return .wait }
+      let seen = firstSeen.withLock { seen in
+        if seen == nil { seen = Date() }
+        return seen ?? Date()
+      }
+      let late = Date().timeIntervalSince(seen) >= shutdownTimeout
+      return signals.stopCount > 1 || late ? .giveUp : .poll
+    }
   }
 
   /// When `--timeout` ends the drain (set by ``Drainer``), nil without one.

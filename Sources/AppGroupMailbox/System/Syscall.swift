@@ -259,10 +259,29 @@ enum Syscall {
     _ = try retrying("fchmod", at: fd) { fchmod(fd, mode) }
   }
 
-  /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`).
+  /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`). A wait a signal interrupts goes on; a
+  /// ``LockWait`` check, when set, decides before and during each wait whether to block, poll
+  /// or give up (`EINTR`).
   static func lock(_ fd: Int32, _ operation: Int32) throws {
     _ = try SystemCallRecording.observe(.init(name: "flock", descriptor: fd, flags: operation)) {
-      try retrying("flock", at: fd) { cmailbox_flock(fd, operation) }
+      try check("flock", at: fd)
+      let decide = operation & LOCK_UN == 0 ? LockWait.current : nil
+      while true {
+        switch decide?() ?? .wait {
+        case .giveUp:
+          throw SystemCallError(
+            call: "flock", errno: .interrupted, role: FileDescriptor.role(of: fd))
+        case .wait:
+          if cmailbox_flock(fd, operation) == 0 { return 0 }
+          let error = SystemCallError.current("flock", at: fd)
+          guard error.errno == .interrupted else { throw error }
+        case .poll:
+          if cmailbox_flock(fd, operation | LOCK_NB) == 0 { return 0 }
+          let error = SystemCallError.current("flock", at: fd)
+          guard error.errno == .wouldBlock || error.errno == .interrupted else { throw error }
+          usleep(10_000)
+        }
+      }
     }
   }
 }

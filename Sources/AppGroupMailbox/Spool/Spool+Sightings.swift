@@ -11,7 +11,10 @@ extension Spool {
   /// moves once while it is listed is still seen, and one seen twice (claimed after it was
   /// listed pending) counts once, in the area it was seen in last. `describe` makes the value of
   /// an entry from its state, its area's descriptor and its name's bytes (valid only during the
-  /// call); nil leaves it out (not a message name, or gone before it was looked at).
+  /// call); nil leaves it out (not a message name, or gone before it was looked at). An entry
+  /// the listing reports as something other than a regular file (a directory, FIFO or symbolic
+  /// link under a message name) is not a message and is left out, as ``recount(stored:)``
+  /// leaves it out of the depth.
   /// - Complexity: O(n) in the entries of the areas listed (pending twice), with a dictionary
   ///   entry per message.
   func sightings<Value>(
@@ -28,7 +31,8 @@ extension Spool {
     }
     for (area, state) in areas {
       // One name at a time: a listing at depth 100,000 holds no array of strings.
-      try Syscall.forEachEntry(area) { bytes, _ in
+      try Syscall.forEachEntry(area) { bytes, type in
+        guard !DirectoryEntry.isKnownNotRegular(type) else { return }
         if let (id, value) = describe(state, area, bytes) { seen[id] = value }
       }
     }
@@ -36,13 +40,16 @@ extension Spool {
   }
 
   /// ``sightings(_:_:)`` for a `describe` that needs the name as a string and its lstat(2)
-  /// description (one fstatat(2) per entry); an entry gone before it was looked at is left out.
+  /// description (one fstatat(2) per entry); an entry gone before it was looked at, or not a
+  /// regular file (where the listing could not tell), is left out.
   func statSightings<Value>(
     _ states: Set<AppGroupMailboxEntry.State>,
     _ describe: (AppGroupMailboxEntry.State, String, stat) -> (UUID, Value)?
   ) throws -> [UUID: Value] {
     try sightings(states) { state, area, bytes in
-      Self.lstatEntry(area, bytes).flatMap { describe(state, $0.0, $0.1) }
+      Self.lstatEntry(area, bytes).flatMap {
+        $0.1.st_mode & S_IFMT == S_IFREG ? describe(state, $0.0, $0.1) : nil
+      }
     }
   }
 

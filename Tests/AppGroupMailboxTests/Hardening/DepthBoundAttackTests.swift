@@ -128,4 +128,36 @@ import Testing
       if result.status != 86 { return }
     }
   }
+
+  /// Found by an adversarial review: `status` and `namespaces` counted a directory, FIFO or
+  /// symbolic link under a message name as a message, so the depth they showed passed the
+  /// bound that the depth counter (which leaves them out) kept.
+  @Test func `What is not a regular file is not counted as a message by status or counts`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox(limits: .init(maxMessages: 2))
+    try mailbox.enqueue(Data("1".utf8))
+    let namespace = container.url.path + "/AppGroupMailbox/jobs"
+    let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    func pending(_ sequence: UInt64) -> PendingName {
+      PendingName(
+        key: MessageKey(micros: now, sequence: sequence, level: 5), id: UUID(), attempts: 0)
+    }
+    #expect(mkdir(namespace + "/pending/" + pending(90).fileName, 0o700) == 0)
+    #expect(mkfifo(namespace + "/pending/" + pending(91).fileName, 0o600) == 0)
+    #expect(symlink("/etc/passwd", namespace + "/pending/" + pending(92).fileName) == 0)
+    let delayed = DelayedName(dueMicros: now + 300_000_000, message: pending(93)).fileName
+    #expect(mkdir(namespace + "/delayed/" + delayed, 0o700) == 0)
+    try mailbox.enqueue(Data("2".utf8))
+    #expect(throws: AppGroupMailboxError.mailboxFull) { try mailbox.enqueue(Data("3".utf8)) }
+    let status = try mailbox.inspector.status()
+    #expect(status.pending == 2 && status.delayed == 0 && status.claimed == 0)
+    #expect(status.depth == 2)
+    let counts = try mailbox.inspector.counts()
+    #expect(counts.pending == 2 && counts.delayed == 0 && counts.claimed == 0)
+    #expect(counts.depth == 2)
+    #expect(try mailbox.inspector.messageSummaries().count == 2)
+    #expect(try mailbox.inspector.entries(in: [.pending, .delayed, .claimed]).count == 2)
+  }
 }

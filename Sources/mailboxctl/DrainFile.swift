@@ -17,9 +17,10 @@ import Glibc
 /// Only a regular file: fsync(2) cannot make a FIFO or a device durable (it fails with EINVAL),
 /// so those are refused before anything is claimed, and a FILE replaced by one mid-run ends
 /// drain with ``ExitStatus/ioError``, the batch put back. FILE is never opened in a way that
-/// waits (a FIFO's open(2) would wait for a reader while drain holds claimed messages). A line cut short by a crash or a full disk
-/// has no line break; before its first append, drain ends such a last line with one, so the
-/// next line starts whole.
+/// waits (a FIFO's open(2) would wait for a reader while drain holds claimed messages). A line
+/// cut short by a crash or a full disk has no line break; before its first append, drain ends
+/// such a last line with one, so the next line starts whole. It is not truncated away: another
+/// drain may append to the same file, and its lines after that point may be acknowledged.
 final class FileDelivery: DeliveryMode {
   let context: DrainContext
   let path: String
@@ -139,7 +140,8 @@ final class FileDelivery: DeliveryMode {
           StdoutDelivery.failure(
             error, what: path,
             note: "the batch was put back, its delivery not counted (any of its lines already "
-              + "in the file will be there twice)"))
+              + "in the file will be there twice, and one cut short stays as a line that is not "
+              + "JSON)"))
       }
       return
     }

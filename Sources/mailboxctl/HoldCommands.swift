@@ -13,7 +13,9 @@ let holdCommand = Subcommand(
       survives restarts. From their next claim, consumers get nothing: 'claim' prints
       nothing, 'drain' stops as if the mailbox were empty and 'drain --follow' sleeps until
       'mailboxctl resume' wakes it. Producers go on enqueueing. Claims already taken may
-      still be acknowledged, released and renewed. 'status' shows the hold. Prints
+      still be acknowledged, released and renewed; a claim already under way when the hold is
+      stored (one 'claim --limit N' call, one batch) finishes its batch. 'status' shows the
+      hold. Prints
       '<namespace>: held' (or 'already held'). Needs write access to the mailbox: a user
       who may only read gets exit status 69 naming the cause.
       """),

@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// With a check set (``decide(with:)``), it is asked before each wait and again whenever a
 /// signal interrupts one: ``Verdict/wait`` blocks in flock(2), ``Verdict/poll`` tries the lock
-/// without blocking every 10 ms (asking again before each try), ``Verdict/giveUp`` makes the
-/// operation throw ``SystemCallError`` (`flock`, `EINTR`) having changed nothing.
+/// without blocking every 10 ms (asking again before each try), ``Verdict/giveUp`` tries it once
+/// more and, when another process still holds it, makes the operation throw
+/// ``SystemCallError`` (`flock`, `EINTR`) having changed nothing. A free lock is always taken.
 /// `mailboxctl drain` polls once a stop signal came and gives up on a second one or once its
 /// `--shutdown-timeout` has passed since the first.
 ///
@@ -20,7 +21,7 @@ package enum LockWait {
     case wait
     /// Try without blocking every 10 ms, asking again before each try.
     case poll
-    /// Stop waiting: the operation fails with `EINTR`.
+    /// Stop waiting: unless the lock is free now, the operation fails with `EINTR`.
     case giveUp
   }
 

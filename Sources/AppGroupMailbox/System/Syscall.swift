@@ -261,26 +261,28 @@ enum Syscall {
 
   /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`). A wait a signal interrupts goes on; a
   /// ``LockWait`` check, when set, decides before and during each wait whether to block, poll
-  /// or give up (`EINTR`).
+  /// or give up (`EINTR`): a lock that is free is taken whatever it says.
   static func lock(_ fd: Int32, _ operation: Int32) throws {
     _ = try SystemCallRecording.observe(.init(name: "flock", descriptor: fd, flags: operation)) {
       try check("flock", at: fd)
       let decide = operation & LOCK_UN == 0 ? LockWait.current : nil
       while true {
-        switch decide?() ?? .wait {
-        case .giveUp:
-          throw SystemCallError(
-            call: "flock", errno: .interrupted, role: FileDescriptor.role(of: fd))
-        case .wait:
+        let verdict = decide?() ?? .wait
+        if verdict == .wait {
           if cmailbox_flock(fd, operation) == 0 { return 0 }
           let error = SystemCallError.current("flock", at: fd)
           guard error.errno == .interrupted else { throw error }
-        case .poll:
-          if cmailbox_flock(fd, operation | LOCK_NB) == 0 { return 0 }
-          let error = SystemCallError.current("flock", at: fd)
-          guard error.errno == .wouldBlock || error.errno == .interrupted else { throw error }
-          usleep(10_000)
+          continue
         }
+        // Polling, or giving up: a free lock is still taken; only a held one is given up.
+        if cmailbox_flock(fd, operation | LOCK_NB) == 0 { return 0 }
+        let error = SystemCallError.current("flock", at: fd)
+        guard error.errno == .wouldBlock || error.errno == .interrupted else { throw error }
+        if verdict == .giveUp {
+          throw SystemCallError(
+            call: "flock", errno: .interrupted, role: FileDescriptor.role(of: fd))
+        }
+        usleep(10_000)
       }
     }
   }

@@ -38,6 +38,17 @@ final class CoprocessDelivery: DeliveryMode {
   var outputGrace: TimeInterval { context.killGrace + 1 }
   private var handler: CoprocessHandler?
   private var flights: [String: Flight] = [:]
+  /// Claims of other files with the id of a message in flight (docs/FORMAT.md: a copy is a
+  /// second message), oldest first: answers name ids, so each is sent once the one before it
+  /// is answered, and held (its lease renewed) until then.
+  private var behind: [String: [Waiting]] = [:]
+
+  /// A claim held back until the message in flight with its id is answered.
+  final class Waiting {
+    let claim: AppGroupRawMailbox.Claim
+    var lastRenewal = Date()
+    init(_ claim: AppGroupRawMailbox.Claim) { self.claim = claim }
+  }
   /// Which unanswered messages the stopping handler's failure counts against.
   private var blame = Blame.every
   private var deaths = 0
@@ -94,11 +105,11 @@ final class CoprocessDelivery: DeliveryMode {
     guard let handler, handler.greeted, handler.failure == nil, !handler.hasPendingOutput else {
       return 0
     }
-    let free = context.jobs - flights.count
+    let free = context.jobs - inFlight
     return free >= max(1, context.jobs / 4) ? free : 0
   }
 
-  var inFlight: Int { flights.count }
+  var inFlight: Int { flights.count + behind.values.reduce(0) { $0 + $1.count } }
 
   /// Whether lines wait for room in the handler's input: the loop polls again soon.
   var hasPendingOutput: Bool { handler?.hasPendingOutput ?? false }
@@ -121,12 +132,11 @@ final class CoprocessDelivery: DeliveryMode {
       if let held = flights[id] {
         // Its lease ran out (drain was stalled) and it was recovered, then claimed again while
         // the handler still has it: the old claim is gone, the handler's answer is for this one.
-        // Still there, it is another file with the same id (docs/FORMAT.md: a copy is a second
-        // message): answers name ids, so it waits until this one is answered.
-        if (try? held.claim.renew()) == nil {
+        // Still there, it is another file with the same id: it waits behind this one.
+        if Self.isGone(held.claim) {
           held.claim = claim
         } else {
-          context.retry(claim, after: 0)
+          behind[id, default: []].append(Waiting(claim))
         }
         continue
       }
@@ -137,6 +147,19 @@ final class CoprocessDelivery: DeliveryMode {
     guard !text.isEmpty else { return }
     handler.send(text)
     checkInput(handler, now: Date())
+  }
+
+  /// Whether `claim` no longer exists (recovered after its lease ran out): a renewal says so.
+  /// Any other failure leaves it held.
+  private static func isGone(_ claim: AppGroupRawMailbox.Claim) -> Bool {
+    do {
+      try claim.renew()
+      return false
+    } catch AppGroupMailboxError.claimNoLongerExists {
+      return true
+    } catch {
+      return false
+    }
   }
 
   func poll() {
@@ -181,6 +204,11 @@ final class CoprocessDelivery: DeliveryMode {
     {
       context.renew(flight.claim)
       flight.lastRenewal = now
+    }
+    for waiting in behind.values.joined()
+    where now.timeIntervalSince(waiting.lastRenewal) >= context.renewInterval {
+      context.renew(waiting.claim)
+      waiting.lastRenewal = now
     }
   }
 
@@ -245,6 +273,8 @@ final class CoprocessDelivery: DeliveryMode {
       flights[id] = nil
       context.putBack(flight.claim)
     }
+    for waiting in behind.values.joined() { context.putBack(waiting.claim) }
+    behind = [:]
   }
 
   /// Gives up on a handler that failed: it ended (exited, closed its output), wrote a line too
@@ -344,6 +374,12 @@ final class CoprocessDelivery: DeliveryMode {
       case .retry(let after): context.retry(flight.claim, after: after)
       case .deadLetter(let reason): context.deadLetter(flight.claim, reason: reason)
       }
+      // The next file with this id goes out now.
+      if var waiting = behind[id], !waiting.isEmpty {
+        let next = waiting.removeFirst()
+        behind[id] = waiting.isEmpty ? nil : waiting
+        deliver([next.claim])
+      }
     }
   }
 
@@ -405,6 +441,8 @@ final class CoprocessDelivery: DeliveryMode {
       }
     }
     flights = [:]
+    for waiting in behind.values.joined() { context.putBack(waiting.claim) }
+    behind = [:]
     handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }

@@ -253,7 +253,11 @@ enum SettingsText {
     var others: [UInt8] = []
     for member in listed where !known.contains(member.value.lowerBound) {
       if !others.isEmpty { others.append(UInt8(ascii: ",")) }
-      others += bytes[(member.name.lowerBound - 1)..<member.value.upperBound]
+      // A raw line break can only be space between tokens (strings escape theirs): kept as a
+      // space, so the file stays one line.
+      others += bytes[(member.name.lowerBound - 1)..<member.value.upperBound].map {
+        $0 == 0x0A || $0 == 0x0D ? UInt8(ascii: " ") : $0
+      }
     }
     return Decoded(settings: settings, otherMembers: others)
   }

@@ -265,7 +265,8 @@ enum Syscall {
   static func lock(_ fd: Int32, _ operation: Int32) throws {
     _ = try SystemCallRecording.observe(.init(name: "flock", descriptor: fd, flags: operation)) {
       try check("flock", at: fd)
-      let decide = operation & LOCK_UN == 0 ? LockWait.current : nil
+      // Unlocking never waits; a caller asking not to wait (LOCK_NB) gets its answer at once.
+      let decide = operation & (LOCK_UN | LOCK_NB) == 0 ? LockWait.current : nil
       while true {
         let verdict = decide?() ?? .wait
         if verdict == .wait {

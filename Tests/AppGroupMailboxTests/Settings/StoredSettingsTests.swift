@@ -282,6 +282,19 @@ import Testing
     #expect(try container.rawMailbox().settings.maxQuarantinedFiles == 3)
   }
 
+  /// Found by a second review: a line break between the tokens of a kept member was kept too,
+  /// and the file was no longer one line (docs/FORMAT.md).
+  @Test func `A kept member stays on the file's one line`() throws {
+    let container = try TemporaryContainer()
+    let mailbox = try container.rawMailbox()
+    let known = String(try Self.stored(container).dropLast(2))
+    try Self.store(known + ",\"hint\" :\r\n{\"a\":\n1}}\n", in: container)
+    try mailbox.updateSettings { $0.maxQuarantinedFiles = 3 }
+    let changed = known.replacingOccurrences(
+      of: #""maxQuarantinedFiles":20,"#, with: #""maxQuarantinedFiles":3,"#)
+    #expect(try Self.stored(container) == changed + ",\"hint\" :  {\"a\": 1}}\n")
+  }
+
   @Test func `A change that would make the file larger than 4096 bytes writes nothing`() throws {
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox()

@@ -95,20 +95,14 @@ import Testing
 
   /// A handler that answers its first message with `line` (Python text), then reads to the end.
   func handler(answering line: String, in container: TemporaryContainer) throws -> [String] {
-    let script = container.url.appendingPathComponent("handler.py")
     let body = """
-      import json, sys
-      sys.stdin.readline()
-      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
-      sys.stdout.flush()
       i = json.loads(sys.stdin.readline())["id"]
       sys.stdout.write(\(line))
       sys.stdout.flush()
       sys.stdin.read()
 
       """
-    try Data(body.utf8).write(to: script)
-    return ["--coprocess", "/usr/bin/python3", script.path]
+    return try PythonHandler.greeted(body, in: container)
   }
 
   @Test func `An answer line over 1 MiB is refused, however it was read`() throws {

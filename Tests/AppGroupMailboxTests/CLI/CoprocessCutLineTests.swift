@@ -14,13 +14,9 @@ import Testing
   /// The size of a pipe's buffer (pipe(7): 16 pages).
   static let pipeSize = 65_536
 
+  /// A handler that answers the greeting, defines `wait_for_full_pipe()`, then runs `body`.
   func handler(_ body: String, in container: TemporaryContainer) throws -> [String] {
-    let script = container.url.appendingPathComponent("handler.py")
-    let header = """
-      import array, fcntl, json, os, select, signal, sys, termios, time
-      sys.stdin.readline()
-      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
-      sys.stdout.flush()
+    let waiting = """
       def wait_for_full_pipe():
           waiting = array.array("i", [0])
           while waiting[0] < \(Self.pipeSize):
@@ -28,8 +24,9 @@ import Testing
               time.sleep(0.01)
 
       """
-    try Data((header + body).utf8).write(to: script)
-    return ["--coprocess", "/usr/bin/python3", script.path]
+    return try PythonHandler.greeted(
+      waiting + body, importing: "array, fcntl, json, os, select, signal, sys, termios, time",
+      in: container)
   }
 
   /// A mailbox holding one message whose drain line is `lineBytes` long, line feed included.

@@ -46,6 +46,25 @@ enum PythonHandler {
     """
   }
 
+  /// Writes a handler script that imports `modules`, answers drain's greeting by hand (without
+  /// mailbox_handler), then runs `body`; returns the `--coprocess` arguments that run it.
+  static func greeted(
+    _ body: String, importing modules: String = "json, sys", in container: TemporaryContainer
+  )
+    throws -> [String]
+  {
+    let script = container.url.appendingPathComponent("handler.py")
+    let header = """
+      import \(modules)
+      sys.stdin.readline()
+      sys.stdout.write(json.dumps({"protocol": "mailboxctl-handler", "version": 1}) + "\\n")
+      sys.stdout.flush()
+
+      """
+    try Data((header + body).utf8).write(to: script)
+    return ["--coprocess", "/usr/bin/python3", script.path]
+  }
+
   /// The handled records of `log`: (pid, id) in order.
   static func records(_ log: URL) throws -> [(pid: Int32, id: String)] {
     guard FileManager.default.fileExists(atPath: log.path) else { return [] }

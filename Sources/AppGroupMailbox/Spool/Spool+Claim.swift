@@ -129,7 +129,13 @@ extension Spool {
       return accepted
     }
     if removed > 0 {
-      try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
+      // What was claimed is the caller's, whatever the recount does (the depth is an upper
+      // bound until the next recount); with nothing claimed, its failure is the answer.
+      if accepted > 0 {
+        try? withStateLock { $0 = try recount(stored: $0) }
+      } else {
+        try mapIO("claim") { try withStateLock { $0 = try recount(stored: $0) } }
+      }
     }
     return accepted > 0 ? accepted : try nothingClaimed()
   }

@@ -52,6 +52,29 @@ import Testing
     }
   }
 
+  /// Found by the second review of stop 36: a claim that quarantined a message and then could
+  /// not recount the depth under the lock threw, and what it had claimed was lost to its caller
+  /// (left in claimed/ until the lease ran out, a delivery counted).
+  @Test func `A failed recount after a quarantine leaves the claimed messages to the caller`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox: AppGroupMailbox<String> = try container.mailbox()
+    let a = try mailbox.enqueue("A")
+    try mailbox.enqueue("B")
+    try Self.overwrite(container, id: a) { Self.corrupt("truncated JSON", $0) }
+    var claims: [AppGroupMailbox<String>.Claim] = []
+    let (thrown, unfired) = thrownError(under: [.init(call: "flock", errno: EIO)]) {
+      claims = try mailbox.claimPending(limit: 2)
+    }
+    #expect(unfired.isEmpty)
+    #expect(thrown == nil)
+    #expect(claims.map(\.message) == ["B"])
+    for claim in claims { try claim.acknowledge() }
+    #expect(container.names("claimed").isEmpty)
+    #expect(container.quarantined().map(\.id) == [a])
+  }
+
   @Test(arguments: corruptions)
   func `A corrupt message between two good ones is quarantined once and never retried (C04)`(
     kind: String, reason: String

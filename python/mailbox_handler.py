@@ -136,8 +136,8 @@ class Session:
     def __iter__(self):
         while True:
             line = self._in.readline()
-            # A last line without its line feed was cut when drain closed the input (it gave up
-            # waiting for this handler to read): not a message, and drain ignores an answer.
+            # A last line without its line feed was cut when drain stopped this handler: not a
+            # message, and drain ignores an answer for it.
             if not line.endswith(b"\n"):
                 return
             if line.strip():

@@ -68,8 +68,8 @@ final class CoprocessDelivery: DeliveryMode {
     let end: Int
     /// Whether the handler can read the message whole: every byte of its line, the line feed
     /// included, is in its input (``CoprocessHandler/written``). Only then is an answer for it
-    /// applied (a line without its line feed was cut when drain closed the input of a handler
-    /// that stopped reading; docs/HANDLER-PROTOCOL.md), and `--handler-timeout` counts from
+    /// applied (a line without its line feed was cut when drain stopped the handler;
+    /// docs/HANDLER-PROTOCOL.md), and `--handler-timeout` counts from
     /// then (``sentAt``).
     func reached(_ handler: CoprocessHandler) -> Bool { end <= handler.written }
     /// Whether a byte of its line is in the handler's input: one the handler may have read.

@@ -1,4 +1,4 @@
-import Synchronization
+import MailboxLocks
 
 /// How a program ends a wait for the namespace lock (flock(2) on `state`, the lock every
 /// enqueue and every move that changes the depth takes) that another process holds for long: a
@@ -25,7 +25,9 @@ package enum LockWait {
     case giveUp
   }
 
-  private static let check = Mutex<(@Sendable () -> Verdict)?>(nil)
+  // `Locked`, not a bare `Mutex`: its lock carries the ThreadSanitizer annotations that a
+  // futex-based `Mutex` lacks (the sanitizer run reported this global as a race).
+  private static let check = Locked<(@Sendable () -> Verdict)?>(nil)
 
   /// Sets the check asked before and during a wait (nil: every wait blocks until the lock is
   /// free).

@@ -96,8 +96,9 @@ let drainDetails = """
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.
   Without --follow, drain exits once nothing is pending but messages its handler asked to
   retry in this run; those and delayed messages keep waiting for a later run (the summary says
-  how many are delayed, and when the next is due; one retried at once is pending). With --follow it waits for wake-ups (inotify) and
-  sleeps until the next due time. SIGHUP is handled like SIGTERM.
+  how many are delayed, and when the next is due; one retried at once is pending). With
+  --follow it waits for wake-ups (inotify) and sleeps until the next due time. SIGHUP is
+  handled like SIGTERM.
   A summary goes to stderr at the end (JSON with --json); a progress line too when stderr is a
   terminal.
   Exit status: 0 done (also after SIGTERM or SIGHUP, even when handlers failed before: a

@@ -41,7 +41,7 @@ import Testing
     let server = try NATSServer(store: container.url.appendingPathComponent("nats"))
     server.stop()
     let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
-    #expect(waitUntil(deadline: 60) { text(stderr).contains("ConnectionRefusedError") })
+    #expect(waitUntil(deadline: 60) { text(stderr).contains("(and 1 more like it)") })
     kill(process.processIdentifier, signal)
     // 30 s: a correctness bound (it ignored the signal for good), not a latency figure.
     let ended = waitUntil(deadline: 30) { !process.isRunning }
@@ -68,5 +68,39 @@ import Testing
       text(stderr)
         == "consume.py: cannot consume from stream NOPE, durable consumer local: stream not found\n"
     )
+  }
+
+  /// Found by an adversarial review: a stop signal while the server was gone ended consume.py
+  /// with a ConnectionResetError traceback from closing the connection, and exit 1 (a systemd
+  /// unit marked failed).
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A stop signal after the server went away ends consume.py with exit 0`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
+    // Consuming: its durable consumer exists (asked without recording the failures before).
+    #expect(
+      waitUntil(deadline: 60) {
+        let info = try? Processes.start(
+          NATSBridge.python,
+          [
+            NATSBridge.script("jetstream.py"), "--server", server.url, "info", "--name",
+            "MAILBOX", "--durable", "local",
+          ]
+        ).finish(deadline: 30)
+        return info?.status == 0
+      })
+    server.stop()
+    // It noticed: it tried to connect again, twice.
+    #expect(waitUntil(deadline: 60) { text(stderr).contains("(and 1 more like it)") })
+    kill(process.processIdentifier, SIGTERM)
+    // 30 s: a correctness bound (a hang), not a latency figure.
+    let ended = waitUntil(deadline: 30) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationReason == .exit)
+    #expect(process.terminationStatus == 0, "\(text(stderr))")
+    #expect(!text(stderr).contains("Traceback"), "\(text(stderr))")
   }
 }

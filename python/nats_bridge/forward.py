@@ -13,7 +13,10 @@ handler answer "ack", and drain deletes the message. A publish that fails or is 
 within ``--publish-timeout`` seconds (0.1 to 600, default 5) is answered "retry after
 ``--retry-after`` seconds" (0.1 to 86400, default 2; another value of either exits 2): the
 message stays in the mailbox and is published again later; a second publish inside the
-stream's duplicate window is dropped by JetStream, so the stream holds each message once.
+stream's duplicate window is dropped by JetStream, so the stream holds each message once. A
+message that can never be stored, its headers and payload together over the server's
+max_payload or the stream's max_msg_size, is answered "deadletter" (drain quarantines it) and
+logged with its id.
 Until the first connection succeeds (tried again and again while no server answers, logged
 "cannot connect yet"), and while a lost one is being restored, messages are answered "retry"
 the same way. An error trying again cannot mend (a missing ``--creds`` file or ``nkeys``
@@ -34,6 +37,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import mailbox_handler  # noqa: E402
 import nats.errors  # noqa: E402
+import nats.js.errors  # noqa: E402
 from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
@@ -172,7 +176,8 @@ class Forwarder:
         timeout: nothing of the client's is held when the publish fails, as its publish_async
         semaphore was, which hung the forwarder for good after 4,000 failed publishes), then
         answers: ack, retry after a failure that may pass, or dead letter for a message the
-        server can never take (larger than its max_payload)."""
+        server can never take (larger than its max_payload, or than the stream's
+        max_msg_size)."""
         timeout = self.arguments.publish_timeout
         try:
             ack = await self.js.publish(
@@ -190,6 +195,14 @@ class Forwarder:
             log.record(f"message {message_id} is larger than the server takes ({error}): "
                        "dead letter")
             self.session.dead_letter(message_id, "larger than the NATS server's max_payload")
+        except nats.js.errors.APIError as error:
+            if error.err_code != STREAM_MESSAGE_TOO_LARGE:
+                return self.failed(message_id, error)
+            # Every publish of it would be refused the same way: retried, it would come back
+            # for ever (and, held by drain, take one of its --jobs places each time).
+            log.record(f"message {message_id} is larger than the stream takes "
+                       f"({error.description}): dead letter")
+            self.session.dead_letter(message_id, "larger than the JetStream stream's max_msg_size")
         except nats.errors.TimeoutError:
             self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
         except Exception as error:  # noqa: BLE001 - every other failure means "not stored yet"
@@ -234,6 +247,9 @@ class Forwarder:
                 log.say(f"closing the connection: {type(error).__name__}: {error}")
 
 
+# JetStream's error code for a message over the stream's max_msg_size, headers and payload
+# together (nats-server's server/errors.json, JSStreamMessageExceedsMaximumErr).
+STREAM_MESSAGE_TOO_LARGE = 10054
 CONFIGURATION_ERROR = 78  # EX_CONFIG, sysexits(3): as consume.py for a wrong set-up
 
 

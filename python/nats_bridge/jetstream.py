@@ -27,21 +27,38 @@ from nats_bridge import common  # noqa: E402
 
 
 async def create_stream(js, arguments):
+    """Creates the stream, or changes the options given of one that exists: the others keep
+    their values (an update with a whole new configuration would reset them, such as a
+    max_msg_size or max_bytes an operator set)."""
+    import dataclasses
+
+    import nats.js.errors
     from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
-    config = StreamConfig(
-        name=arguments.name, subjects=arguments.subject,
-        retention=RetentionPolicy(arguments.retention), storage=StorageType.FILE,
-        num_replicas=arguments.replicas, duplicate_window=arguments.duplicate_window,
-        max_age=arguments.max_age or None)
+    options = {"subjects": arguments.subject}
+    if arguments.retention is not None:
+        options["retention"] = RetentionPolicy(arguments.retention)
+    if arguments.replicas is not None:
+        options["num_replicas"] = arguments.replicas
+    if arguments.duplicate_window is not None:
+        options["duplicate_window"] = arguments.duplicate_window
+    if arguments.max_age is not None:
+        options["max_age"] = arguments.max_age or None
+    if arguments.max_msg_size is not None:
+        options["max_msg_size"] = arguments.max_msg_size
     try:
-        await js.stream_info(arguments.name)
-        info = await js.update_stream(config)
-    except Exception:  # noqa: BLE001 - not found: create it
-        info = await js.add_stream(config)
+        current = (await js.stream_info(arguments.name)).config
+    except nats.js.errors.NotFoundError:
+        created = {"retention": RetentionPolicy.LIMITS, "num_replicas": 1,
+                   "duplicate_window": 3600.0} | options
+        info = await js.add_stream(
+            StreamConfig(name=arguments.name, storage=StorageType.FILE, **created))
+    else:
+        info = await js.update_stream(dataclasses.replace(current, **options))
     print(json.dumps({"stream": info.config.name, "subjects": info.config.subjects,
                       "duplicateWindow": info.config.duplicate_window,
-                      "replicas": info.config.num_replicas}))
+                      "replicas": info.config.num_replicas,
+                      "maxMsgSize": info.config.max_msg_size}))
 
 
 async def create_consumer(js, arguments):
@@ -114,14 +131,19 @@ def main():
         "answers (each --server tried 3 times, half a second apart).")
     common.add_connection_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True)
-    create = commands.add_parser("create-stream", help="create or update a stream")
+    create = commands.add_parser(
+        "create-stream", help="create a stream, or change the options given of one that exists "
+        "(the others keep their values)")
     create.add_argument("--name", required=True)
     create.add_argument("--subject", action="append", required=True)
-    create.add_argument("--retention", default="limits", choices=["limits", "workqueue", "interest"])
-    create.add_argument("--replicas", type=int, default=1)
-    create.add_argument("--duplicate-window", type=float, default=3600.0,
+    create.add_argument("--retention", choices=["limits", "workqueue", "interest"],
+                        help="default limits")
+    create.add_argument("--replicas", type=int, help="default 1")
+    create.add_argument("--duplicate-window", type=float,
                         help="seconds (default 3600); longer than the longest retry delay")
-    create.add_argument("--max-age", type=float, default=0.0, help="seconds; 0: unlimited")
+    create.add_argument("--max-age", type=float, help="seconds; 0 (the default): unlimited")
+    create.add_argument("--max-msg-size", type=int,
+                        help="bytes of headers and payload; -1 (the default): unlimited")
     consumer = commands.add_parser(
         "create-consumer", help="create a durable consumer (consume.py makes its own)")
     consumer.add_argument("--name", required=True, help="the stream")

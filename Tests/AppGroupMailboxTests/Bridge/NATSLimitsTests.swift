@@ -45,6 +45,54 @@ import Testing
     #expect(try outgoing.inspector.status().depth == 0)
   }
 
+  /// Found by an adversarial review: JetStream's refusal of a message over the stream's
+  /// max_msg_size (error 10054) was answered "retry", so the message came back for ever.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A message over the stream's max_msg_size is a dead letter and the rest go on`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(
+      in: container, subject: Self.subject, ["--max-msg-size", "400"])
+    defer { server.stop() }
+    let outgoing = try container.rawMailbox(namespace: "out")
+    let first = try outgoing.enqueue(Data("1".utf8)).id
+    // 400 bytes of payload: over the limit whatever the headers.
+    let big = try outgoing.enqueue(Data(("\"" + String(repeating: "x", count: 398) + "\"").utf8))
+      .id.uuidString.lowercased()
+    let rest = try (2...4).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
+        server.url, "--subject", Self.subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    #expect(
+      forwarded.stderr.contains(
+        "message \(big) is larger than the stream takes (message size exceeds maximum allowed): "
+          + "dead letter"), "\(forwarded.stderr)")
+    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    #expect(
+      stored.map { $0["id"] as? String }
+        == ([first] + rest).map { $0.uuidString.lowercased() })
+    let quarantined = try outgoing.inspector.entries(in: [.quarantined])
+    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [big])
+    #expect(try outgoing.inspector.status().depth == 0)
+  }
+
+  /// `create-stream` of a stream that exists changes only the options given: it reset the
+  /// others to their defaults (an operator's max_msg_size was lost to a new duplicate window).
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `create-stream keeps the options of an existing stream that it is not given`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(
+      in: container, subject: Self.subject, ["--max-msg-size", "400", "--duplicate-window", "60"])
+    defer { server.stop() }
+    let changed = try NATSBridge.tool(
+      server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject, "--replicas", "1"])
+    #expect(
+      changed == #"{"stream": "MAILBOX", "subjects": ["mailbox.jobs"], "duplicateWindow": 60.0, "#
+        + #""replicas": 1, "maxMsgSize": 400}"# + "\n")
+  }
+
   @Test(
     .enabled(if: NATSBridge.runs, NATSBridge.reason),
     arguments: [

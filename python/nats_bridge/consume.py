@@ -27,7 +27,9 @@ of the first connection (a credentials file that is missing or needs the ``nkeys
 authorization refused) is said in one line and ends it with exit 78. When JetStream refuses the stream or
 the durable consumer (a stream that does not exist), or the durable consumer exists with other
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
-says why and exits 78; when JetStream does not answer, 69. Needs the ``nats-py`` package (PyPI).
+says why and exits 78; when JetStream does not answer, 69. A durable consumer or stream deleted
+while it runs (noticed within about 10 seconds of fetches that bring nothing) is said in one
+line, and it finishes the enqueues in progress and exits 78. Needs the ``nats-py`` package (PyPI).
 """
 
 import os
@@ -57,6 +59,7 @@ from nats_bridge.common import log  # noqa: E402
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
+CONSUMER_CHECK = 10.0  # seconds without a message between two checks that the consumer exists
 ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
 
 
@@ -233,10 +236,21 @@ class Consumer:
                        f"{'; '.join(problems)}; delete it or give another --durable")
             return CONFIGURATION_ERROR
         tasks = set()
+        status = 0
+        checked = loop.time()
         while not self.stopping.is_set():
             try:
                 messages = await subscription.fetch(self.arguments.batch, timeout=1)
             except nats.errors.TimeoutError:
+                # A fetch from a consumer or stream deleted meanwhile times out like one with
+                # nothing to deliver: asked now and then while nothing comes.
+                if loop.time() - checked >= CONSUMER_CHECK:
+                    checked = loop.time()
+                    if why := await self.gone(js):
+                        log.record(f"cannot consume from {where}: {why} (deleted while "
+                                   "consuming)")
+                        status = CONFIGURATION_ERROR
+                        break
                 continue
             except Exception as error:  # noqa: BLE001 - a lost server: try again
                 log.say(f"fetch: {type(error).__name__}: {error}", kind="fetch")
@@ -262,7 +276,20 @@ class Consumer:
                 await call()
             except Exception as error:  # noqa: BLE001 - a stop must not end in a traceback
                 log.say(f"{step}: {type(error).__name__}: {error}")
-        return 0
+        return status
+
+    async def gone(self, js):
+        """JetStream's description when the durable consumer or its stream no longer exists;
+        None when it exists or JetStream cannot say now (a lost server: fetch says that)."""
+        import nats.js.errors
+
+        try:
+            await js.consumer_info(self.arguments.stream, self.arguments.durable, timeout=5)
+        except nats.js.errors.NotFoundError as error:
+            return error.description
+        except Exception:  # noqa: BLE001 - not an answer that it is gone
+            return None
+        return None
 
 
 def main():

@@ -3,6 +3,7 @@
 
     jetstream.py create-stream --name MAILBOX --subject mailbox.jobs --duplicate-window 3600
     jetstream.py create-consumer --name MAILBOX --durable host7 [--ack none] [--filter S]
+    jetstream.py delete-consumer --name MAILBOX --durable host7
     jetstream.py info --name MAILBOX [--durable local]     # JSON: messages, pending, ...
     jetstream.py dump --name MAILBOX                       # JSON Lines: seq, id, headers, data
     jetstream.py publish --subject mailbox.jobs [--in-flight 64] [--input F] < messages.jsonl
@@ -73,6 +74,11 @@ async def create_consumer(js, arguments):
                                            created.config.ack_policy),
                       "filterSubject": created.config.filter_subject,
                       "deliverSubject": created.config.deliver_subject}))
+
+
+async def delete_consumer(js, arguments):
+    await js.delete_consumer(arguments.name, arguments.durable)
+    print(json.dumps({"deleted": arguments.durable}))
 
 
 async def info(js, arguments):
@@ -151,6 +157,11 @@ def main():
     consumer.add_argument("--ack", default="explicit", choices=["explicit", "none", "all"])
     consumer.add_argument("--filter", default=None, help="a filter subject")
     consumer.add_argument("--push", default=None, help="a deliver subject (a push consumer)")
+    deleting = commands.add_parser(
+        "delete-consumer", help="delete a durable consumer (one made otherwise than consume.py "
+        "makes, or a host's that is gone)")
+    deleting.add_argument("--name", required=True, help="the stream")
+    deleting.add_argument("--durable", required=True)
     show = commands.add_parser("info", help="stream (and consumer) counts as JSON")
     show.add_argument("--name", required=True)
     show.add_argument("--durable", default=None)
@@ -163,8 +174,9 @@ def main():
         help="publishes awaiting their acknowledgement at once (1 to 65536, default 64)")
     sending.add_argument("--input", default=None, help="read this file instead of stdin")
     arguments = parser.parse_args()
-    action = {"create-stream": create_stream, "create-consumer": create_consumer, "info": info,
-              "dump": dump, "publish": publish}[arguments.command]
+    action = {"create-stream": create_stream, "create-consumer": create_consumer,
+              "delete-consumer": delete_consumer, "info": info, "dump": dump,
+              "publish": publish}[arguments.command]
 
     async def run():
         nc = await common.connect(arguments, "mailbox-jetstream")

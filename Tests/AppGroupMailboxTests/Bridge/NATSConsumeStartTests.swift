@@ -4,9 +4,9 @@ import Testing
 
 @testable import AppGroupMailbox
 
-/// consume.py before it consumes (found by an adversarial session): while the first connection
-/// failed it ignored SIGTERM (systemd waited out its stop timeout and killed it), and a stream
-/// that does not exist ended it with a Python traceback.
+/// consume.py's start and end (found by adversarial sessions): while the first connection
+/// failed it ignored SIGTERM (systemd waited out its stop timeout and killed it), a stream that
+/// does not exist ended it with a Python traceback, and a consumer deleted under it went unsaid.
 @Suite struct NATSConsumeStartTests {
   /// Starts consume.py from `url`'s stream `stream` into namespace `in`, its stderr going to a
   /// file of `container` (read while it runs).
@@ -28,6 +28,19 @@ import Testing
   }
 
   func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+
+  /// Whether the durable consumer `local` of stream `MAILBOX` exists (consume.py is consuming);
+  /// asked with `Processes` directly, so a failure while polling records no issue.
+  func consumerExists(on server: NATSServer) -> Bool {
+    let info = try? Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("jetstream.py"), "--server", server.url, "info", "--name", "MAILBOX",
+        "--durable", "local",
+      ]
+    ).finish(deadline: 30)
+    return info?.status == 0
+  }
 
   /// SIGHUP (a closed session) stops it like SIGTERM, as it stops mailboxctl; before, it killed
   /// consume.py with the default action (exit status 129 in a shell).
@@ -84,21 +97,35 @@ import Testing
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
     let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
-    // Consuming: its durable consumer exists (asked without recording the failures before).
-    #expect(
-      waitUntil(deadline: 60) {
-        let info = try? Processes.start(
-          NATSBridge.python,
-          [
-            NATSBridge.script("jetstream.py"), "--server", server.url, "info", "--name",
-            "MAILBOX", "--durable", "local",
-          ]
-        ).finish(deadline: 30)
-        return info?.status == 0
-      })
+    #expect(waitUntil(deadline: 60) { consumerExists(on: server) })
     server.stop()
     // It noticed: it tried to connect again, at least twice.
     #expect(waitUntil(deadline: 60) { text(stderr).contains(" more like it)") })
     expectStopped(process, by: SIGTERM, stderr: stderr)
+  }
+
+  /// Found by an adversarial review: a durable consumer deleted while consume.py ran made every
+  /// fetch time out, as an idle stream's do, so consume.py waited for good and said nothing.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A durable consumer deleted while consume.py runs is named and ends it with exit 78`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    #expect(waitUntil(deadline: 60) { consumerExists(on: server) })
+    try NATSBridge.tool(server, ["delete-consumer", "--name", "MAILBOX", "--durable", "local"])
+    // 60 s: a correctness bound (it waited for good); it asks after 10 s without a message.
+    let ended = waitUntil(deadline: 60) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationStatus == 78)
+    #expect(
+      text(stderr)
+        == "consume.py: cannot consume from stream MAILBOX, durable consumer local: consumer not "
+        + "found (deleted while consuming)\n")
   }
 }

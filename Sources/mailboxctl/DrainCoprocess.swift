@@ -12,10 +12,11 @@ import Glibc
 /// applied; at most ``outputGrace`` after its exit, for a process it left holding its stdout)
 /// is what it left unanswered released; it is started again after a backoff (0.1 s doubling to
 /// 10 s). After ``maximumDeaths`` ends in a row without one answer applied, drain stops with
-/// ``ExitStatus/unavailable``, and at once when a handler failed to answer the greeting within
-/// ``greetingTimeout`` before any handler of this drain had answered it (a program that does
-/// not speak the protocol, such as one written for `--exec`, would only be waited for again;
-/// one that spoke it before and is slow to start again is restarted). A handler that refuses
+/// ``ExitStatus/unavailable``, and at once when a handler ended, or did not answer the greeting
+/// within ``greetingTimeout``, before any handler of this drain had answered it (a program that
+/// does not speak the protocol, such as one written for `--exec`, or cannot start, such as a
+/// script that is not there, would only do the same again; one that spoke it before and ends or
+/// is slow to start again is restarted). A handler that refuses
 /// the protocol version stops drain with
 /// ``ExitStatus/protocolError``. On a stop signal its stdin is closed; it keeps answering what
 /// it holds until it exits or ``abandon()`` stops it.
@@ -446,9 +447,12 @@ final class CoprocessDelivery: DeliveryMode {
     handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }
-    if missedGreeting, !everGreeted {
-      context.fail(
-        CommandFailure(.unavailable, "--coprocess: the handler \(reason); giving up"))
+    // No handler of this drain has spoken the protocol yet: a program that ends, or stays
+    // silent, before it answers the greeting (a missing script, a module it cannot import, a
+    // program written for --exec) would do the same again.
+    if !everGreeted {
+      let why = missedGreeting ? reason : "ended before it answered the greeting (\(reason))"
+      context.fail(CommandFailure(.unavailable, "--coprocess: the handler \(why); giving up"))
       return
     }
     deaths += 1

@@ -220,13 +220,43 @@ import Testing
   @Test func `A handler that keeps dying stops drain with exit 69 and touches nothing`() throws {
     let container = try TemporaryContainer()
     try container.enqueueNumbered(count: 2)
+    let starts = container.url.appendingPathComponent("starts")
+    // It answers the greeting, so it speaks the protocol, then exits before reading a message.
     let result = try Mailboxctl.run(
-      ["drain"] + container.arguments() + ["--coprocess", "sh", "-c", "exit 1"])
+      ["drain"] + container.arguments() + [
+        "--coprocess", "sh", "-c",
+        "echo started >> '\(starts.path)'; read greeting; "
+          + "echo '{\"protocol\":\"mailboxctl-handler\",\"version\":1}'; exit 1",
+      ])
     #expect(result.status == 69)
     #expect(
       result.stderr.hasSuffix(
         "mailboxctl: error: drain: --coprocess: the handler ended 5 times in a row without an "
           + "answer (last: exit status 1); giving up\n"))
+    #expect(
+      try String(contentsOf: starts, encoding: .utf8) == String(repeating: "started\n", count: 5))
+    #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
+    #expect(try container.remaining().map(\.state) == [.pending, .pending])
+  }
+
+  /// Found by a new user's run: `--coprocess python3 script.py` with a script that is not there
+  /// was started five times (Python's error each time) before drain gave up.
+  @Test func `A first handler that ends before the greeting stops drain at once with exit 69`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    try container.enqueueNumbered(count: 2)
+    let starts = container.url.appendingPathComponent("starts")
+    let result = try Mailboxctl.run(
+      ["drain"] + container.arguments() + [
+        "--coprocess", "sh", "-c", "echo started >> '\(starts.path)'; exit 2",
+      ])
+    #expect(result.status == 69)
+    #expect(
+      result.stderr.hasSuffix(
+        "mailboxctl: error: drain: --coprocess: the handler ended before it answered the "
+          + "greeting (exit status 2); giving up\n"))
+    #expect(try String(contentsOf: starts, encoding: .utf8) == "started\n")
     #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
     #expect(try container.remaining().map(\.state) == [.pending, .pending])
   }

@@ -42,13 +42,22 @@ final class CoprocessDelivery: DeliveryMode {
   /// Claims of other files with the id of a message in flight (docs/FORMAT.md: a copy is a
   /// second message), oldest first: answers name ids, so each is sent once the one before it
   /// is answered, and held (its lease renewed) until then.
-  private var behind: [String: [Waiting]] = [:]
+  private var behind: [String: [Held]] = [:]
 
-  /// A claim held back until the message in flight with its id is answered.
-  final class Waiting {
-    let claim: AppGroupRawMailbox.Claim
+  /// A claim drain holds for the handler, its lease renewed every ``DrainContext/renewInterval``
+  /// (``renewIfDue(_:now:)``). On its own: a claim held back until the message in flight with
+  /// its id is answered.
+  class Held {
+    /// The newest claim of the message (see ``deliver(_:)``).
+    var claim: AppGroupRawMailbox.Claim
     var lastRenewal = Date()
     init(_ claim: AppGroupRawMailbox.Claim) { self.claim = claim }
+    /// Renews the lease when ``DrainContext/renewInterval`` has passed since the last renewal.
+    func renewIfDue(_ context: DrainContext, now: Date) {
+      guard now.timeIntervalSince(lastRenewal) >= context.renewInterval else { return }
+      context.renew(claim)
+      lastRenewal = now
+    }
   }
   /// Which unanswered messages the stopping handler's failure counts against.
   private var blame = Blame.every
@@ -56,13 +65,10 @@ final class CoprocessDelivery: DeliveryMode {
   private var restartAt = Date.distantPast
 
   /// A message handed to the handler and not answered yet.
-  final class Flight {
-    /// The newest claim of the message (see ``deliver(_:)``).
-    var claim: AppGroupRawMailbox.Claim
+  final class Flight: Held {
     /// When its line was seen written whole to the handler's input (where `--handler-timeout`
     /// counts from); nil while it waits in drain's outbox.
     var sentAt: Date?
-    var lastRenewal = Date()
     /// The offsets in the handler's input where the message's line starts and ends (its line
     /// feed included).
     let start: Int
@@ -77,9 +83,9 @@ final class CoprocessDelivery: DeliveryMode {
     /// Only once its handler is gone can drain tell whether it did (``bury(_:outputEnded:)``).
     func entered(_ handler: CoprocessHandler) -> Bool { start < handler.written }
     init(_ claim: AppGroupRawMailbox.Claim, start: Int, end: Int) {
-      self.claim = claim
       self.start = start
       self.end = end
+      super.init(claim)
     }
   }
 
@@ -137,7 +143,7 @@ final class CoprocessDelivery: DeliveryMode {
         if Self.isGone(held.claim) {
           held.claim = claim
         } else {
-          behind[id, default: []].append(Waiting(claim))
+          behind[id, default: []].append(Held(claim))
         }
         continue
       }
@@ -199,18 +205,15 @@ final class CoprocessDelivery: DeliveryMode {
       }
     }
     // Still answering (also while it is being stopped): keep the leases.
-    for flight in flights.values
-    where now.timeIntervalSince(flight.lastRenewal)
-      >= context.renewInterval
-    {
-      context.renew(flight.claim)
-      flight.lastRenewal = now
-    }
-    for waiting in behind.values.joined()
-    where now.timeIntervalSince(waiting.lastRenewal) >= context.renewInterval {
-      context.renew(waiting.claim)
-      waiting.lastRenewal = now
-    }
+    for held in flights.values { held.renewIfDue(context, now: now) }
+    for held in behind.values.joined() { held.renewIfDue(context, now: now) }
+  }
+
+  /// Puts back, uncounted, every claim held back behind a message in flight with its id (the
+  /// handler never had them).
+  private func putBackWaiting() {
+    for held in behind.values.joined() { context.putBack(held.claim) }
+    behind = [:]
   }
 
   /// Stops the handler (stdin closed, SIGTERM, SIGKILL after the grace: call repeatedly); what
@@ -274,8 +277,7 @@ final class CoprocessDelivery: DeliveryMode {
       flights[id] = nil
       context.putBack(flight.claim)
     }
-    for waiting in behind.values.joined() { context.putBack(waiting.claim) }
-    behind = [:]
+    putBackWaiting()
   }
 
   /// Gives up on a handler that failed: it ended (exited, closed its output), wrote a line too
@@ -353,13 +355,14 @@ final class CoprocessDelivery: DeliveryMode {
       // delete, release or dead-letter a message it never had, or had only part of. Every
       // byte it could have read is counted in `written` (its writes are this thread's, before
       // this look).
-      if let flight = flights[id], flight.entered(handler), !flight.reached(handler) {
+      let flight = flights[id]
+      if let flight, flight.entered(handler), !flight.reached(handler) {
         Output.note(
           "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
             + "\(Output.shown(id, limit: 64)) before it had its whole line; ignored")
         return
       }
-      guard let flight = flights[id], flight.reached(handler) else {
+      guard let flight, flight.reached(handler) else {
         // Answered twice, or a message never sent: nothing to do, and no fault of the others.
         Output.note(
           "drain: --coprocess handler (pid \(handler.process.pid)) answered message "
@@ -442,8 +445,7 @@ final class CoprocessDelivery: DeliveryMode {
       }
     }
     flights = [:]
-    for waiting in behind.values.joined() { context.putBack(waiting.claim) }
-    behind = [:]
+    putBackWaiting()
     handler.abandonOutput()
     handler.process.reap()
     guard context.fatal == nil, !context.stopping else { return }

@@ -95,8 +95,16 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     /// operation, for a sentence that names the operation itself. Without a system call (a check
     /// the library made itself on what its calls returned, such as the mount check of an area)
     /// `"the <role> was refused: <strerror> (errno <n>)"`, or only `"<strerror> (errno <n>)"`
-    /// without a role either.
+    /// without a role either. A wait for the namespace lock that the program gave up (`flock`
+    /// with `EINTR`: the library retries a wait a signal only interrupted) says so: `"gave up
+    /// waiting for the mailbox's lock (the flock(2) on its state file), which another process
+    /// holds; nothing was changed"`.
     public var failure: String {
+      if systemCall == "flock", errno == EINTR {
+        let on = role.isEmpty ? "" : " on its \(role)"
+        return "gave up waiting for the mailbox's lock (the flock(2)\(on)), which another "
+          + "process holds; nothing was changed"
+      }
       let explanation = Errno(rawValue: errno).explanation
       switch (systemCall.isEmpty, role.isEmpty) {
       case (false, false): return "\(systemCall) on the \(role) failed: \(explanation)"

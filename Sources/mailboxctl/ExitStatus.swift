@@ -66,16 +66,6 @@ struct CommandFailure: Error, CustomStringConvertible {
     case .ioFailure: status = .ioError
     default: status = .software
     }
-    if case .ioFailure(let cause) = mailboxError, cause.systemCall == "flock",
-      Errno(rawValue: cause.errno) == .interrupted
-    {
-      // LockWait gave up (drain's stop): say so, not "Interrupted system call".
-      self.init(
-        status,
-        "\(what.isEmpty ? cause.operation : what): gave up waiting for the mailbox's lock (the "
-          + "flock(2) on its state file), which another process holds; nothing was changed")
-      return
-    }
     if case .ioFailure(let cause) = mailboxError, !cause.operation.isEmpty {
       // The cause names the operation itself: "enqueue: write failed: No space left on device
       // (errno 28)", not "enqueue: A mailbox file operation failed: enqueue: write failed: ...".

@@ -131,7 +131,8 @@ FIRST_DATE = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 LAST_DATE = datetime.datetime(2286, 11, 20, 17, 46, 39, 999999, tzinfo=datetime.timezone.utc)
 
 ISO_DATE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:?\d{2})")
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:?\d{2})",
+    re.ASCII)  # \d: 0 to 9 only, not every Unicode digit
 
 
 def enqueued_at(text):

@@ -27,7 +27,9 @@ of the first connection (a credentials file that is missing or needs the ``nkeys
 authorization refused) is said in one line and ends it with exit 78. When JetStream refuses the stream or
 the durable consumer (a stream that does not exist), or the durable consumer exists with other
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
-says why and exits 78; when JetStream does not answer, 69. A durable consumer or stream deleted
+says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
+executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
+it connects. A durable consumer or stream deleted
 while it runs (noticed within about 10 seconds of fetches that bring nothing) is said in one
 line, and it finishes the enqueues in progress and exits 78. Needs the ``nats-py`` package (PyPI).
 """
@@ -50,6 +52,7 @@ for _number in STOP_SIGNALS:
 
 import argparse  # noqa: E402 - after the stop signals are handled
 import asyncio  # noqa: E402
+import shutil  # noqa: E402
 import uuid  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -182,6 +185,11 @@ class Consumer:
         import nats.js.errors
         from nats.js.api import AckPolicy, ConsumerConfig
 
+        # Every message would fail to enqueue, and come back for ever: said at once instead.
+        if shutil.which(self.arguments.mailboxctl) is None:
+            log.record(f"cannot run --mailboxctl {self.arguments.mailboxctl}: not found, or not "
+                       "an executable file")
+            return CONFIGURATION_ERROR
         loop = asyncio.get_running_loop()
         stops = STOP_SIGNALS
         for number in stops:

@@ -11,7 +11,8 @@ import Testing
   /// Starts consume.py from `url`'s stream `stream` into namespace `in`, its stderr going to a
   /// file of `container` (read while it runs).
   func startConsume(
-    _ url: String, stream: String, in container: TemporaryContainer
+    _ url: String, stream: String, in container: TemporaryContainer,
+    mailboxctl: String = Mailboxctl.url.path
   ) throws -> (process: Process, stderr: URL) {
     let stderr = container.url.appendingPathComponent("consume.stderr")
     #expect(FileManager.default.createFile(atPath: stderr.path, contents: nil))
@@ -19,7 +20,7 @@ import Testing
       NATSBridge.python,
       [
         NATSBridge.script("consume.py"), "--server", url, "--stream", stream, "--durable",
-        "local", "--mailboxctl", Mailboxctl.url.path, "--",
+        "local", "--mailboxctl", mailboxctl, "--",
       ] + container.arguments(namespace: "in"), environment: [:])
     process.standardError = try FileHandle(forWritingTo: stderr)
     process.standardOutput = FileHandle.nullDevice
@@ -127,5 +128,25 @@ import Testing
       text(stderr)
         == "consume.py: cannot consume from stream MAILBOX, durable consumer local: consumer not "
         + "found (deleted while consuming)\n")
+  }
+
+  /// Found by an adversarial review: a --mailboxctl that is not there failed every enqueue, and
+  /// each message came back after --ack-wait for ever.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A --mailboxctl that cannot run is named and ends consume.py with exit 78`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let missing = container.url.appendingPathComponent("no-such-mailboxctl").path
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, mailboxctl: missing)
+    let ended = waitUntil(deadline: 60) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationStatus == 78)
+    #expect(
+      text(stderr)
+        == "consume.py: cannot run --mailboxctl \(missing): not found, or not an executable file\n")
   }
 }

@@ -19,7 +19,7 @@ import Testing
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(in: container, subject: Self.subject)
     defer { server.stop() }
-    let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
+    let ids = (0..<5).map { _ in UUID().uuidString.lowercased() }
     // An hour ago, written with a space and an offset: within the mailbox's one-day lifetime
     // whenever the test runs (a fixed date ran out a day after it was written).
     let hourAgo = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
@@ -35,6 +35,8 @@ import Testing
       #"{"id":"\#(ids[1])","message":2,"headers":{"Mailbox-Type":"-weird","#
         + #""Mailbox-Enqueued-At":"\#(offset.string(from: hourAgo))"}}"#,
       #"{"id":"\#(ids[2])","message":3}"#,
+      // Digits, but not ASCII ones (Python's \d took them): not ISO 8601.
+      #"{"id":"\#(ids[4])","message":5,"headers":{"Mailbox-Enqueued-At":"２０２６-01-02T03:04:05Z"}}"#,
     ]
     try NATSBridge.tool(
       server, ["publish", "--subject", Self.subject],
@@ -50,6 +52,10 @@ import Testing
       stderr.contains(
         "message \(ids[3]) terminated: its Mailbox-Enqueued-At header is not an ISO 8601 date "
           + "from 1970 to 2286"))
+    #expect(
+      stderr.contains(
+        "message \(ids[4]) terminated: its Mailbox-Enqueued-At header is not an ISO 8601 date"),
+      "\(stderr)")
     let pending = try incoming.inspector.entries(in: [.pending])
     #expect(pending.map { $0.id?.uuidString.lowercased() } == [ids[1], ids[2]])
     let weird = try incoming.inspector.envelope(ids[1])

@@ -59,6 +59,17 @@ import Testing
     expectStopped(process, by: signal, stderr: stderr)
   }
 
+  /// Expects `process` to end on its own within 60 s (a correctness bound: it waited for good)
+  /// with `status` and exactly `line` on `stderr`.
+  func expectEnded(_ process: Process, status: Int32, stderr: URL, saying line: String) {
+    let ended = waitUntil(deadline: 60) { !process.isRunning }
+    if !ended { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    #expect(ended, "\(text(stderr))")
+    #expect(process.terminationStatus == status)
+    #expect(text(stderr) == line)
+  }
+
   /// Sends `signal` to `process` and expects it to end within 30 s with exit 0 and no Python
   /// traceback on `stderr`. 30 s: a correctness bound (it ignored the signal for good, or hung
   /// closing), not a latency figure.
@@ -79,15 +90,10 @@ import Testing
     let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
     defer { server.stop() }
     let (process, stderr) = try startConsume(server.url, stream: "NOPE", in: container)
-    let ended = waitUntil(deadline: 60) { !process.isRunning }
-    if !ended { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    #expect(ended, "\(text(stderr))")
-    #expect(process.terminationStatus == 78)
-    #expect(
-      text(stderr)
-        == "consume.py: cannot consume from stream NOPE, durable consumer local: stream not found\n"
-    )
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying:
+        "consume.py: cannot consume from stream NOPE, durable consumer local: stream not found\n")
   }
 
   /// Found by an adversarial review: a stop signal while the server was gone ended consume.py
@@ -119,14 +125,10 @@ import Testing
     #expect(waitUntil(deadline: 60) { consumerExists(on: server) })
     try NATSBridge.tool(server, ["delete-consumer", "--name", "MAILBOX", "--durable", "local"])
     // 60 s: a correctness bound (it waited for good); it asks after 10 s without a message.
-    let ended = waitUntil(deadline: 60) { !process.isRunning }
-    if !ended { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    #expect(ended, "\(text(stderr))")
-    #expect(process.terminationStatus == 78)
-    #expect(
-      text(stderr)
-        == "consume.py: cannot consume from stream MAILBOX, durable consumer local: consumer not "
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying:
+        "consume.py: cannot consume from stream MAILBOX, durable consumer local: consumer not "
         + "found (deleted while consuming)\n")
   }
 
@@ -140,13 +142,9 @@ import Testing
     let missing = container.url.appendingPathComponent("no-such-mailboxctl").path
     let (process, stderr) = try startConsume(
       server.url, stream: "MAILBOX", in: container, mailboxctl: missing)
-    let ended = waitUntil(deadline: 60) { !process.isRunning }
-    if !ended { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    #expect(ended, "\(text(stderr))")
-    #expect(process.terminationStatus == 78)
-    #expect(
-      text(stderr)
-        == "consume.py: cannot run --mailboxctl \(missing): not found, or not an executable file\n")
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying:
+        "consume.py: cannot run --mailboxctl \(missing): not found, or not an executable file\n")
   }
 }

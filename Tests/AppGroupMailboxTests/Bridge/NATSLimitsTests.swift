@@ -14,6 +14,31 @@ import Testing
   /// nats-server's default max_payload, 1 MiB.
   static let maxPayload = 1 << 20
 
+  /// Forwards four small messages of `outgoing` around one with `payload` (enqueued second) to
+  /// `server`; expects the big one dead-lettered, `line` said about it, and the others stored.
+  func expectDeadLettered(
+    _ payload: String, between outgoing: AppGroupRawMailbox, in container: TemporaryContainer,
+    to server: NATSServer, saying line: (String) -> String
+  ) throws {
+    let first = try outgoing.enqueue(Data("1".utf8)).id
+    let big = try outgoing.enqueue(Data(payload.utf8)).id.uuidString.lowercased()
+    let rest = try (2...4).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
+    let forwarded = try Mailboxctl.run(
+      ["drain"] + container.arguments(namespace: "out") + [
+        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
+        server.url, "--subject", Self.subject,
+      ])
+    #expect(forwarded.status == 0, "\(forwarded.stderr)")
+    #expect(forwarded.stderr.contains(line(big)), "\(forwarded.stderr)")
+    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
+    #expect(
+      stored.map { $0["id"] as? String }
+        == ([first] + rest).map { $0.uuidString.lowercased() })
+    let quarantined = try outgoing.inspector.entries(in: [.quarantined])
+    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [big])
+    #expect(try outgoing.inspector.status().depth == 0)
+  }
+
   @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
   func `A message over max_payload with its headers is a dead letter and the rest go on`()
     throws
@@ -23,26 +48,11 @@ import Testing
     defer { server.stop() }
     let outgoing = try container.rawMailbox(
       namespace: "out", limits: .init(maxPayloadBytes: 2 * Self.maxPayload))
-    let first = try outgoing.enqueue(Data("1".utf8)).id
     // A JSON string of max_payload - 60 bytes: the payload fits, not with its headers.
-    let big = try outgoing.enqueue(
-      Data(("\"" + String(repeating: "x", count: Self.maxPayload - 62) + "\"").utf8)
-    ).id.uuidString.lowercased()
-    let rest = try (2...4).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
-    let forwarded = try Mailboxctl.run(
-      ["drain"] + container.arguments(namespace: "out") + [
-        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", Self.subject,
-      ])
-    #expect(forwarded.status == 0, "\(forwarded.stderr)")
-    #expect(forwarded.stderr.contains("message \(big) is larger than the server takes ("))
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
-    #expect(
-      stored.map { $0["id"] as? String }
-        == ([first] + rest).map { $0.uuidString.lowercased() })
-    let quarantined = try outgoing.inspector.entries(in: [.quarantined])
-    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [big])
-    #expect(try outgoing.inspector.status().depth == 0)
+    try expectDeadLettered(
+      "\"" + String(repeating: "x", count: Self.maxPayload - 62) + "\"", between: outgoing,
+      in: container, to: server
+    ) { "message \($0) is larger than the server takes (" }
   }
 
   /// Found by an adversarial review: JetStream's refusal of a message over the stream's
@@ -54,28 +64,14 @@ import Testing
       in: container, subject: Self.subject, ["--max-msg-size", "400"])
     defer { server.stop() }
     let outgoing = try container.rawMailbox(namespace: "out")
-    let first = try outgoing.enqueue(Data("1".utf8)).id
     // 400 bytes of payload: over the limit whatever the headers.
-    let big = try outgoing.enqueue(Data(("\"" + String(repeating: "x", count: 398) + "\"").utf8))
-      .id.uuidString.lowercased()
-    let rest = try (2...4).map { try outgoing.enqueue(Data("\($0)".utf8)).id }
-    let forwarded = try Mailboxctl.run(
-      ["drain"] + container.arguments(namespace: "out") + [
-        "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", Self.subject,
-      ])
-    #expect(forwarded.status == 0, "\(forwarded.stderr)")
-    #expect(
-      forwarded.stderr.contains(
-        "message \(big) is larger than the stream takes (message size exceeds maximum allowed): "
-          + "dead letter"), "\(forwarded.stderr)")
-    let stored = try jsonLines(try NATSBridge.tool(server, ["dump", "--name", "MAILBOX"]))
-    #expect(
-      stored.map { $0["id"] as? String }
-        == ([first] + rest).map { $0.uuidString.lowercased() })
-    let quarantined = try outgoing.inspector.entries(in: [.quarantined])
-    #expect(quarantined.map { $0.id?.uuidString.lowercased() } == [big])
-    #expect(try outgoing.inspector.status().depth == 0)
+    try expectDeadLettered(
+      "\"" + String(repeating: "x", count: 398) + "\"", between: outgoing, in: container,
+      to: server
+    ) {
+      "message \($0) is larger than the stream takes (message size exceeds maximum allowed): "
+        + "dead letter"
+    }
   }
 
   /// `create-stream` of a stream that exists changes only the options given: it reset the

@@ -29,9 +29,9 @@ the durable consumer (a stream that does not exist), or the durable consumer exi
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
 says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
 executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
-it connects. A durable consumer or stream deleted
-while it runs (noticed within about 10 seconds of fetches that bring nothing) is said in one
-line, and it finishes the enqueues in progress and exits 78. Needs the ``nats-py`` package (PyPI).
+it connects. A durable consumer or stream deleted while it runs, or a consumer made again with
+other settings (asked every 10 seconds), is said in one line, and it finishes the enqueues in
+progress and exits 78. Needs the ``nats-py`` package (PyPI).
 """
 
 import os
@@ -62,7 +62,7 @@ from nats_bridge.common import log  # noqa: E402
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
-CONSUMER_CHECK = 10.0  # seconds without a message between two checks that the consumer exists
+CONSUMER_CHECK = 10.0  # seconds between two checks that the consumer exists as consume.py made it
 ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
 
 
@@ -247,18 +247,18 @@ class Consumer:
         status = 0
         checked = loop.time()
         while not self.stopping.is_set():
+            # A fetch from a consumer or stream deleted meanwhile times out like one with nothing
+            # to deliver, and one made again otherwise (a push consumer, no acknowledgements)
+            # stalls or loses messages: asked every CONSUMER_CHECK seconds, busy or idle.
+            if loop.time() - checked >= CONSUMER_CHECK:
+                checked = loop.time()
+                if why := await self.unfit(js):
+                    log.record(f"cannot consume from {where}: {why}")
+                    status = CONFIGURATION_ERROR
+                    break
             try:
                 messages = await subscription.fetch(self.arguments.batch, timeout=1)
-            except nats.errors.TimeoutError:
-                # A fetch from a consumer or stream deleted meanwhile times out like one with
-                # nothing to deliver: asked now and then while nothing comes.
-                if loop.time() - checked >= CONSUMER_CHECK:
-                    checked = loop.time()
-                    if why := await self.gone(js):
-                        log.record(f"cannot consume from {where}: {why} (deleted while "
-                                   "consuming)")
-                        status = CONFIGURATION_ERROR
-                        break
+            except (nats.errors.TimeoutError, TimeoutError):  # nats-py raises either when idle
                 continue
             except Exception as error:  # noqa: BLE001 - a lost server: try again
                 log.say(f"fetch: {type(error).__name__}: {error}", kind="fetch")
@@ -286,17 +286,23 @@ class Consumer:
                 log.say(f"{step}: {type(error).__name__}: {error}")
         return status
 
-    async def gone(self, js):
-        """JetStream's description when the durable consumer or its stream no longer exists;
-        None when it exists or JetStream cannot say now (a lost server: fetch says that)."""
+    async def unfit(self, js):
+        """Why the durable consumer can no longer be consumed from: deleted with its stream or
+        alone, or made again with other settings than consume.py makes (``consumer_problems``);
+        None when it fits or JetStream cannot say now (a lost server: fetch says that)."""
         import nats.js.errors
 
         try:
-            await js.consumer_info(self.arguments.stream, self.arguments.durable, timeout=5)
+            info = await js.consumer_info(
+                self.arguments.stream, self.arguments.durable, timeout=5)
         except nats.js.errors.NotFoundError as error:
-            return error.description
+            return f"{error.description} (deleted while consuming)"
         except Exception:  # noqa: BLE001 - not an answer that it is gone
             return None
+        problems = common.consumer_problems(info.config, self.arguments.subject)
+        if problems:
+            return (f"it was made again with other settings while consuming: "
+                    f"{'; '.join(problems)}; delete it or give another --durable")
         return None
 
 

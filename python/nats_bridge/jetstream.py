@@ -30,13 +30,13 @@ from nats_bridge import common  # noqa: E402
 async def create_stream(js, arguments):
     """Creates the stream, or changes the options given of one that exists: the others keep
     their values (an update with a whole new configuration would reset them, such as a
-    max_msg_size or max_bytes an operator set)."""
+    max_msg_size or max_bytes an operator set), its subjects too when no --subject is given."""
     import dataclasses
 
     import nats.js.errors
     from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
-    options = {"subjects": arguments.subject}
+    options = {"subjects": arguments.subject} if arguments.subject else {}
     if arguments.retention is not None:
         options["retention"] = RetentionPolicy(arguments.retention)
     if arguments.replicas is not None:
@@ -50,6 +50,9 @@ async def create_stream(js, arguments):
     try:
         current = (await js.stream_info(arguments.name)).config
     except nats.js.errors.NotFoundError:
+        if not arguments.subject:
+            raise ValueError(f"stream {arguments.name} does not exist: give --subject to create "
+                             "it") from None
         created = {"retention": RetentionPolicy.LIMITS, "num_replicas": 1,
                    "duplicate_window": 3600.0} | options
         info = await js.add_stream(
@@ -141,7 +144,10 @@ def main():
         "create-stream", help="create a stream, or change the options given of one that exists "
         "(the others keep their values)")
     create.add_argument("--name", required=True)
-    create.add_argument("--subject", action="append", required=True)
+    create.add_argument(
+        "--subject", action="append",
+        help="a subject it stores (repeat for more); needed to create it, and given to a stream "
+        "that exists, the whole list replaces its subjects")
     create.add_argument("--retention", choices=["limits", "workqueue", "interest"],
                         help="default limits")
     create.add_argument("--replicas", type=int, help="default 1")

@@ -75,18 +75,20 @@ import Testing
   }
 
   /// `create-stream` of a stream that exists changes only the options given: it reset the
-  /// others to their defaults (an operator's max_msg_size was lost to a new duplicate window).
+  /// others to their defaults (an operator's max_msg_size was lost to a new duplicate window),
+  /// and its subjects to the one `--subject` it required.
   @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
   func `create-stream keeps the options of an existing stream that it is not given`() throws {
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(
-      in: container, subject: Self.subject, ["--max-msg-size", "400", "--duplicate-window", "60"])
+      in: container, subject: Self.subject,
+      ["--subject", "mailbox.other", "--max-msg-size", "400", "--duplicate-window", "60"])
     defer { server.stop() }
     let changed = try NATSBridge.tool(
-      server, ["create-stream", "--name", "MAILBOX", "--subject", Self.subject, "--replicas", "1"])
+      server, ["create-stream", "--name", "MAILBOX", "--replicas", "1"])
     #expect(
-      changed == #"{"stream": "MAILBOX", "subjects": ["mailbox.jobs"], "duplicateWindow": 60.0, "#
-        + #""replicas": 1, "maxMsgSize": 400}"# + "\n")
+      changed == #"{"stream": "MAILBOX", "subjects": ["mailbox.jobs", "mailbox.other"], "#
+        + #""duplicateWindow": 60.0, "replicas": 1, "maxMsgSize": 400}"# + "\n")
   }
 
   @Test(

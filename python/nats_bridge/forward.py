@@ -20,7 +20,10 @@ logged with its id.
 Until the first connection succeeds (tried again and again while no server answers, logged
 "cannot connect yet"), and while a lost one is being restored, messages are answered "retry"
 the same way. An error trying again cannot mend (a missing ``--creds`` file or ``nkeys``
-module, an authorization refused) is one line on standard error and exit status 78.
+module, an authorization refused) is one line on standard error and exit status 78, as is a
+``--stream`` that can never store a message: one that does not exist, is sealed, does not
+acknowledge publishes (no_ack) or does not take ``--subject`` (checked at each connection), or
+that JetStream says is not the stream of ``--subject`` (error 10060).
 
 Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
 come back (in any order). A drain gone before the handshake ended (or one speaking another
@@ -196,6 +199,10 @@ class Forwarder:
                        "dead letter")
             self.session.dead_letter(message_id, "larger than the NATS server's max_payload")
         except nats.js.errors.APIError as error:
+            if error.err_code in STREAM_REFUSES_EVERY_PUBLISH:
+                self.session.flush()  # the answers of this turn: acknowledged ones stay so
+                give_up(f"cannot forward to stream {self.arguments.stream}: "
+                        f"{error.description}")
             if error.err_code != STREAM_MESSAGE_TOO_LARGE:
                 return self.failed(message_id, error)
             # Every publish of it would be refused the same way: retried, it would come back
@@ -218,11 +225,38 @@ class Forwarder:
         try:
             self.nc = await common.connect_retrying(self.arguments, "mailbox-forward")
         except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
-            log.record(f"cannot connect: {type(error).__name__}: {error}")
-            sys.stderr.flush()
-            os._exit(CONFIGURATION_ERROR)
+            give_up(f"cannot connect: {type(error).__name__}: {error}")
         self.js = self.nc.jetstream()
+        if why := await self.unfit_stream():
+            self.session.flush()
+            give_up(f"cannot forward to stream {self.arguments.stream}: {why}")
         self.connected.set()
+
+    async def unfit_stream(self):
+        """Why the ``--stream`` can never store what forward.py publishes: it does not exist, is
+        sealed, does not acknowledge publishes (no_ack: no message would ever count as stored,
+        and each retry stores another copy once the duplicate window passed), or does not take
+        ``--subject``; None when it can, when no ``--stream`` is given, or when JetStream cannot
+        say now (publishes are retried meanwhile)."""
+        if not self.arguments.stream:
+            return None
+        try:
+            info = await self.js.stream_info(self.arguments.stream)
+        except nats.js.errors.NotFoundError as error:
+            return error.description
+        except Exception:  # noqa: BLE001 - no answer: not a verdict
+            return None
+        config = info.config
+        if config.sealed:
+            return "it is sealed"
+        if config.no_ack:
+            return "it does not acknowledge publishes (no_ack)"
+        if config.subjects and not any(
+                common.subject_matches(pattern, self.arguments.subject)
+                for pattern in config.subjects):
+            return (f"it does not store subject {self.arguments.subject} (its subjects: "
+                    f"{', '.join(config.subjects)})")
+        return None
 
     async def run(self):
         self.connecting = asyncio.create_task(self.connect())
@@ -250,7 +284,19 @@ class Forwarder:
 # JetStream's error code for a message over the stream's max_msg_size, headers and payload
 # together (nats-server's server/errors.json, JSStreamMessageExceedsMaximumErr).
 STREAM_MESSAGE_TOO_LARGE = 10054
+# A stream that refuses every publish until an operator mends it (the same file): --stream names
+# another stream than the one that stores --subject (JSStreamNotMatchErr), or the stream is
+# sealed (JSStreamSealedErr).
+STREAM_REFUSES_EVERY_PUBLISH = (10060, 10109)
 CONFIGURATION_ERROR = 78  # EX_CONFIG, sysexits(3): as consume.py for a wrong set-up
+
+
+def give_up(line):
+    """Says ``line`` on standard error and ends the program with exit 78 (EX_CONFIG): drain
+    releases what it held and, after the handler's repeated ends, gives up (exit 69)."""
+    log.record(line)
+    sys.stderr.flush()
+    os._exit(CONFIGURATION_ERROR)
 
 
 def main():

@@ -29,7 +29,8 @@ the durable consumer (a stream that does not exist), or the durable consumer exi
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
 says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
 executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
-it connects. A durable consumer or stream deleted while it runs, or a consumer made again with
+it connects; one that refuses its command line (exit 64: the arguments after ``--``) stops it
+after the enqueues in progress with exit 78. A durable consumer or stream deleted while it runs, or a consumer made again with
 other settings (asked every 10 seconds), is said in one line, and it finishes the enqueues in
 progress and exits 78. Needs the ``nats-py`` package (PyPI).
 """
@@ -59,6 +60,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
+USAGE_ERROR = 64
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
@@ -110,6 +112,7 @@ class Consumer:
     def __init__(self, arguments):
         self.arguments = arguments
         self.stopping = asyncio.Event()
+        self.status = 0  # the exit status: 78 once the set-up was found wrong
         self.window = asyncio.Semaphore(arguments.parallel)
 
     async def enqueue(self, message):
@@ -151,6 +154,14 @@ class Consumer:
                 await message.ack()
             elif process.returncode == DATA_ERROR:
                 await self.terminate(message, stderr.decode(errors="replace").strip())
+            elif process.returncode == USAGE_ERROR:
+                # The arguments after "--" (every other one is checked here first): each
+                # message would be refused the same way, for ever.
+                log.record(f"mailboxctl enqueue refused its command line (exit 64; check the "
+                           f"arguments after --): {stderr.decode(errors='replace').strip()}")
+                await message.nak()
+                self.status = CONFIGURATION_ERROR
+                self.stopping.set()
             else:
                 log.say(f"enqueue of message {message_id(message)} failed "
                         f"(exit {process.returncode}), retrying in "
@@ -244,7 +255,6 @@ class Consumer:
                        f"{'; '.join(problems)}; delete it or give another --durable")
             return CONFIGURATION_ERROR
         tasks = set()
-        status = 0
         checked = loop.time()
         while not self.stopping.is_set():
             # A fetch from a consumer or stream deleted meanwhile times out like one with nothing
@@ -254,7 +264,7 @@ class Consumer:
                 checked = loop.time()
                 if why := await self.unfit(js):
                     log.record(f"cannot consume from {where}: {why}")
-                    status = CONFIGURATION_ERROR
+                    self.status = CONFIGURATION_ERROR
                     break
             try:
                 messages = await subscription.fetch(self.arguments.batch, timeout=1)
@@ -284,7 +294,7 @@ class Consumer:
                 await call()
             except Exception as error:  # noqa: BLE001 - a stop must not end in a traceback
                 log.say(f"{step}: {type(error).__name__}: {error}")
-        return status
+        return self.status
 
     async def unfit(self, js):
         """Why the durable consumer can no longer be consumed from: deleted with its stream or

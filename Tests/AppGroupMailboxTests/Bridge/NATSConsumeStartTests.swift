@@ -12,7 +12,7 @@ import Testing
   /// file of `container` (read while it runs).
   func startConsume(
     _ url: String, stream: String, in container: TemporaryContainer,
-    mailboxctl: String = Mailboxctl.url.path
+    mailboxctl: String = Mailboxctl.url.path, enqueueArguments: [String] = []
   ) throws -> (process: Process, stderr: URL) {
     let stderr = container.url.appendingPathComponent("consume.stderr")
     #expect(FileManager.default.createFile(atPath: stderr.path, contents: nil))
@@ -21,7 +21,7 @@ import Testing
       [
         NATSBridge.script("consume.py"), "--server", url, "--stream", stream, "--durable",
         "local", "--mailboxctl", mailboxctl, "--",
-      ] + container.arguments(namespace: "in"), environment: [:])
+      ] + container.arguments(namespace: "in") + enqueueArguments, environment: [:])
     process.standardError = try FileHandle(forWritingTo: stderr)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
@@ -172,5 +172,31 @@ import Testing
       saying: prefix + "it was made again with other settings while consuming: it is a push "
         + "consumer; delete it or give another --durable\n",
       prefix + "consumer not found (deleted while consuming)\n")
+  }
+
+  /// Found by an adversarial review: a wrong argument after `--` made every enqueue exit 64,
+  /// and each message came back every --retry-after seconds, for ever.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `An enqueue command line mailboxctl refuses ends consume.py with exit 78`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let id = UUID().uuidString.lowercased()
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data(#"{"id":"\#(id)","message":1}"#.utf8 + [0x0A]))
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, enqueueArguments: ["--bogus"])
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying: "consume.py: mailboxctl enqueue refused its command line (exit 64; check the "
+        + "arguments after --): mailboxctl: error: enqueue: unknown option '--bogus'\n"
+        + "Run 'mailboxctl enqueue --help' for usage.\n")
+    // Given back, not terminated: the next run with the right arguments enqueues it.
+    let (settled, consumed) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: 1)
+    #expect(settled, "\(consumed)")
+    let pending = try container.rawMailbox(namespace: "in").inspector.entries(in: [.pending])
+    #expect(pending.map { $0.id?.uuidString.lowercased() } == [id])
   }
 }

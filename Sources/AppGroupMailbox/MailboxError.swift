@@ -98,12 +98,13 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     /// without a role either. A wait for the namespace lock that the program gave up (`flock`
     /// with `EINTR`: the library retries a wait a signal only interrupted) says so: `"gave up
     /// waiting for the mailbox's lock (the flock(2) on its state file), which another process
-    /// holds; nothing was changed"`.
+    /// holds"`. What the operation did before it needed the lock stays done (a claim has
+    /// already deleted the expired messages it met, a dead letter is already in quarantine).
     public var failure: String {
       if systemCall == "flock", errno == EINTR {
         let on = role.isEmpty ? "" : " on its \(role)"
         return "gave up waiting for the mailbox's lock (the flock(2)\(on)), which another "
-          + "process holds; nothing was changed"
+          + "process holds"
       }
       let explanation = Errno(rawValue: errno).explanation
       switch (systemCall.isEmpty, role.isEmpty) {

@@ -335,10 +335,13 @@ final class CoprocessDelivery: DeliveryMode {
   /// it is being stopped: an answer written is work done).
   private func apply(_ line: Data, from handler: CoprocessHandler) {
     guard handler.greeted else {
-      guard handler.failure == nil else { return }
       switch HandlerProtocol.parseGreeting(line) {
       case .success:
+        // Also when it failed since (its exit can be seen before its output is read): it
+        // speaks the protocol, so its end is restarted, not given up on at once.
         handler.greeted = true
+      case .failure where handler.failure != nil:
+        return
       case .failure(let fault):
         handler.failure = fault.text
         context.fail(
@@ -378,11 +381,16 @@ final class CoprocessDelivery: DeliveryMode {
       case .retry(let after): context.retry(flight.claim, after: after)
       case .deadLetter(let reason): context.deadLetter(flight.claim, reason: reason)
       }
-      // The next file with this id goes out now.
-      if var waiting = behind[id], !waiting.isEmpty {
+      // The next file with this id goes out now; one whose claim is gone (its lease ran out
+      // while drain was stalled, and it was recovered: another consumer, or drain's own newer
+      // claim behind it, has it now) is dropped, not sent on a claim drain no longer holds.
+      while var waiting = behind[id], !waiting.isEmpty {
         let next = waiting.removeFirst()
         behind[id] = waiting.isEmpty ? nil : waiting
-        deliver([next.claim])
+        if !Self.isGone(next.claim) {
+          deliver([next.claim])
+          break
+        }
       }
     }
   }
@@ -453,7 +461,7 @@ final class CoprocessDelivery: DeliveryMode {
     // silent, before it answers the greeting (a missing script, a module it cannot import, a
     // program written for --exec) would do the same again.
     if !everGreeted {
-      let why = missedGreeting ? reason : "ended before it answered the greeting (\(reason))"
+      let why = missedGreeting ? reason : "did not answer the greeting (\(reason))"
       context.fail(CommandFailure(.unavailable, "--coprocess: the handler \(why); giving up"))
       return
     }

@@ -254,8 +254,8 @@ import Testing
     #expect(result.status == 69)
     #expect(
       result.stderr.hasSuffix(
-        "mailboxctl: error: drain: --coprocess: the handler ended before it answered the "
-          + "greeting (exit status 2); giving up\n"))
+        "mailboxctl: error: drain: --coprocess: the handler did not answer the greeting (exit "
+          + "status 2); giving up\n"))
     #expect(try String(contentsOf: starts, encoding: .utf8) == "started\n")
     #expect(try container.remaining().map(\.deliveryCount) == [0, 0])
     #expect(try container.remaining().map(\.state) == [.pending, .pending])

@@ -126,18 +126,7 @@ import Testing
     let container = try TemporaryContainer()
     let mailbox = try container.rawMailbox()
     try mailbox.enqueue(Data("1".utf8))
-    let pending = container.url.appendingPathComponent("AppGroupMailbox/jobs/pending")
-    let original = try #require(
-      try FileManager.default.contentsOfDirectory(atPath: pending.path).first)
-    let name = try #require(PendingName(parsing: original))
-    let copy = PendingName(
-      key: MessageKey(
-        micros: name.key.micros, sequence: name.key.sequence + 1, level: name.key.level),
-      id: name.id, attempts: 0)
-    // A copy of the file (not a hard link, which a claim leaves alone while it is young).
-    let staged = container.url.appendingPathComponent("copy")
-    try Data(contentsOf: pending.appendingPathComponent(original)).write(to: staged)
-    #expect(rename(staged.path, pending.appendingPathComponent(copy.fileName).path) == 0)
+    try container.addPendingCopy()
     let answersAll = """
       for line in sys.stdin:
           sys.stdout.write(json.dumps({"id": json.loads(line)["id"], "action": "ack"}) + "\\n")

@@ -29,7 +29,8 @@ the durable consumer (a stream that does not exist), or the durable consumer exi
 settings than it makes (not explicit acknowledgements, a push consumer, another filter), it
 says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
 executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
-it connects; one that refuses its command line (exit 64: the arguments after ``--``) stops it
+it connects, as does a mailbox ``mailboxctl status`` cannot open (one not created yet, which
+``enqueue`` would create with the default bounds); one that refuses its command line (exit 64: the arguments after ``--``) stops it
 after the enqueues in progress with exit 78. A durable consumer or stream deleted while it runs, or a consumer made again with
 other settings (asked every 10 seconds), is said in one line, and it finishes the enqueues in
 progress and exits 78. Needs the ``nats-py`` package (PyPI).
@@ -61,6 +62,7 @@ from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
 USAGE_ERROR = 64
+LOCATION_OPTIONS = ("--container", "--app-group", "--namespace")
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
@@ -201,6 +203,9 @@ class Consumer:
             log.record(f"cannot run --mailboxctl {self.arguments.mailboxctl}: not found, or not "
                        "an executable file")
             return CONFIGURATION_ERROR
+        if why := await self.mailbox_unusable():
+            log.record(why)
+            return CONFIGURATION_ERROR
         loop = asyncio.get_running_loop()
         stops = STOP_SIGNALS
         for number in stops:
@@ -295,6 +300,27 @@ class Consumer:
             except Exception as error:  # noqa: BLE001 - a stop must not end in a traceback
                 log.say(f"{step}: {type(error).__name__}: {error}")
         return self.status
+
+    async def mailbox_unusable(self):
+        """Why the mailbox the arguments after ``--`` name cannot take messages, as
+        ``mailboxctl status`` says it (one that does not exist, which ``enqueue`` would create
+        with the default settings: a message over 64 KiB, or older than a day, would then be
+        terminated; one this user may not open); None when it can."""
+        location = []
+        options = iter(self.arguments.enqueue)
+        for argument in options:
+            name = argument.split("=", 1)[0]
+            if name in LOCATION_OPTIONS:
+                location.append(argument)
+                if "=" not in argument:
+                    location.append(next(options, ""))
+        process = await asyncio.create_subprocess_exec(
+            self.arguments.mailboxctl, "status", *location, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await process.communicate()
+        if process.returncode == 0:
+            return None
+        return f"cannot enqueue into the mailbox: {stderr.decode(errors='replace').strip()}"
 
     async def unfit(self, js):
         """Why the durable consumer can no longer be consumed from: deleted with its stream or

@@ -96,7 +96,7 @@ import Testing
       [
         NATSBridge.script("consume.py"), "--server", url, "--creds", missing, "--stream", "S",
         "--durable", "d",
-      ]
+      ] + NATSBridge.consumeArguments(into: container)
     ).finish(deadline: 60)
     #expect(result.status == 78, "\(result.stderr)")
     #expect(result.stderr.hasPrefix("consume.py: cannot connect: "), "\(result.stderr)")
@@ -106,9 +106,11 @@ import Testing
   /// Runs consume.py on stream S, durable consumer d, with `arguments`; 60 s is a bound on
   /// retrying for ever, not a latency figure.
   func consume(_ arguments: [String]) throws -> Finished {
-    try Processes.start(
+    let container = try TemporaryContainer()
+    return try Processes.start(
       NATSBridge.python,
       [NATSBridge.script("consume.py")] + arguments + ["--stream", "S", "--durable", "d"]
+        + NATSBridge.consumeArguments(into: container)
     ).finish(deadline: 60)
   }
 
@@ -173,6 +175,7 @@ import Testing
     let result = try Processes.start(
       NATSBridge.python,
       [NATSBridge.script("consume.py"), "--server", url, "--stream", "S", "--durable", "d"]
+        + NATSBridge.consumeArguments(into: container)
     ).finish(deadline: 60)
     #expect(result.status == 78, "\(result.stderr)")
     #expect(

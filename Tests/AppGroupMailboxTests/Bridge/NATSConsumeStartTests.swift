@@ -16,12 +16,13 @@ import Testing
   ) throws -> (process: Process, stderr: URL) {
     let stderr = container.url.appendingPathComponent("consume.stderr")
     #expect(FileManager.default.createFile(atPath: stderr.path, contents: nil))
+    let enqueue = try NATSBridge.consumeArguments(into: container, mailboxctl: mailboxctl)
     let (process, _, _) = Processes.prepare(
       NATSBridge.python,
       [
         NATSBridge.script("consume.py"), "--server", url, "--stream", stream, "--durable",
-        "local", "--mailboxctl", mailboxctl, "--",
-      ] + container.arguments(namespace: "in") + enqueueArguments, environment: [:])
+        "local",
+      ] + enqueue + enqueueArguments, environment: [:])
     process.standardError = try FileHandle(forWritingTo: stderr)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
@@ -198,5 +199,30 @@ import Testing
     #expect(settled, "\(consumed)")
     let pending = try container.rawMailbox(namespace: "in").inspector.entries(in: [.pending])
     #expect(pending.map { $0.id?.uuidString.lowercased() } == [id])
+  }
+
+  /// Found by a new operator's run: into a mailbox not created yet, `enqueue` created it with
+  /// the default bounds, and consume.py terminated in JetStream every message over 64 KiB or
+  /// older than a day. It refuses such a mailbox before it connects.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A mailbox not created yet ends consume.py with exit 78 before it connects`() throws {
+    try NATSBridge.requireSetUp()
+    let container = try TemporaryContainer()
+    let mailbox = container.url.appendingPathComponent("AppGroupMailbox/never").path
+    // No server: it must not get as far as connecting.
+    let result = try Processes.start(
+      NATSBridge.python,
+      [
+        NATSBridge.script("consume.py"), "--server", "nats://127.0.0.1:1", "--stream", "S",
+        "--durable", "d", "--mailboxctl", Mailboxctl.url.path, "--",
+      ] + container.arguments(namespace: "never")
+    ).finish(deadline: 60)
+    #expect(result.status == 78, "\(result.stderr)")
+    #expect(
+      result.stderr
+        == "consume.py: cannot enqueue into the mailbox: mailboxctl: error: status: no such "
+        + "mailbox: \(mailbox) ('mailboxctl namespaces --container \(container.url.path)' lists "
+        + "the mailboxes there; 'mailboxctl create' makes one)\n")
+    #expect(!FileManager.default.fileExists(atPath: mailbox))
   }
 }

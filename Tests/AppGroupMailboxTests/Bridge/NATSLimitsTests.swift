@@ -112,8 +112,8 @@ import Testing
       NATSBridge.python,
       [
         NATSBridge.script("consume.py"), "--server", server.url, "--stream", "MAILBOX",
-        "--durable", "local", "--mailboxctl", Mailboxctl.url.path, "--",
-      ] + container.arguments(namespace: "in")
+        "--durable", "local",
+      ] + NATSBridge.consumeArguments(into: container)
     ).finish(deadline: 60)
     #expect(consume.status == 78)
     #expect(

@@ -83,6 +83,17 @@ enum NATSBridge {
     return result.stdout
   }
 
+  /// consume.py's `--mailboxctl` (`mailboxctl`, this build's by default) and the enqueue
+  /// arguments after `--` for namespace `namespace` of `container`, created here (consume.py
+  /// refuses a mailbox not created yet, and a `mailboxctl` it cannot run, before it connects).
+  static func consumeArguments(
+    into container: TemporaryContainer, namespace: String = "in",
+    mailboxctl: String = Mailboxctl.url.path
+  ) throws -> [String] {
+    _ = try container.rawMailbox(namespace: namespace)
+    return ["--mailboxctl", mailboxctl, "--"] + container.arguments(namespace: namespace)
+  }
+
   /// `jetstream.py info` as a dictionary.
   static func info(_ server: NATSServer, _ arguments: [String]) throws -> [String: Any] {
     let text = try tool(server, ["info"] + arguments)

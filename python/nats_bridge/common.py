@@ -220,14 +220,7 @@ async def connect(arguments, name):
     import nats.errors
 
     servers = server_urls(arguments)
-    if arguments.creds:
-        # Said before nats-py's own errors, which name its missing nkeys module first.
-        try:
-            with open(arguments.creds, "rb"):
-                pass
-        except OSError as error:
-            raise OSError(
-                f"cannot read the --creds file {arguments.creds}: {error.strerror}") from None
+    readable_creds(arguments)
     last = []  # the last error, for the one that says why the first connection failed
     refusals = []  # an authorization refused on any attempt (the server then resets it)
 
@@ -258,6 +251,19 @@ async def connect(arguments, name):
         raise ConnectionError(f"no NATS server answers at {shown}{why}") from error
     nc.options["max_reconnect_attempts"] = -1
     return nc
+
+
+def readable_creds(arguments):
+    """Raises OSError naming the ``--creds`` file when one is given and cannot be read (said
+    before nats-py's own errors, which name its missing nkeys module first)."""
+    if not arguments.creds:
+        return
+    try:
+        with open(arguments.creds, "rb"):
+            pass
+    except OSError as error:
+        raise OSError(
+            f"cannot read the --creds file {arguments.creds}: {error.strerror}") from None
 
 
 NATS_SCHEMES = ("nats", "tls", "ws", "wss")  # what nats-py connects to

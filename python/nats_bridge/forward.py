@@ -20,7 +20,9 @@ logged with its id.
 Until the first connection succeeds (tried again and again while no server answers, logged
 "cannot connect yet"), and while a lost one is being restored, messages are answered "retry"
 the same way. An error trying again cannot mend (a missing ``--creds`` file or ``nkeys``
-module, an authorization refused) is one line on standard error and exit status 78, as is a
+module, an authorization refused) is one line on standard error and exit status 78 (a server
+URL that is not a NATS one, and a ``--creds`` file it cannot read, before the handshake, so
+drain gives up at once instead of starting it again), as is a
 ``--stream`` that can never store a message: one that does not exist, is sealed, does not
 acknowledge publishes (no_ack) or does not take ``--subject`` (checked at each connection), or
 that JetStream says is not the stream of ``--subject`` (error 10060).
@@ -301,6 +303,14 @@ def give_up(line):
 
 def main():
     arguments = parse_arguments()
+    # Before the handshake: drain gives up at once on a first handler that ends before it, where
+    # one that ends after it is started again, up to five times, each saying the same line.
+    try:
+        common.server_urls(arguments)
+        common.readable_creds(arguments)
+    except (ValueError, OSError) as error:
+        log.record(f"cannot connect: {type(error).__name__}: {error}")
+        return CONFIGURATION_ERROR
     try:
         session = AsyncSession()
     except mailbox_handler.ProtocolError as error:  # one line, not a trace

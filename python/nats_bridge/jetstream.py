@@ -143,7 +143,7 @@ def main():
     create = commands.add_parser(
         "create-stream", help="create a stream, or change the options given of one that exists "
         "(the others keep their values)")
-    create.add_argument("--name", required=True)
+    create.add_argument("--name", "--stream", dest="name", required=True, help="the stream")
     create.add_argument(
         "--subject", action="append",
         help="a subject it stores (repeat for more); needed to create it, and given to a stream "
@@ -158,7 +158,7 @@ def main():
                         help="bytes of headers and payload; -1 (the default): unlimited")
     consumer = commands.add_parser(
         "create-consumer", help="create a durable consumer (consume.py makes its own)")
-    consumer.add_argument("--name", required=True, help="the stream")
+    consumer.add_argument("--name", "--stream", dest="name", required=True, help="the stream")
     consumer.add_argument("--durable", required=True)
     consumer.add_argument("--ack", default="explicit", choices=["explicit", "none", "all"])
     consumer.add_argument("--filter", default=None, help="a filter subject")
@@ -166,13 +166,13 @@ def main():
     deleting = commands.add_parser(
         "delete-consumer", help="delete a durable consumer (one made otherwise than consume.py "
         "makes, or a host's that is gone)")
-    deleting.add_argument("--name", required=True, help="the stream")
+    deleting.add_argument("--name", "--stream", dest="name", required=True, help="the stream")
     deleting.add_argument("--durable", required=True)
     show = commands.add_parser("info", help="stream (and consumer) counts as JSON")
-    show.add_argument("--name", required=True)
+    show.add_argument("--name", "--stream", dest="name", required=True, help="the stream")
     show.add_argument("--durable", default=None)
     dumping = commands.add_parser("dump", help="every stored message as JSON Lines")
-    dumping.add_argument("--name", required=True)
+    dumping.add_argument("--name", "--stream", dest="name", required=True, help="the stream")
     sending = commands.add_parser("publish", help="publish JSON Lines {id, message} from stdin")
     sending.add_argument("--subject", required=True)
     sending.add_argument(

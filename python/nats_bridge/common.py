@@ -92,19 +92,6 @@ def consumer_problems(config, subject):
     return problems
 
 
-def subject_matches(pattern, subject):
-    """Whether the NATS subject ``subject`` is one ``pattern`` takes: tokens split on ".",
-    ``*`` standing for one token and a last ``>`` for one or more (NATS's subject-based
-    messaging, docs.nats.io)."""
-    want, have = pattern.split("."), subject.split(".")
-    for index, token in enumerate(want):
-        if token == ">" and index == len(want) - 1:
-            return len(have) > index
-        if index >= len(have) or (token != "*" and token != have[index]):
-            return False
-    return len(have) == len(want)
-
-
 def type_headers(tag):
     """The header that carries the type tag ``tag``: none when untyped, ``Mailbox-Type`` when
     the tag crosses NATS unchanged, else ``Mailbox-Type-Encoded``."""

@@ -23,9 +23,10 @@ the same way. An error trying again cannot mend (a missing ``--creds`` file or `
 module, an authorization refused) is one line on standard error and exit status 78 (a server
 URL that is not a NATS one, and a ``--creds`` file it cannot read, before the handshake, so
 drain gives up at once instead of starting it again), as is a
-``--stream`` that can never store a message: one that does not exist, is sealed, does not
-acknowledge publishes (no_ack) or does not take ``--subject`` (checked at each connection), or
-that JetStream says is not the stream of ``--subject`` (error 10060).
+``--stream`` that can never store a message: one that does not exist, is sealed, takes no
+publishes (a mirror) or does not acknowledge them (no_ack), checked when forward.py connects
+and again when no stream answers a publish (at most every 10 seconds), or that JetStream says
+is not the stream of ``--subject`` (error 10060).
 
 Up to drain's ``--jobs`` messages are in flight at once, answered as their acknowledgements
 come back (in any order). A drain gone before the handshake ended (or one speaking another
@@ -138,12 +139,22 @@ class Forwarder:
         self.connected = asyncio.Event()
         self.outstanding = set()
         self.connecting = None
+        self.stream_checked = float("-inf")
 
     def failed(self, message_id, error):
         log.say(f"publish of message {message_id} failed, retrying in "
                 f"{self.arguments.retry_after:g} s: {type(error).__name__}: {error}",
                 kind=type(error).__name__)
         self.session.retry(message_id, self.arguments.retry_after)
+        # No stream answered: one deleted since the check at connection (nats-py's own
+        # reconnects make none) is looked for again, at most every STREAM_CHECK seconds.
+        loop = asyncio.get_running_loop()
+        if (isinstance(error, nats.js.errors.NoStreamResponseError) and self.js is not None
+                and loop.time() - self.stream_checked >= STREAM_CHECK):
+            self.stream_checked = loop.time()
+            task = asyncio.create_task(self.check_stream())
+            self.outstanding.add(task)
+            task.add_done_callback(self.outstanding.discard)
         # nats-py gives up a connection the server closed for a protocol error (such as a
         # publish over max_payload) instead of reconnecting: connect again.
         if self.nc is not None and self.nc.is_closed and self.connecting.done():
@@ -229,36 +240,38 @@ class Forwarder:
         except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
             give_up(f"cannot connect: {type(error).__name__}: {error}")
         self.js = self.nc.jetstream()
-        if why := await self.unfit_stream():
-            self.session.flush()
-            give_up(f"cannot forward to stream {self.arguments.stream}: {why}")
+        self.stream_checked = asyncio.get_running_loop().time()
+        await self.check_stream()
         self.connected.set()
 
-    async def unfit_stream(self):
-        """Why the ``--stream`` can never store what forward.py publishes: it does not exist, is
-        sealed, does not acknowledge publishes (no_ack: no message would ever count as stored,
-        and each retry stores another copy once the duplicate window passed), or does not take
-        ``--subject``; None when it can, when no ``--stream`` is given, or when JetStream cannot
-        say now (publishes are retried meanwhile)."""
+    async def check_stream(self):
+        """Ends the program with exit 78 when the ``--stream`` can never store what forward.py
+        publishes: it does not exist, is sealed, takes no publishes (a mirror, or a stream of
+        sources only: no subjects of its own), or does not acknowledge them (no_ack: no message
+        would ever count as stored, and each retry stores another copy once the duplicate
+        window passed). Nothing when it can, when no ``--stream`` is given, or when JetStream
+        cannot say now (publishes are retried meanwhile). Its subjects are not matched against
+        ``--subject``: a mapping in the server's configuration may route it there; a publish
+        JetStream refuses as another stream's (error 10060) ends the program then."""
         if not self.arguments.stream:
-            return None
+            return
         try:
-            info = await self.js.stream_info(self.arguments.stream)
+            config = (await self.js.stream_info(self.arguments.stream)).config
         except nats.js.errors.NotFoundError as error:
-            return error.description
+            why = error.description
         except Exception:  # noqa: BLE001 - no answer: not a verdict
-            return None
-        config = info.config
-        if config.sealed:
-            return "it is sealed"
-        if config.no_ack:
-            return "it does not acknowledge publishes (no_ack)"
-        if config.subjects and not any(
-                common.subject_matches(pattern, self.arguments.subject)
-                for pattern in config.subjects):
-            return (f"it does not store subject {self.arguments.subject} (its subjects: "
-                    f"{', '.join(config.subjects)})")
-        return None
+            return
+        else:
+            if config.sealed:
+                why = "it is sealed"
+            elif not config.subjects:
+                why = "it takes no publishes (no subjects of its own: a mirror, or sources only)"
+            elif config.no_ack:
+                why = "it does not acknowledge publishes (no_ack)"
+            else:
+                return
+        self.session.flush()
+        give_up(f"cannot forward to stream {self.arguments.stream}: {why}")
 
     async def run(self):
         self.connecting = asyncio.create_task(self.connect())
@@ -290,6 +303,7 @@ STREAM_MESSAGE_TOO_LARGE = 10054
 # another stream than the one that stores --subject (JSStreamNotMatchErr), or the stream is
 # sealed (JSStreamSealedErr).
 STREAM_REFUSES_EVERY_PUBLISH = (10060, 10109)
+STREAM_CHECK = 10.0  # seconds: at most one look for a stream that did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG, sysexits(3): as consume.py for a wrong set-up
 
 

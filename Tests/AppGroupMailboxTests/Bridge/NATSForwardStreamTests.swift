@@ -7,15 +7,10 @@ import Testing
 /// forward.py and a `--stream` that can never store a message (found by an adversarial review):
 /// every publish was answered "retry", for ever, and nothing said the set-up was wrong.
 @Suite struct NATSForwardStreamTests {
-  @Test(
-    .enabled(if: NATSBridge.runs, NATSBridge.reason),
-    arguments: [
-      ("NOPE", "mailbox.jobs", "stream not found"),
-      ("MAILBOX", "other.jobs", "it does not store subject other.jobs (its subjects: mailbox.>)"),
-    ])
-  func `A stream that cannot store the subject ends forward.py with exit 78, naming why`(
-    stream: String, subject: String, why: String
-  ) throws {
+  /// Its subjects are not matched against `--subject` (a second review: a mapping in the
+  /// server's configuration may route a subject the stream does not list to it).
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A stream that does not exist ends forward.py with exit 78, naming it`() throws {
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.>")
     defer { server.stop() }
@@ -24,12 +19,12 @@ import Testing
     let forwarded = try Mailboxctl.run(
       ["drain"] + container.arguments(namespace: "out") + [
         "--coprocess", NATSBridge.python.path, NATSBridge.script("forward.py"), "--server",
-        server.url, "--subject", subject, "--stream", stream,
+        server.url, "--subject", "mailbox.jobs", "--stream", "NOPE",
       ])
     // Each start ends with 78; drain gives up after five.
     #expect(forwarded.status == 69, "\(forwarded.stderr)")
     #expect(
-      forwarded.stderr.contains("forward.py: cannot forward to stream \(stream): \(why)\n"),
+      forwarded.stderr.contains("forward.py: cannot forward to stream NOPE: stream not found\n"),
       "\(forwarded.stderr)")
     #expect(forwarded.stderr.contains("the handler ended 5 times in a row without an answer"))
     #expect(try outgoing.inspector.entries(in: [.pending]).count == 2)

@@ -89,9 +89,8 @@ let drainDetails = """
   delivery count unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a
   row without an answer drain stops with 69, and at once when the first handler ends, or stays
   silent 30 s, before it answers the greeting. After a stop signal drain finishes the line it
-  is writing, then
-  closes its stdin; its answers count until it exits. A message is its whole line: an answer
-  for one not wholly written is ignored. See docs/HANDLER-PROTOCOL.md and
+  is writing, then closes its stdin; its answers count until it exits. A message is its whole
+  line: an answer for one not wholly written is ignored. See docs/HANDLER-PROTOCOL.md and
   python/mailbox_handler.py.
   The mailbox's maxDeliveryAttempts (mailboxctl create/config) quarantines a message that
   keeps failing: when its last allowed delivery fails, at once, without a retry delay.

@@ -32,9 +32,10 @@ executable file (looked up in $PATH without a slash) is said in one line with ex
 it connects, as does a mailbox ``mailboxctl status`` cannot open (one not created yet, which
 ``enqueue`` would create with the default bounds); an enqueue refused as a usage error (exit
 64) gives the message back for later, and three different messages refused so in a row (the
-arguments after ``--`` are wrong) stop it after the enqueues in progress with exit 78. A durable consumer or stream deleted while it runs, or a consumer made again with
-other settings (asked every 10 seconds), is said in one line, and it finishes the enqueues in
-progress and exits 78. Needs the ``nats-py`` package (PyPI).
+arguments after ``--`` are wrong) stop it after the enqueues in progress with exit 78. A
+durable consumer or stream deleted while it runs, or a consumer made again with other settings
+(asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
+exits 78. Needs the ``nats-py`` package (PyPI).
 """
 
 import os

@@ -222,7 +222,8 @@ class Forwarder:
             # for ever (and, held by drain, take one of its --jobs places each time).
             log.record(f"message {message_id} is larger than the stream takes "
                        f"({error.description}): dead letter")
-            self.session.dead_letter(message_id, "larger than the JetStream stream's max_msg_size")
+            self.session.dead_letter(
+                message_id, "larger than the JetStream stream's max_msg_size")
         except nats.errors.TimeoutError:
             self.failed(message_id, TimeoutError(f"no acknowledgement within {timeout:g} s"))
         except Exception as error:  # noqa: BLE001 - every other failure means "not stored yet"

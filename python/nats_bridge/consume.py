@@ -30,9 +30,9 @@ settings than it makes (not explicit acknowledgements, a push consumer, another 
 says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
 executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
 it connects, as does a mailbox ``mailboxctl status`` cannot open (one not created yet, which
-``enqueue`` would create with the default bounds); an enqueue refused as a usage error (exit
-64) gives the message back for later, and three different messages refused so in a row (the
-arguments after ``--`` are wrong) stop it after the enqueues in progress with exit 78. A
+``enqueue`` would create with the default bounds), or arguments after ``--`` that ``mailboxctl
+enqueue --help`` refuses (an unknown option). An enqueue refused as a usage error (exit 64)
+gives the message back for later. A
 durable consumer or stream deleted while it runs, or a consumer made again with other settings
 (asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
 exits 78. Needs the ``nats-py`` package (PyPI).
@@ -64,7 +64,6 @@ from nats_bridge import common  # noqa: E402
 from nats_bridge.common import log  # noqa: E402
 
 USAGE_ERROR = 64
-USAGE_REFUSALS = 3  # different messages refused with exit 64 in a row that stop consume.py
 LOCATION_OPTIONS = ("--container", "--app-group", "--namespace")
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
@@ -118,7 +117,6 @@ class Consumer:
         self.arguments = arguments
         self.stopping = asyncio.Event()
         self.status = 0  # the exit status: 78 once the set-up was found wrong
-        self.refused = set()  # messages refused with exit 64 since the last other outcome
         self.window = asyncio.Semaphore(arguments.parallel)
 
     async def enqueue(self, message):
@@ -156,29 +154,10 @@ class Consumer:
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)
             _, stderr = await process.communicate(message.data or b"")
-            if process.returncode != USAGE_ERROR:
-                self.refused.clear()
             if process.returncode == 0:
                 await message.ack()
             elif process.returncode == DATA_ERROR:
                 await self.terminate(message, stderr.decode(errors="replace").strip())
-            elif process.returncode == USAGE_ERROR:
-                # The arguments after "--" (each one taken from a header is checked here
-                # first), or one a message's headers add that this mailboxctl does not know:
-                # given back, and once USAGE_REFUSALS different messages in a row were refused
-                # so, the arguments are taken to be wrong, and consume.py stops.
-                self.refused.add(message_id(message))
-                log.say(f"mailboxctl enqueue refused its command line for message "
-                        f"{message_id(message)} (exit 64), retrying in "
-                        f"{self.arguments.retry_after:g} s: "
-                        f"{stderr.decode(errors='replace').strip()}", kind="usage")
-                await message.nak(delay=self.arguments.retry_after)
-                if len(self.refused) >= USAGE_REFUSALS and not self.stopping.is_set():
-                    log.record(f"{len(self.refused)} messages in a row refused so: check the "
-                               "arguments after --")
-                    self.status = CONFIGURATION_ERROR
-                    self.stopping.set()
-                return
             else:
                 log.say(f"enqueue of message {message_id(message)} failed "
                         f"(exit {process.returncode}), retrying in "
@@ -218,7 +197,7 @@ class Consumer:
             log.record(f"cannot run --mailboxctl {self.arguments.mailboxctl}: not found, or not "
                        "an executable file")
             return CONFIGURATION_ERROR
-        if why := await self.mailbox_unusable():
+        if why := await self.mailbox_unusable() or await self.arguments_refused():
             log.record(why)
             return CONFIGURATION_ERROR
         loop = asyncio.get_running_loop()
@@ -340,6 +319,22 @@ class Consumer:
         if process.returncode == 0:
             return None
         return f"cannot enqueue into the mailbox: {stderr.decode(errors='replace').strip()}"
+
+    async def arguments_refused(self):
+        """What ``mailboxctl enqueue`` says of the arguments after ``--`` (an option it does not
+        know, one without its value), asked with ``--help``, which stores nothing; None when it
+        takes them. A value it refuses only when it enqueues (``--wait abc``) is not seen here:
+        each message is then given back and logged, as one whose headers add an option an older
+        mailboxctl does not know, which must not stop the others."""
+        process = await asyncio.create_subprocess_exec(
+            self.arguments.mailboxctl, "enqueue", *self.arguments.enqueue, "--help",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        _, stderr = await process.communicate()
+        if process.returncode != USAGE_ERROR:
+            return None
+        return ("mailboxctl enqueue refuses the arguments after --: "
+                f"{stderr.decode(errors='replace').strip()}")
 
     async def unfit(self, js):
         """Why the durable consumer can no longer be consumed from: deleted with its stream or

@@ -147,6 +147,31 @@ import Testing
     }
   }
 
+  /// Found by an adversarial review: a --mailboxctl that is not there failed every enqueue, and
+  /// each message came back after --ack-wait for ever; one with the execute bit whose `#!`
+  /// interpreter is not there ended it with a traceback (a second review).
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason), arguments: [false, true])
+  func `A --mailboxctl that cannot run is named and ends consume.py with exit 78`(
+    exists: Bool
+  ) throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let path = container.url.appendingPathComponent("mailboxctl").path
+    if exists {
+      #expect(
+        FileManager.default.createFile(
+          atPath: path, contents: Data("#!/no/such/interpreter\n".utf8),
+          attributes: [.posixPermissions: 0o755]))
+    }
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, mailboxctl: path)
+    let why = exists ? "No such file or directory" : "not found, or not an executable file"
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying: "consume.py: cannot run --mailboxctl \(path): \(why)\n")
+  }
+
   /// Found by an adversarial review: a wrong argument after `--` made every enqueue exit 64,
   /// and each message came back every --retry-after seconds, for ever. It is refused at the
   /// start now (`mailboxctl enqueue ... --help` refuses an unknown option and stores nothing).

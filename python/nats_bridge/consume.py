@@ -122,8 +122,7 @@ class Consumer:
     async def enqueue(self, message):
         try:
             headers = message.headers or {}
-            command = [self.arguments.mailboxctl, "enqueue", *self.arguments.enqueue,
-                       "--id", message_id(message)]
+            command = ["enqueue", *self.arguments.enqueue, "--id", message_id(message)]
             # Header values go after "=": one that starts with "-" is a value, not an option.
             if headers.get(common.ENQUEUED_AT):
                 date = common.enqueued_at(headers[common.ENQUEUED_AT])
@@ -150,19 +149,16 @@ class Consumer:
                     message, f"its {common.PRIORITY} header is not a level from 0 to 9")
             if level != common.DEFAULT_PRIORITY:
                 command += ["--priority", str(level)]
-            process = await asyncio.create_subprocess_exec(
-                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE)
-            _, stderr = await process.communicate(message.data or b"")
-            if process.returncode == 0:
+            status, stderr = await self.mailboxctl(*command, data=message.data or b"")
+            if status == 0:
                 await message.ack()
-            elif process.returncode == DATA_ERROR:
-                await self.terminate(message, stderr.decode(errors="replace").strip())
+            elif status == DATA_ERROR:
+                await self.terminate(message, stderr)
             else:
                 log.say(f"enqueue of message {message_id(message)} failed "
-                        f"(exit {process.returncode}), retrying in "
+                        f"(exit {status}), retrying in "
                         f"{self.arguments.retry_after:g} s: "
-                        f"{stderr.decode(errors='replace').strip()}", kind="enqueue")
+                        f"{stderr}", kind="enqueue")
                 await message.nak(delay=self.arguments.retry_after)
         except Exception as error:  # noqa: BLE001 - JetStream redelivers after ack_wait
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
@@ -309,16 +305,10 @@ class Consumer:
                 if "=" not in argument:
                     location.append(next(options, ""))
         try:
-            process = await asyncio.create_subprocess_exec(
-                self.arguments.mailboxctl, "status", *location,
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE)
+            status, stderr = await self.mailboxctl("status", *location)
         except OSError as error:  # executable, but not a program this system runs
             return f"cannot run --mailboxctl {self.arguments.mailboxctl}: {error.strerror}"
-        _, stderr = await process.communicate()
-        if process.returncode == 0:
-            return None
-        return f"cannot enqueue into the mailbox: {stderr.decode(errors='replace').strip()}"
+        return None if status == 0 else f"cannot enqueue into the mailbox: {stderr}"
 
     async def arguments_refused(self):
         """What ``mailboxctl enqueue`` says of the arguments after ``--`` (an option it does not
@@ -326,15 +316,21 @@ class Consumer:
         takes them. A value it refuses only when it enqueues (``--wait abc``) is not seen here:
         each message is then given back and logged, as one whose headers add an option an older
         mailboxctl does not know, which must not stop the others."""
-        process = await asyncio.create_subprocess_exec(
-            self.arguments.mailboxctl, "enqueue", *self.arguments.enqueue, "--help",
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE)
-        _, stderr = await process.communicate()
-        if process.returncode != USAGE_ERROR:
+        status, stderr = await self.mailboxctl("enqueue", *self.arguments.enqueue, "--help")
+        if status != USAGE_ERROR:
             return None
-        return ("mailboxctl enqueue refuses the arguments after --: "
-                f"{stderr.decode(errors='replace').strip()}")
+        return f"mailboxctl enqueue refuses the arguments after --: {stderr}"
+
+    async def mailboxctl(self, *arguments, data=None):
+        """Runs ``--mailboxctl`` with ``arguments``, ``data`` (bytes) on its stdin (nothing
+        without it), its stdout discarded; returns its exit status and its stderr as text,
+        trimmed. Raises OSError when it cannot be started."""
+        process = await asyncio.create_subprocess_exec(
+            self.arguments.mailboxctl, *arguments,
+            stdin=asyncio.subprocess.DEVNULL if data is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await process.communicate(data)
+        return process.returncode, stderr.decode(errors="replace").strip()
 
     async def unfit(self, js):
         """Why the durable consumer can no longer be consumed from: deleted with its stream or

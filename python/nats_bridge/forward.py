@@ -213,9 +213,8 @@ class Forwarder:
             self.session.dead_letter(message_id, "larger than the NATS server's max_payload")
         except nats.js.errors.APIError as error:
             if error.err_code in STREAM_REFUSES_EVERY_PUBLISH:
-                self.session.flush()  # the answers of this turn: acknowledged ones stay so
-                give_up(f"cannot forward to stream {self.arguments.stream}: "
-                        f"{error.description}")
+                self.give_up(f"cannot forward to stream {self.arguments.stream}: "
+                             f"{error.description}")
             if error.err_code != STREAM_MESSAGE_TOO_LARGE:
                 return self.failed(message_id, error)
             # Every publish of it would be refused the same way: retried, it would come back
@@ -239,7 +238,7 @@ class Forwarder:
         try:
             self.nc = await common.connect_retrying(self.arguments, "mailbox-forward")
         except Exception as error:  # noqa: BLE001 - said plainly, not as a traceback
-            give_up(f"cannot connect: {type(error).__name__}: {error}")
+            self.give_up(f"cannot connect: {type(error).__name__}: {error}")
         self.js = self.nc.jetstream()
         self.stream_checked = asyncio.get_running_loop().time()
         await self.check_stream()
@@ -271,8 +270,13 @@ class Forwarder:
                 why = "it does not acknowledge publishes (no_ack)"
             else:
                 return
+        self.give_up(f"cannot forward to stream {self.arguments.stream}: {why}")
+
+    def give_up(self, line):
+        """Writes the answers not written yet (acknowledged messages stay so), then says
+        ``line`` and ends the program with exit 78 (``give_up``)."""
         self.session.flush()
-        give_up(f"cannot forward to stream {self.arguments.stream}: {why}")
+        give_up(line)
 
     async def run(self):
         self.connecting = asyncio.create_task(self.connect())

@@ -33,6 +33,9 @@ let enqueueCommand = Subcommand(
           "--wait", "SECONDS",
           "When full, wait up to SECONDS per message for room (default: fail at once)."),
         MailboxOptions.json,
+        .flag(
+          "--dry-run",
+          "Check the options, the input and the mailbox's settings; write nothing (see below)."),
       ] + EnqueueKey.options),
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
@@ -73,6 +76,11 @@ let enqueueCommand = Subcommand(
       payload version or one it has a migration from, and otherwise leaves it pending for a
       consumer that does (docs/FORMAT.md, "Payload versions"). `show`, `claim --json` and
       `drain` report it.
+      --dry-run makes every check above (the options, the input, the due times and dates
+      against the message lifetime, the sizes against maxPayloadBytes: of the mailbox, or the
+      defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66), saying
+      on stderr how many messages would be enqueued; it writes nothing, makes no mailbox and
+      does not check for room (a full mailbox can empty before the real enqueue).
       """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -136,6 +144,15 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     try check(assumed, creating: true)
     // Nothing to store (--lines with only blank lines): no mailbox is made for it.
     if input.messages.isEmpty { return .success }
+  }
+  if arguments.flag("--dry-run") {
+    if !existed {
+      let settings = MailboxOptions.givenSettings(arguments).isEmpty ? "default" : "given"
+      return dryRunPassed(input.messages.count, into: "a new mailbox with the \(settings) settings")
+    }
+    let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
+    try check(mailbox.limits, creating: false)
+    return dryRunPassed(input.messages.count, into: "the mailbox")
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
@@ -234,6 +251,15 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     }
   }
   noteCreated()
+  return .success
+}
+
+/// Says on stderr that `count` messages passed every check of a `--dry-run` and would go
+/// `into` the mailbox; the status is success (nothing was written).
+private func dryRunPassed(_ count: Int, into: String) -> ExitStatus {
+  let messages = count == 1 ? "1 message" : "\(count) messages"
+  Output.note(
+    "enqueue: dry run: \(messages) would be enqueued into \(into); nothing was written")
   return .success
 }
 

@@ -30,9 +30,13 @@ settings than it makes (not explicit acknowledgements, a push consumer, another 
 says why and exits 78; when JetStream does not answer, 69. A ``--mailboxctl`` that is not an
 executable file (looked up in $PATH without a slash) is said in one line with exit 78, before
 it connects, as does a mailbox ``mailboxctl status`` cannot open (one not created yet, which
-``enqueue`` would create with the default bounds), or arguments after ``--`` that ``mailboxctl
-enqueue --help`` refuses (an unknown option). An enqueue refused as a usage error (exit 64)
-gives the message back for later. A
+``enqueue`` would create with the default bounds), or arguments after ``--`` that would refuse,
+change or lose messages: they may hold only ``--container``, ``--app-group``, ``--namespace``,
+``--relaxed``, ``--wait``, ``--delay`` and ``--not-before``, with values ``mailboxctl enqueue
+--dry-run`` takes (a ``--delay`` past the mailbox's message lifetime would refuse every message
+as bad data); when an enqueue exits 65 and that check now fails too (the settings changed), the
+message is given back and it stops with exit 78 as at the start. An enqueue refused as a usage
+error (exit 64) gives the message back for later. A
 durable consumer or stream deleted while it runs, or a consumer made again with other settings
 (asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
 exits 78. Needs the ``nats-py`` package (PyPI).
@@ -65,6 +69,8 @@ from nats_bridge.common import log  # noqa: E402
 
 USAGE_ERROR = 64
 LOCATION_OPTIONS = ("--container", "--app-group", "--namespace")
+# What the arguments after -- may hold: where the mailbox is and how each enqueue is made.
+ENQUEUE_OPTIONS = LOCATION_OPTIONS + ("--relaxed", "--wait", "--delay", "--not-before")
 DATA_ERROR = 65
 UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
@@ -152,6 +158,15 @@ class Consumer:
             status, stderr = await self.mailboxctl(*command, data=message.data or b"")
             if status == 0:
                 await message.ack()
+            elif status == DATA_ERROR and (why := await self.arguments_refused()):
+                # Not this message's fault: the mailbox's settings changed under the arguments
+                # (a message lifetime now shorter than --delay), and every message would be
+                # refused. It is given back, and consume.py stops as at the start.
+                await message.nak()
+                if self.status != CONFIGURATION_ERROR:
+                    self.status = CONFIGURATION_ERROR
+                    log.record(why)
+                self.stopping.set()
             elif status == DATA_ERROR:
                 await self.terminate(message, stderr)
             else:
@@ -311,26 +326,46 @@ class Consumer:
         return None if status == 0 else f"cannot enqueue into the mailbox: {stderr}"
 
     async def arguments_refused(self):
-        """What ``mailboxctl enqueue`` says of the arguments after ``--`` (an option it does not
-        know, one without its value), asked with ``--help``, which stores nothing; None when it
-        takes them. A value it refuses only when it enqueues (``--wait abc``) is not seen here:
-        each message is then given back and logged, as one whose headers add an option an older
-        mailboxctl does not know, which must not stop the others."""
-        status, stderr = await self.mailboxctl("enqueue", *self.arguments.enqueue, "--help")
-        if status != USAGE_ERROR:
+        """Why the arguments after ``--`` would refuse, change or lose messages; None when they
+        would not. They may hold only ENQUEUE_OPTIONS: consume.py gives each message's ``--id``,
+        ``--enqueued-at``, ``--type``, ``--payload-version`` and ``--priority`` itself (given
+        twice, mailboxctl refuses the message), and the others would replace, split, merge or
+        not store messages (``--data``, ``--lines``, ``--key``, ``--dry-run``; ``--help`` stores
+        nothing and exits 0, so every message would be acknowledged and lost). Then mailboxctl
+        is asked: ``enqueue --help`` refuses an option without its value, and where it lists
+        ``--dry-run``, ``enqueue ... --dry-run`` of a small message checks the values against
+        the mailbox's settings (a ``--delay`` past the message lifetime refuses every message as
+        bad data, exit 65, which would terminate them all). Stores nothing."""
+        for argument in self.arguments.enqueue:
+            name = argument.split("=", 1)[0]
+            if argument.startswith("-") and name not in ENQUEUE_OPTIONS:
+                return (f"the arguments after -- may hold only {', '.join(ENQUEUE_OPTIONS)} "
+                        "(consume.py gives each message's --id, --enqueued-at, --type, "
+                        f"--payload-version and --priority itself), not {name}")
+        status, usage, stderr = await self.mailboxctl(
+            "enqueue", *self.arguments.enqueue, "--help", output=True)
+        if status == 0 and "--dry-run" in usage:
+            status, stderr = await self.mailboxctl(
+                "enqueue", *self.arguments.enqueue, "--dry-run", data=b"{}")
+        if status == 0:
             return None
         return f"mailboxctl enqueue refuses the arguments after --: {stderr}"
 
-    async def mailboxctl(self, *arguments, data=None):
+    async def mailboxctl(self, *arguments, data=None, output=False):
         """Runs ``--mailboxctl`` with ``arguments``, ``data`` (bytes) on its stdin (nothing
-        without it), its stdout discarded; returns its exit status and its stderr as text,
-        trimmed. Raises OSError when it cannot be started."""
+        without it); returns its exit status and its stderr as text, trimmed, and with
+        ``output`` its stdout as text between them (discarded without). Raises OSError when it
+        cannot be started."""
         process = await asyncio.create_subprocess_exec(
             self.arguments.mailboxctl, *arguments,
             stdin=asyncio.subprocess.DEVNULL if data is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        _, stderr = await process.communicate(data)
-        return process.returncode, stderr.decode(errors="replace").strip()
+            stdout=asyncio.subprocess.PIPE if output else asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        stdout, stderr = await process.communicate(data)
+        stderr = stderr.decode(errors="replace").strip()
+        if output:
+            return process.returncode, stdout.decode(errors="replace"), stderr
+        return process.returncode, stderr
 
     async def unfit(self, js):
         """Why the durable consumer can no longer be consumed from: deleted with its stream or

@@ -172,11 +172,45 @@ import Testing
       saying: "consume.py: cannot run --mailboxctl \(path): \(why)\n")
   }
 
-  /// Found by an adversarial review: a wrong argument after `--` made every enqueue exit 64,
-  /// and each message came back every --retry-after seconds, for ever. It is refused at the
-  /// start now (`mailboxctl enqueue ... --help` refuses an unknown option and stores nothing).
-  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
-  func `Arguments mailboxctl enqueue refuses end consume.py with exit 78 at the start`() throws {
+  /// What consume.py says of arguments after `--` that would refuse, change or lose messages:
+  /// only where the mailbox is and how each enqueue goes may be given, with values
+  /// `mailboxctl enqueue --dry-run` takes.
+  static let refusedArguments: [([String], String)] = {
+    let allowed =
+      "consume.py: the arguments after -- may hold only --container, --app-group, --namespace, "
+      + "--relaxed, --wait, --delay, --not-before (consume.py gives each message's --id, "
+      + "--enqueued-at, --type, --payload-version and --priority itself), not "
+    let mailboxctl = "consume.py: mailboxctl enqueue refuses the arguments after --: "
+    return [
+      (["--bogus"], allowed + "--bogus\n"),
+      (["--help"], allowed + "--help\n"),
+      (["--data={}"], allowed + "--data\n"),
+      (["--priority", "3"], allowed + "--priority\n"),
+      (["--lines"], allowed + "--lines\n"),
+      (
+        ["--wait"],
+        mailboxctl + "mailboxctl: error: enqueue: --wait needs a value (--wait SECONDS; write "
+          + "--wait=SECONDS for a value that begins with '-')\n"
+          + "Run 'mailboxctl enqueue --help' for usage.\n"
+      ),
+      (
+        ["--delay", "100000"],
+        mailboxctl + "mailboxctl: error: enqueue: the message would expire before it is due "
+          + "(the mailbox's message lifetime is 86400 s); nothing was enqueued ('mailboxctl "
+          + "config --message-lifetime SECONDS' raises it)\n"
+      ),
+    ]
+  }()
+
+  /// Found by adversarial reviews: a wrong argument after `--` made every enqueue exit 64, and
+  /// each message came back every --retry-after seconds, for ever; `--help` printed the usage
+  /// and exited 0 for every message, so each was acknowledged and lost; `--data` stored the same
+  /// message for every one; a `--delay` past the message lifetime made every enqueue exit 65,
+  /// so every message was terminated. Each is refused at the start, before anything is taken.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason), arguments: refusedArguments)
+  func `Arguments that would refuse, change or lose messages end consume.py with exit 78`(
+    arguments: [String], line: String
+  ) throws {
     let container = try TemporaryContainer()
     let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
     defer { server.stop() }
@@ -185,17 +219,55 @@ import Testing
       server, ["publish", "--subject", "mailbox.jobs"],
       stdin: Data(ids.map { #"{"id":"\#($0)","message":1}"# + "\n" }.joined().utf8))
     let (process, stderr) = try startConsume(
-      server.url, stream: "MAILBOX", in: container, enqueueArguments: ["--bogus"])
-    expectEnded(
-      process, status: 78, stderr: stderr,
-      saying: "consume.py: mailboxctl enqueue refuses the arguments after --: mailboxctl: error: "
-        + "enqueue: unknown option '--bogus'\nRun 'mailboxctl enqueue --help' for usage.\n")
+      server.url, stream: "MAILBOX", in: container, enqueueArguments: arguments)
+    expectEnded(process, status: 78, stderr: stderr, saying: line)
     // Nothing was taken: the next run with the right arguments enqueues every message.
     let (settled, consumed) = try NATSBridge.consume(
       from: server, into: container, namespace: "in", depth: 3)
     #expect(settled, "\(consumed)")
     let pending = try container.rawMailbox(namespace: "in").inspector.entries(in: [.pending])
     #expect(Set(pending.map { $0.id?.uuidString.lowercased() }) == Set(ids))
+  }
+
+  /// Found by a review: arguments the start accepted can refuse every message later, when the
+  /// mailbox's settings change under them (a message lifetime lowered below `--delay`); every
+  /// message was then terminated as bad data. An enqueue refused as bad data while the same
+  /// check fails now gives the message back and ends consume.py as at the start.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `Settings that come to refuse every message stop consume.py and terminate none`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, enqueueArguments: ["--delay", "3000"])
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    let mailbox = try container.rawMailbox(namespace: "in")
+    let first = UUID().uuidString.lowercased()
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data((#"{"id":"\#(first)","message":1}"# + "\n").utf8))
+    #expect(
+      waitUntil(deadline: 60) { (try? mailbox.inspector.counts().delayed) == 1 },
+      "\(text(stderr))")
+    let lowered = try Mailboxctl.run(
+      ["config"] + container.arguments(namespace: "in") + ["--message-lifetime", "1000"])
+    #expect(lowered.status == 0, "\(lowered.stderr)")
+    let second = UUID().uuidString.lowercased()
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data((#"{"id":"\#(second)","message":2}"# + "\n").utf8))
+    expectEnded(
+      process, status: 78, stderr: stderr,
+      saying: "consume.py: mailboxctl enqueue refuses the arguments after --: mailboxctl: "
+        + "error: enqueue: the message would expire before it is due (the mailbox's message "
+        + "lifetime is 1000 s); nothing was enqueued ('mailboxctl config --message-lifetime "
+        + "SECONDS' raises it)\n")
+    // The second message was given back, not terminated: a run without --delay enqueues it.
+    let (settled, consumed) = try NATSBridge.consume(
+      from: server, into: container, namespace: "in", depth: 2)
+    #expect(settled, "\(consumed)")
+    let pending = try mailbox.inspector.entries(in: [.pending])
+    #expect(pending.map { $0.id?.uuidString.lowercased() } == [second])
   }
 
   /// Found by two reviews of the first fixes: a message whose headers add an option an older

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// `mailboxctl enqueue --dry-run`: every check of an enqueue, nothing written. The NATS bridge's
+/// consume.py asks it before it takes a message, so arguments that refuse every message (a
+/// `--delay` past the message lifetime: each message terminated in JetStream) are said at once.
+@Suite struct CLIEnqueueDryRunTests {
+  @Test func `A dry run says how many messages would go in and writes nothing`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments(namespace: "jobs")
+    #expect(try Mailboxctl.run(["create"] + location).status == 0)
+    let one = try Mailboxctl.run(
+      ["enqueue"] + location + ["--dry-run", "--delay", "30"], stdin: Data(#"{"a":1}"#.utf8))
+    #expect(one.status == 0)
+    #expect(one.stdout == "")
+    #expect(
+      one.stderr
+        == "mailboxctl: enqueue: dry run: 1 message would be enqueued into the mailbox; "
+        + "nothing was written\n")
+    let three = try Mailboxctl.run(
+      ["enqueue"] + location + ["--dry-run", "--lines"], stdin: Data("1\n2\n\n3\n".utf8))
+    #expect(three.status == 0)
+    #expect(
+      three.stderr
+        == "mailboxctl: enqueue: dry run: 3 messages would be enqueued into the mailbox; "
+        + "nothing was written\n")
+    let counts = try container.rawMailbox(namespace: "jobs").inspector.counts()
+    #expect(counts.depth == 0)
+    // A mailbox that does not exist is checked against the settings it would be made with,
+    // and not made.
+    let missing = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(namespace: "other") + ["--dry-run", "--data", "1"])
+    #expect(missing.status == 0)
+    #expect(
+      missing.stderr
+        == "mailboxctl: enqueue: dry run: 1 message would be enqueued into a new mailbox with "
+        + "the default settings; nothing was written\n")
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: container.url.appendingPathComponent("AppGroupMailbox/other").path))
+  }
+
+  @Test func `A dry run refuses what the enqueue would, with the same exit and error`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments(namespace: "jobs")
+    #expect(
+      try Mailboxctl.run(["create"] + location + ["--message-lifetime", "60"]).status == 0)
+    let cases: [([String], String, Int32, String)] = [
+      (
+        ["--delay", "120"], "{}", 65,
+        "the message would expire before it is due (the mailbox's message lifetime is 60 s); "
+          + "nothing was enqueued ('mailboxctl config --message-lifetime SECONDS' raises it)\n"
+      ),
+      (
+        ["--priority", "12"], "{}", 64,
+        "--priority needs an integer from 0 to 9, not '12'\n"
+          + "Run 'mailboxctl enqueue --help' for usage.\n"
+      ),
+      (
+        ["--lines"], "1\n[\n", 65,
+        "line 2: not valid JSON: it ends inside the value; "
+          + "nothing was enqueued\n"
+      ),
+    ]
+    for (options, input, status, error) in cases {
+      let dry = try Mailboxctl.run(
+        ["enqueue"] + location + options + ["--dry-run"], stdin: Data(input.utf8))
+      let real = try Mailboxctl.run(["enqueue"] + location + options, stdin: Data(input.utf8))
+      #expect(dry.status == status, "\(options)")
+      #expect(dry.stderr == "mailboxctl: error: enqueue: " + error, "\(options)")
+      #expect(real.status == dry.status, "\(options)")
+      #expect(real.stderr == dry.stderr, "\(options)")
+    }
+    #expect(try container.rawMailbox(namespace: "jobs").inspector.counts().depth == 0)
+  }
+}

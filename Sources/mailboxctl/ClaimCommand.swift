@@ -81,9 +81,10 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
       // the lease, and uncounted, so --max-delivery-attempts counts only lines printed.
       let unwritten = claims[index...]
       let putBack = unwritten.filter { (try? $0.releaseUndelivered()) != nil }.count
+      let back = putBack == unwritten.count ? "put back" : "\(putBack) of them put back"
       let what =
-        "put back the \(putBack) of \(unwritten.count) claimed messages not printed, their "
-        + "delivery not counted"
+        "\(unwritten.count) of \(Output.counted(claims.count, "claimed message")) not printed, "
+        + "\(back), their delivery not counted"
       if let name = signals.stopSignalName {
         Output.note("claim: stopped by \(name); \(what)")
         return signals.stoppedStatus

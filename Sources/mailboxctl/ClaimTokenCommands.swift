@@ -81,7 +81,7 @@ private func tokenCommand(
         throw CommandFailure(
           .usage,
           "TOKEN is not a claim token (<message id>.<16 hex digits>, as 'mailboxctl claim' "
-            + "prints it)")
+            + "prints it): '\(Output.shown(arguments.positionals[0], limit: 80))'")
       }
       // Option values are checked before the claim is looked up, so a bad one changes nothing.
       for option in options where option.kind == .value("SECONDS") {

@@ -153,7 +153,7 @@ final class FileDelivery: DeliveryMode {
         Output.note(
           "drain: --output \(path) was moved away or deleted while drain wrote to it; writing "
             + "to a new \(path), where the \(Output.counted(claims.count, "message")) written "
-            + "to the old file go again")
+            + "to the old file \(claims.count == 1 ? "goes" : "go") again")
       }
       return
     }

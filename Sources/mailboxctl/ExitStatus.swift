@@ -66,6 +66,12 @@ struct CommandFailure: Error, CustomStringConvertible {
     case .ioFailure: status = .ioError
     default: status = .software
     }
+    if case .mailboxDirectoryRemoved = mailboxError {
+      // The library's text tells a program to open the mailbox again; a command ends instead.
+      let removed = "the mailbox directory was deleted, moved or replaced while the command ran"
+      self.init(status, what.isEmpty ? removed : "\(what): \(removed)")
+      return
+    }
     if case .ioFailure(let cause) = mailboxError, !cause.operation.isEmpty {
       // The cause names the operation itself: "enqueue: write failed: No space left on device
       // (errno 28)", not "enqueue: A mailbox file operation failed: enqueue: write failed: ...".

@@ -335,14 +335,14 @@ import Testing
     #expect(watched.status == 66)
     #expect(
       watched.stderr.hasSuffix(
-        "mailboxctl: error: watch: The mailbox directory was deleted, moved or replaced; "
-          + "open the mailbox again.\n"))
+        "mailboxctl: error: watch: the mailbox directory was deleted, moved or replaced while "
+          + "the command ran\n"))
     let drained = try drain.finish()
     #expect(drained.status == 66)
     #expect(
       drained.stderr.hasSuffix(
-        "mailboxctl: error: drain: The mailbox directory was deleted, moved or replaced; "
-          + "open the mailbox again.\n"))
+        "mailboxctl: error: drain: the mailbox directory was deleted, moved or replaced while "
+          + "the command ran\n"))
   }
 
   @Test(arguments: ["pending", "delayed"])
@@ -359,7 +359,7 @@ import Testing
     #expect(drained.status == 66, "\(drained.stderr)")
     #expect(
       drained.stderr.hasSuffix(
-        "mailboxctl: error: drain: The mailbox directory was deleted, moved or replaced; "
-          + "open the mailbox again.\n"))
+        "mailboxctl: error: drain: the mailbox directory was deleted, moved or replaced while "
+          + "the command ran\n"))
   }
 }

@@ -161,7 +161,7 @@ import Testing
     #expect(finished.status == 66, "\(finished.stderr)")
     #expect(
       finished.stderr.hasSuffix(
-        "The mailbox directory was deleted, moved or replaced; open the mailbox again.\n"),
+        "the mailbox directory was deleted, moved or replaced while the command ran\n"),
       "\(finished.stderr)")
   }
 }

@@ -133,8 +133,8 @@ import Testing
     #expect(finished.status == 66)
     #expect(
       finished.stderr.hasSuffix(
-        "mailboxctl: error: events: The mailbox directory was deleted, moved or replaced; "
-          + "open the mailbox again.\n"))
+        "mailboxctl: error: events: the mailbox directory was deleted, moved or replaced while "
+          + "the command ran\n"))
   }
 
   @Test func `events prints its help and exits 0`() throws {

@@ -82,6 +82,6 @@ import Testing
     #expect(finished.status == 66)
     #expect(
       finished.stderr.hasSuffix(
-        "The mailbox directory was deleted, moved or replaced; open the mailbox again.\n"))
+        "the mailbox directory was deleted, moved or replaced while the command ran\n"))
   }
 }

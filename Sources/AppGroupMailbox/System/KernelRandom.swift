@@ -40,9 +40,11 @@ enum KernelRandom {
   }
 
   /// The name of a new temporary file: `<pid>-<1 to 16 hex digits><suffix>` (`suffix` such as
-  /// `.tmp`), unique across processes with `O_EXCL`.
+  /// `.tmp`), unique across processes with `O_EXCL`. The process id is kept in the buffer's
+  /// page, which fork(2) wipes, so it costs a getpid(2) once per process, not per file.
   static func temporaryName(_ suffix: String) -> String {
-    "\(getpid())-\(String(next(), radix: 16))\(suffix)"
+    let (process, word) = buffer.withLock { ($0.processID(), $0.next()) }
+    return "\(process)-\(String(word, radix: 16))\(suffix)"
   }
 }
 
@@ -53,8 +55,11 @@ struct RandomWordBuffer: ~Copyable {
   /// whole).
   static let batch = 32
   static let pageSize = 4096
+  /// Where in the page the process id is kept: after the count and the words.
+  static let processIDOffset = 8 + batch * 8
 
-  /// The page: the count of words left (8 bytes), then the words; nil when there is none.
+  /// The page: the count of words left (8 bytes), then the words, then the process id (8
+  /// bytes, 0 until asked); nil when there is none.
   private(set) var page: UnsafeMutableRawPointer?
   private var prepared = false
 
@@ -69,11 +74,7 @@ struct RandomWordBuffer: ~Copyable {
 
   /// A fresh token, never 0.
   mutating func next() -> UInt64 {
-    if !prepared {
-      prepared = true
-      page = Self.makePage()
-    }
-    guard let page else { return UInt64.random(in: 1 ... .max) }
+    guard let page = preparedPage() else { return UInt64.random(in: 1 ... .max) }
     while true {
       var left = Int(page.load(as: UInt64.self))  // 0 in a child after fork(2): wiped
       if left == 0 || left > Self.batch {
@@ -88,6 +89,27 @@ struct RandomWordBuffer: ~Copyable {
       page.storeBytes(of: UInt64(left), as: UInt64.self)
       if token != 0 { return token }
     }
+  }
+
+  /// This process's id: getpid(2) once, then kept in the page, which a forked child finds
+  /// wiped (so it asks again); getpid(2) every time without the page.
+  mutating func processID() -> pid_t {
+    guard let page = preparedPage() else { return getpid() }
+    let kept = page.load(fromByteOffset: Self.processIDOffset, as: UInt64.self)
+    if kept != 0 { return pid_t(truncatingIfNeeded: kept) }
+    let id = getpid()
+    page.storeBytes(
+      of: UInt64(UInt32(bitPattern: id)), toByteOffset: Self.processIDOffset, as: UInt64.self)
+    return id
+  }
+
+  /// The page, made at the first use; nil when it could not be made.
+  private mutating func preparedPage() -> UnsafeMutableRawPointer? {
+    if !prepared {
+      prepared = true
+      page = Self.makePage()
+    }
+    return page
   }
 
   /// A private anonymous page the kernel wipes in a forked child; nil when either call fails.

@@ -46,10 +46,17 @@ import Testing
   }
 
   /// The page is marked MADV_WIPEONFORK: a child made by fork(2) finds no token left, so it
-  /// fetches its own instead of repeating the parent's next ones.
+  /// fetches its own instead of repeating the parent's next ones, and no process id kept, so
+  /// its temporary files carry its own.
   @Test func `A child made by fork finds the token buffer empty`() throws {
     var buffer = RandomWordBuffer()
     _ = buffer.next()
+    let processID = buffer.processID()
+    #expect(processID == getpid())
+    let mappedFirst = buffer.page
+    let keptPage = try #require(mappedFirst)
+    let kept = keptPage.load(fromByteOffset: RandomWordBuffer.processIDOffset, as: UInt64.self)
+    #expect(kept == UInt64(getpid()))
     let parentLeft = buffer.left
     #expect(parentLeft == RandomWordBuffer.batch - 1)
     let mapped = buffer.page
@@ -61,8 +68,11 @@ import Testing
       // In the child: only a load, a write(2) and _exit(2), before anything else (fork(2) of a
       // threaded process: a check here once waited for good on a lock a parent thread held
       // when it forked, in the ThreadSanitizer run, and the parent's read with it).
-      var left = page.load(as: UInt64.self)
-      _ = write(pipeEnds[1], &left, 8)
+      var words = (
+        page.load(as: UInt64.self),
+        page.load(fromByteOffset: RandomWordBuffer.processIDOffset, as: UInt64.self)
+      )
+      _ = write(pipeEnds[1], &words, 16)
       _exit(0)
     }
     close(pipeEnds[1])
@@ -73,11 +83,12 @@ import Testing
     let polled = poll(&ready, 1, 60_000)
     if polled != 1 { kill(child, SIGKILL) }
     #expect(polled == 1)
-    var childLeft: UInt64 = .max
-    if polled == 1 { #expect(read(pipeEnds[0], &childLeft, 8) == 8) }
+    var childWords: (left: UInt64, processID: UInt64) = (.max, .max)
+    if polled == 1 { #expect(read(pipeEnds[0], &childWords, 16) == 16) }
     var status: Int32 = 0
     _ = waitpid(child, &status, 0)
-    #expect(childLeft == 0)
+    #expect(childWords.left == 0)
+    #expect(childWords.processID == 0)
     let leftAfter = buffer.left
     #expect(leftAfter == RandomWordBuffer.batch - 1)
   }

@@ -36,12 +36,15 @@ let enqueueCommand = Subcommand(
         .flag(
           "--dry-run",
           "Check the options, the input and the mailbox's settings; write nothing (see below)."),
+        .flag(
+          "--no-create", "Refuse a mailbox that does not exist (exit 66) instead of making it."),
       ] + EnqueueKey.options),
     details: """
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/). A missing mailbox is
       created with the default settings (`create` chooses them) once the input passed the
-      checks below; once messages went into it, stderr says so.
+      checks below; once messages went into it, stderr says so. With --no-create it is not:
+      the enqueue exits 66 (a program that enqueues into a mailbox made with chosen bounds).
       Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
@@ -78,9 +81,10 @@ let enqueueCommand = Subcommand(
       `drain` report it.
       --dry-run makes every check above (the options, the input, the due times and dates
       against the message lifetime, the sizes against maxPayloadBytes: of the mailbox, or the
-      defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66), saying
-      on stderr how many messages would be enqueued; it writes nothing, makes no mailbox and
-      does not check for room (a full mailbox can empty before the real enqueue).
+      defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66; 69 for
+      a mailbox it cannot read), saying on stderr how many messages would be enqueued; it only
+      reads, makes no mailbox, and does not check for room (a full mailbox can empty before the
+      real enqueue) or whether a missing mailbox could be made.
       """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -136,6 +140,10 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
   let containerExisted = FileManager.default.fileExists(
     atPath: try MailboxOptions.location(arguments).container.path)
+  let noCreate = arguments.flag("--no-create")
+  if noCreate, !MailboxOptions.exists(try MailboxOptions.location(arguments)) {
+    throw MailboxOptions.missing(try MailboxOptions.location(arguments), arguments)
+  }
   // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
   // the limits it would be made with (and again once open when those differ: another process
   // may make it first, with its own).
@@ -146,17 +154,22 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     if input.messages.isEmpty { return .success }
   }
   if arguments.flag("--dry-run") {
-    if !existed {
+    if !existed, !MailboxOptions.exists(try MailboxOptions.location(arguments)) {
       let settings = MailboxOptions.givenSettings(arguments).isEmpty ? "default" : "given"
       return dryRunPassed(input.messages.count, into: "a new mailbox with the \(settings) settings")
     }
-    let (mailbox, _) = try MailboxOptions.open(arguments, mustExist: true)
-    try check(mailbox.limits, creating: false)
+    // Read only: the stored settings, or for a mailbox storing none the ones it would take.
+    let (inspector, _) = try MailboxOptions.openForReading(arguments)
+    let limits =
+      MailboxOptions.storesSettings(try MailboxOptions.location(arguments))
+      ? inspector.settings.limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
+      : try MailboxOptions.limits(arguments)
+    if limits != assumed { try check(limits, creating: !existed) }
     return dryRunPassed(input.messages.count, into: "the mailbox")
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
-    arguments, mustExist: false,
+    arguments, mustExist: noCreate,
     diagnostic: { event in
       if event == .oldestMessageDiscarded {
         Output.note(

@@ -15,7 +15,8 @@ enqueues the same id again, which writes nothing while that message is still in 
 ``--payload-version`` and ``--priority``.
 
 A message mailboxctl rejects as bad data (exit 65: not JSON, too large, or dated more than the
-mailbox's message lifetime ago), or whose ``Mailbox-Payload-Version`` is not an integer from 1
+mailbox's message lifetime ago; with ``--delay`` or ``--not-before``, due past that lifetime
+counted from its date), or whose ``Mailbox-Payload-Version`` is not an integer from 1
 to 2**31 - 1, ``Mailbox-Priority`` not a level from 0 to 9, ``Mailbox-Enqueued-At`` not an
 ISO 8601 date from 1970 to 2286, or whose type headers name no
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
@@ -34,9 +35,13 @@ it connects, as does a mailbox ``mailboxctl status`` cannot open (one not create
 change or lose messages: they may hold only ``--container``, ``--app-group``, ``--namespace``,
 ``--relaxed``, ``--wait``, ``--delay`` and ``--not-before``, with values ``mailboxctl enqueue
 --dry-run`` takes (a ``--delay`` past the mailbox's message lifetime would refuse every message
-as bad data); when an enqueue exits 65 and that check now fails too (the settings changed), the
-message is given back and it stops with exit 78 as at the start. An enqueue refused as a usage
-error (exit 64) gives the message back for later. A
+as bad data; a mailboxctl without ``--dry-run``, older than this script, cannot check that and
+is refused with ``--delay`` or ``--not-before``); when an enqueue exits 65 and that check now
+fails too (the settings changed), the message is given back and it stops with exit 78 as at the
+start. Each enqueue passes ``--no-create`` (where mailboxctl has it), so a mailbox deleted while
+it runs is not made again with the default bounds: its messages are given back (exit 66) until
+the mailbox is there again. An enqueue refused as a usage error (exit 64) gives the message
+back for later. A
 durable consumer or stream deleted while it runs, or a consumer made again with other settings
 (asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
 exits 78. Needs the ``nats-py`` package (PyPI).
@@ -76,6 +81,18 @@ UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: JetStream did not answer
 CONFIGURATION_ERROR = 78  # EX_CONFIG: JetStream refused the stream or consumer; a bad connection
 CONSUMER_CHECK = 10.0  # seconds between two checks that the consumer exists as consume.py made it
 ID_NAMESPACE = uuid.UUID("6f1d3c52-3b7e-4a55-9a3c-6d1f8f1a2b90")
+
+
+def is_option(argument):
+    """Whether mailboxctl takes `argument` as an option: it starts with "-", is not "-" alone,
+    and is not a number (as ``--delay -5`` gives -5 as the value)."""
+    if not argument.startswith("-") or argument == "-":
+        return False
+    try:
+        float(argument)
+    except ValueError:
+        return True
+    return False
 
 
 def parse_arguments():
@@ -124,11 +141,13 @@ class Consumer:
         self.stopping = asyncio.Event()
         self.status = 0  # the exit status: 78 once the set-up was found wrong
         self.window = asyncio.Semaphore(arguments.parallel)
+        self.existing = []  # ["--no-create"] once mailboxctl enqueue is known to have it
 
     async def enqueue(self, message):
         try:
             headers = message.headers or {}
-            command = ["enqueue", *self.arguments.enqueue, "--id", message_id(message)]
+            command = ["enqueue", *self.arguments.enqueue, *self.existing,
+                       "--id", message_id(message)]
             # Header values go after "=": one that starts with "-" is a value, not an option.
             if headers.get(common.ENQUEUED_AT):
                 date = common.enqueued_at(headers[common.ENQUEUED_AT])
@@ -332,21 +351,34 @@ class Consumer:
         twice, mailboxctl refuses the message), and the others would replace, split, merge or
         not store messages (``--data``, ``--lines``, ``--key``, ``--dry-run``; ``--help`` stores
         nothing and exits 0, so every message would be acknowledged and lost). Then mailboxctl
-        is asked: ``enqueue --help`` refuses an option without its value, and where it lists
-        ``--dry-run``, ``enqueue ... --dry-run`` of a small message checks the values against
-        the mailbox's settings (a ``--delay`` past the message lifetime refuses every message as
-        bad data, exit 65, which would terminate them all). Stores nothing."""
-        for argument in self.arguments.enqueue:
-            name = argument.split("=", 1)[0]
-            if argument.startswith("-") and name not in ENQUEUE_OPTIONS:
+        is asked: ``enqueue --help`` refuses an option without its value and says whether it has
+        ``--no-create`` (then every enqueue passes it: a mailbox deleted while consume.py runs
+        is not made again with the default bounds) and ``--dry-run``: ``enqueue ... --dry-run``
+        of a small message checks the values against the mailbox's settings (a ``--delay`` past
+        the message lifetime refuses every message as bad data, exit 65, which would terminate
+        them all). A mailboxctl without ``--dry-run`` cannot check that, so ``--delay`` and
+        ``--not-before`` are refused with it. Stores nothing."""
+        given = [argument.split("=", 1)[0] for argument in self.arguments.enqueue
+                 if is_option(argument)]
+        for name in given:
+            if name not in ENQUEUE_OPTIONS:
                 return (f"the arguments after -- may hold only {', '.join(ENQUEUE_OPTIONS)} "
                         "(consume.py gives each message's --id, --enqueued-at, --type, "
                         f"--payload-version and --priority itself), not {name}")
         status, usage, stderr = await self.mailboxctl(
             "enqueue", *self.arguments.enqueue, "--help", output=True)
-        if status == 0 and "--dry-run" in usage:
-            status, stderr = await self.mailboxctl(
-                "enqueue", *self.arguments.enqueue, "--dry-run", data=b"{}")
+        if status != 0:
+            return f"mailboxctl enqueue refuses the arguments after --: {stderr}"
+        self.existing = ["--no-create"] if "--no-create" in usage else []
+        if "--dry-run" not in usage:
+            if delays := [name for name in ("--delay", "--not-before") if name in given]:
+                return (f"--mailboxctl {self.arguments.mailboxctl} is older than consume.py (its "
+                        f"enqueue has no --dry-run), so {delays[0]} cannot be checked against "
+                        "the mailbox's message lifetime (past it, every message would be "
+                        "terminated): upgrade it, or leave that option out")
+            return None
+        status, stderr = await self.mailboxctl(
+            "enqueue", *self.arguments.enqueue, *self.existing, "--dry-run", data=b"{}")
         if status == 0:
             return None
         return f"mailboxctl enqueue refuses the arguments after --: {stderr}"

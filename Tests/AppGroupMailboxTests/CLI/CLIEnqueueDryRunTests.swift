@@ -76,3 +76,42 @@ import Testing
     #expect(try container.rawMailbox(namespace: "jobs").inspector.counts().depth == 0)
   }
 }
+
+extension CLIEnqueueDryRunTests {
+  /// Found by a review: a dry run opened the mailbox for writing, which made a missing
+  /// `settings` file again with the defaults. It only reads now.
+  @Test func `A dry run only reads: a mailbox missing its settings file stays so`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments(namespace: "jobs")
+    #expect(try Mailboxctl.run(["create"] + location).status == 0)
+    let settings = container.area("settings")
+    try FileManager.default.removeItem(at: settings)
+    let dry = try Mailboxctl.run(["enqueue"] + location + ["--dry-run", "--data", "1"])
+    #expect(dry.status == 0, "\(dry.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: settings.path))
+  }
+
+  /// `--no-create`: a mailbox deleted under a program that enqueues into it (the NATS bridge)
+  /// is not made again with the default bounds; the enqueue exits 66, nothing made.
+  @Test func `--no-create refuses a missing mailbox with exit 66 and makes nothing`() throws {
+    let container = try TemporaryContainer()
+    let missing = container.url.appendingPathComponent("AppGroupMailbox/jobs").path
+    for extra in [[], ["--dry-run"]] {
+      let refused = try Mailboxctl.run(
+        ["enqueue"] + container.arguments(namespace: "jobs") + ["--no-create", "--data", "1"]
+          + extra)
+      #expect(refused.status == 66, "\(extra)")
+      #expect(
+        refused.stderr
+          == "mailboxctl: error: enqueue: no such mailbox: \(missing) ('mailboxctl namespaces "
+          + "--container \(container.url.path)' lists the mailboxes there; 'mailboxctl create' "
+          + "makes one)\n", "\(extra)")
+      #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+    #expect(try Mailboxctl.run(["create"] + container.arguments(namespace: "jobs")).status == 0)
+    let stored = try Mailboxctl.run(
+      ["enqueue"] + container.arguments(namespace: "jobs") + ["--no-create", "--data", "1"])
+    #expect(stored.status == 0, "\(stored.stderr)")
+    #expect(try container.rawMailbox(namespace: "jobs").inspector.counts().pending == 1)
+  }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// consume.py and the receiving mailbox it does not own (found by a review of its argument
+/// checks): a mailbox deleted while it ran was made again by the next enqueue with the default
+/// bounds, and a message over those was terminated; a mailboxctl too old to check `--delay`
+/// against the lifetime let every message be terminated.
+extension NATSConsumeStartTests {
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A mailbox deleted while consume.py runs is not made again; its messages wait`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let (process, stderr) = try startConsume(server.url, stream: "MAILBOX", in: container)
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    let directory = container.url.appendingPathComponent("AppGroupMailbox/in")
+    #expect(waitUntil(deadline: 60) { consumerExists(on: server) }, "\(text(stderr))")
+    try FileManager.default.removeItem(at: directory)
+    let id = UUID().uuidString.lowercased()
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data((#"{"id":"\#(id)","message":1}"# + "\n").utf8))
+    #expect(
+      waitUntil(deadline: 60) { text(stderr).contains("(exit 66), retrying in 2 s: ") },
+      "\(text(stderr))")
+    #expect(!FileManager.default.fileExists(atPath: directory.path))
+    // Made again by its operator, the mailbox gets the message at the next try.
+    let made = try Mailboxctl.run(["create"] + container.arguments(namespace: "in"))
+    #expect(made.status == 0, "\(made.stderr)")
+    let mailbox = try container.rawMailbox(namespace: "in")
+    #expect(
+      waitUntil(deadline: 60) {
+        (try? mailbox.inspector.entries(in: [.pending]).map { $0.id?.uuidString.lowercased() })
+          == [id]
+      }, "\(text(stderr))")
+    #expect(!text(stderr).contains("terminated"), "\(text(stderr))")
+    expectStopped(process, by: SIGTERM, stderr: stderr)
+  }
+
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A mailboxctl without --dry-run is refused with --delay, and taken without`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    // This mailboxctl with its help as an older one printed it.
+    let older = container.url.appendingPathComponent("older-mailboxctl").path
+    let script = """
+      #!/bin/sh
+      '\(Mailboxctl.url.path)' "$@" | grep -v -e --dry-run -e --no-create
+
+      """
+    #expect(
+      FileManager.default.createFile(
+        atPath: older, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+    let (refused, refusedStderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, mailboxctl: older,
+      enqueueArguments: ["--delay", "10"])
+    expectEnded(
+      refused, status: 78, stderr: refusedStderr,
+      saying: "consume.py: --mailboxctl \(older) is older than consume.py (its enqueue has no "
+        + "--dry-run), so --delay cannot be checked against the mailbox's message lifetime "
+        + "(past it, every message would be terminated): upgrade it, or leave that option out\n")
+    let (taken, takenStderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, mailboxctl: older)
+    defer { if taken.isRunning { kill(taken.processIdentifier, SIGKILL) } }
+    #expect(waitUntil(deadline: 60) { consumerExists(on: server) }, "\(text(takenStderr))")
+    expectStopped(taken, by: SIGTERM, stderr: takenStderr)
+  }
+}

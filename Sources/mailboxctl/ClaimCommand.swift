@@ -68,10 +68,7 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
         + "mailbox's message lifetime), never delivered")
   }
   if removed.notMessages > 0 {
-    Output.note(
-      "claim: moved \(Output.counted(removed.notMessages, "file")) that \(removed.notMessages == 1 ? "is" : "are") no message it can "
-        + "deliver (malformed or unsafe) to quarantine ('mailboxctl quarantine list' shows "
-        + "\(removed.notMessages == 1 ? "it" : "them"))")
+    Output.note(QuarantineCounter.notMessagesNote("claim", removed.notMessages))
   }
   for (index, claim) in claims.enumerated() {
     do {

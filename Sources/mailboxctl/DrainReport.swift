@@ -55,6 +55,9 @@ final class DrainReport {
     let waiting = try? context.mailbox.inspector.entries(in: [.delayed])
     let delayed = waiting?.count ?? 0
     let nextDueAt = waiting?.compactMap(\.dueAt).min()
+    if quarantined.notMessages > 0 {
+      Output.note(QuarantineCounter.notMessagesNote("drain", quarantined.notMessages))
+    }
     if json {
       var object = JSONObject()
       object.add("delivered", context.delivered)
@@ -116,4 +119,12 @@ final class QuarantineCounter: Sendable {
   var notMessages: Int { value.withLock { $0.notMessages } }
   /// Messages deleted because their lifetime ran out before a handler had them.
   var expired: Int { value.withLock { $0.expired } }
+
+  /// The note `command` (`claim`, `drain`) prints for the `count` files it moved to quarantine
+  /// as no message it can deliver.
+  static func notMessagesNote(_ command: String, _ count: Int) -> String {
+    "\(command): moved \(Output.counted(count, "file")) that \(count == 1 ? "is" : "are") no "
+      + "message it can deliver (malformed or unsafe) to quarantine ('mailboxctl quarantine "
+      + "list' shows \(count == 1 ? "it" : "them"))"
+  }
 }

@@ -55,6 +55,28 @@ import Testing
     )
   }
 
+  /// Found by a new user's run: `claim` said it moved a file that is no message to quarantine,
+  /// as its help says drain does, but drain said only "quarantined 1" in its summary.
+  @Test func `Drain says it moved a file that is no message to quarantine, as claim does`() throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    try raw.enqueue(Data("1".utf8))
+    let name = try #require(container.names("pending").first)
+    let file = container.area("pending").appendingPathComponent(name)
+    try Data("{\"v\":1,".utf8).write(to: file)  // cut short: no message
+    let result = try Mailboxctl.run(["drain"] + container.arguments() + ["--exec", "true"])
+    #expect(result.status == 0, "\(result.stderr)")
+    let lines = result.stderr.split(separator: "\n").map(String.init)
+    #expect(lines.count == 2, "\(result.stderr)")
+    #expect(
+      lines.first
+        == "mailboxctl: drain: moved 1 file that is no message it can deliver (malformed or "
+        + "unsafe) to quarantine ('mailboxctl quarantine list' shows it)")
+    #expect(
+      lines.last?.hasPrefix("mailboxctl: drain: delivered 0, released 0, quarantined 1 in ") == true
+    )
+  }
+
   /// Found by a new user's review: a dead letter the quarantine bound later deleted was
   /// reported as "moved to quarantine" and never mentioned again, and one deleted because
   /// quarantine keeps nothing was not reported at all.

@@ -1,4 +1,5 @@
 import AppGroupMailbox
+import Foundation
 
 /// The settings a mailbox stores, as options: how `create` and `config` list them, and how
 /// every opener reads them into settings and limits.
@@ -55,6 +56,18 @@ extension MailboxOptions {
     }
   }
 
+  /// The size of the smallest message file in bytes (the header line of an untyped message and
+  /// the 1-byte message `0`), as the library encodes it.
+  static let smallestMessageFile: Int = {
+    do {
+      try AppGroupRawMailbox.validate(
+        Data("0".utf8), limits: AppGroupMailboxLimits(maxPayloadBytes: 1))
+    } catch AppGroupMailboxError.payloadTooLarge(let actual, _) {
+      return actual
+    } catch {}
+    return 1
+  }()
+
   /// The settings options given on the command line, over `base`.
   static func settings(_ arguments: ParsedArguments, over base: AppGroupMailboxSettings)
     throws(UsageError) -> AppGroupMailboxSettings
@@ -66,6 +79,14 @@ extension MailboxOptions {
     if let value = try arguments.integer(
       "--max-payload-bytes", in: 1...AppGroupMailboxLimits.payloadCeiling)
     {
+      // The limit is of the whole file, header line included (docs/FORMAT.md): below the
+      // smallest file no message could be enqueued.
+      guard value >= smallestMessageFile else {
+        throw UsageError(
+          message: "--max-payload-bytes \(value) is below the smallest message file, "
+            + "\(smallestMessageFile) bytes (the header line and a 1-byte message; the limit "
+            + "counts the whole file): every enqueue would be refused")
+      }
       settings.maxPayloadBytes = value
     }
     if let value = try arguments.seconds("--message-lifetime") { settings.messageLifetime = value }

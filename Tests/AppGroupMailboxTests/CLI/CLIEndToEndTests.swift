@@ -234,7 +234,7 @@ import Testing
   @Test func `Input that is not JSON or too large exits 65 and writes nothing`() throws {
     let container = try TemporaryContainer()
     #expect(
-      try Mailboxctl.run(["create"] + container.arguments() + ["--max-payload-bytes", "100"])
+      try Mailboxctl.run(["create"] + container.arguments() + ["--max-payload-bytes", "120"])
         .status == 0)
     let notJSON = try Mailboxctl.run(["enqueue"] + container.arguments() + ["--data", "{oops"])
     #expect(notJSON.status == 65)
@@ -259,7 +259,7 @@ import Testing
     #expect(large.stderr.hasPrefix("mailboxctl: error: enqueue: the message file would be "))
     #expect(
       large.stderr.hasSuffix(
-        " bytes, over the limit of 100 (the mailbox's maxPayloadBytes); nothing was enqueued\n"))
+        " bytes, over the limit of 120 (the mailbox's maxPayloadBytes); nothing was enqueued\n"))
     #expect(container.names("pending").isEmpty)
   }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import AppGroupMailbox
+@testable import mailboxctl
 
 /// `mailboxctl enqueue --dry-run`: every check of an enqueue, nothing written. The NATS bridge's
 /// consume.py asks it before it takes a message, so arguments that refuse every message (a
@@ -113,5 +114,34 @@ extension CLIEnqueueDryRunTests {
       ["enqueue"] + container.arguments(namespace: "jobs") + ["--no-create", "--data", "1"])
     #expect(stored.status == 0, "\(stored.stderr)")
     #expect(try container.rawMailbox(namespace: "jobs").inspector.counts().pending == 1)
+  }
+}
+
+extension CLIEnqueueDryRunTests {
+  /// Found by a new user's run: `config --max-payload-bytes 1` was taken, after which every
+  /// enqueue was refused (the limit counts the whole file, header line included).
+  @Test func `A payload limit below the smallest message file is refused with exit 64`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments(namespace: "jobs")
+    let smallest = MailboxOptions.smallestMessageFile
+    for command in ["create", "config"] {
+      let refused = try Mailboxctl.run(
+        [command] + location + ["--max-payload-bytes", String(smallest - 1)])
+      #expect(refused.status == 64, "\(command)")
+      #expect(
+        refused.stderr
+          == "mailboxctl: error: \(command): --max-payload-bytes \(smallest - 1) is below the "
+          + "smallest message file, \(smallest) bytes (the header line and a 1-byte message; "
+          + "the limit counts the whole file): every enqueue would be refused\n"
+          + "Run 'mailboxctl \(command) --help' for usage.\n")
+      if command == "create" {
+        #expect(try Mailboxctl.run(["create"] + location).status == 0)
+      }
+    }
+    #expect(
+      try Mailboxctl.run(["config"] + location + ["--max-payload-bytes", String(smallest)])
+        .status == 0)
+    let stored = try Mailboxctl.run(["enqueue"] + location + ["--data", "0"])
+    #expect(stored.status == 0, "\(stored.stderr)")
   }
 }

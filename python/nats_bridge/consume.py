@@ -388,12 +388,26 @@ class Consumer:
         without it); returns its exit status and its stderr as text, trimmed, and with
         ``output`` its stdout as text between them (discarded without). Raises OSError when it
         cannot be started."""
-        process = await asyncio.create_subprocess_exec(
-            self.arguments.mailboxctl, *arguments,
-            stdin=asyncio.subprocess.DEVNULL if data is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE if output else asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE)
-        stdout, stderr = await process.communicate(data)
+        # The message goes in as a file in memory (memfd_create(2)), not a pipe: mailboxctl may
+        # exit before it reads (a usage error), and asyncio then reports the broken pipe as
+        # "Future exception was never retrieved" with a traceback on stderr.
+        stdin = asyncio.subprocess.DEVNULL
+        if data is not None:
+            stdin = os.memfd_create("message", os.MFD_CLOEXEC)
+        try:
+            if data is not None:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(stdin, view):]
+                os.lseek(stdin, 0, os.SEEK_SET)
+            process = await asyncio.create_subprocess_exec(
+                self.arguments.mailboxctl, *arguments, stdin=stdin,
+                stdout=asyncio.subprocess.PIPE if output else asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE)
+        finally:
+            if data is not None:
+                os.close(stdin)
+        stdout, stderr = await process.communicate()
         stderr = stderr.decode(errors="replace").strip()
         if output:
             return process.returncode, stdout.decode(errors="replace"), stderr

@@ -1,5 +1,6 @@
 import AppGroupMailbox
 import Foundation
+import Glibc
 
 /// `mailboxctl enqueue`: adds one message (stdin or `--data`) or one per line (`--lines`).
 let enqueueCommand = Subcommand(
@@ -43,8 +44,8 @@ let enqueueCommand = Subcommand(
       Prints each message id on its own line (with --json: {"id", "duplicate", "notBefore"} a
       line; notBefore is null unless the message waits in delayed/). A missing mailbox is
       created with the default settings (`create` chooses them) once the input passed the
-      checks below; once messages went into it, stderr says so. With --no-create it is not:
-      the enqueue exits 66 (a program that enqueues into a mailbox made with chosen bounds).
+      checks below; once messages went into it, stderr says so. With --no-create it is not
+      (nor one whose state and settings files are gone): the enqueue exits 66.
       Input: a UTF-8 byte order mark at the start (with --lines: of a line) and the CR of CR LF
       line ends are dropped, and each message is trimmed of whitespace: only the JSON value is
       stored. Unreadable stdin (closed, a directory) exits 66, nothing written.
@@ -82,9 +83,10 @@ let enqueueCommand = Subcommand(
       --dry-run makes every check above (the options, the input, the due times and dates
       against the message lifetime, the sizes against maxPayloadBytes: of the mailbox, or the
       defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66; 69 for
-      a mailbox it cannot read), saying on stderr how many messages would be enqueued; it only
-      reads, makes no mailbox, and does not check for room (a full mailbox can empty before the
-      real enqueue) or whether a missing mailbox could be made.
+      a mailbox this user may not read or enqueue into), saying on stderr how many messages
+      would be enqueued; it only reads (it makes and repairs nothing), and does not check for
+      room (a full mailbox can empty before the real enqueue) or whether a missing mailbox could
+      be made.
       """ + "\n" + EnqueueKey.details),
   run: { arguments in try runEnqueue(arguments) })
 
@@ -140,9 +142,15 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
   let containerExisted = FileManager.default.fileExists(
     atPath: try MailboxOptions.location(arguments).container.path)
-  let noCreate = arguments.flag("--no-create")
-  if noCreate, !MailboxOptions.exists(try MailboxOptions.location(arguments)) {
-    throw MailboxOptions.missing(try MailboxOptions.location(arguments), arguments)
+  // --no-create: no mailbox is made, nor one whose state and settings files are gone (a
+  // namespace directory being deleted) made again.
+  if arguments.flag("--no-create"), !existed {
+    let location = try MailboxOptions.location(arguments)
+    guard MailboxOptions.exists(location) else { throw MailboxOptions.missing(location, arguments) }
+    throw CommandFailure(
+      .noInput,
+      "no such mailbox: \(location.directory.path) holds neither a state nor a settings file "
+        + "(being deleted, or never made: 'mailboxctl create' makes it)")
   }
   // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
   // the limits it would be made with (and again once open when those differ: another process
@@ -165,11 +173,12 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       ? inspector.settings.limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
       : try MailboxOptions.limits(arguments)
     if limits != assumed { try check(limits, creating: !existed) }
+    try requireWritable(try MailboxOptions.location(arguments))
     return dryRunPassed(input.messages.count, into: "the mailbox")
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
   let (mailbox, location) = try MailboxOptions.open(
-    arguments, mustExist: noCreate,
+    arguments, mustExist: arguments.flag("--no-create"),
     diagnostic: { event in
       if event == .oldestMessageDiscarded {
         Output.note(
@@ -265,6 +274,26 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   }
   noteCreated()
   return .success
+}
+
+/// Refuses (exit 69, as the enqueue's open would) a mailbox this user may not enqueue into: its
+/// `state` file not readable and writable, or `tmp/`, `pending/` or `delayed/` not writable
+/// (faccessat(2) with the effective ids). A file missing, which an enqueue makes again, passes.
+private func requireWritable(_ location: MailboxOptions.Location) throws(CommandFailure) {
+  let needs = [
+    ("state", R_OK | W_OK), ("tmp", W_OK | X_OK), ("pending", W_OK | X_OK),
+    ("delayed", W_OK | X_OK),
+  ]
+  for (name, mode) in needs {
+    let path = location.directory.appendingPathComponent(name).path
+    guard faccessat(AT_FDCWD, path, mode, AT_EACCESS) != 0 else { continue }
+    let cause = Errno.current
+    if cause == .noSuchFileOrDirectory { continue }
+    throw CommandFailure(
+      .unavailable,
+      "cannot enqueue into the mailbox at \(location.directory.path): \(name): "
+        + cause.explanation)
+  }
 }
 
 /// Says on stderr that `count` messages passed every check of a `--dry-run` and would go

@@ -38,9 +38,11 @@ change or lose messages: they may hold only ``--container``, ``--app-group``, ``
 as bad data; a mailboxctl without ``--dry-run``, older than this script, cannot check that and
 is refused with ``--delay`` or ``--not-before``); when an enqueue exits 65 and that check now
 fails too (the settings changed), the message is given back and it stops with exit 78 as at the
-start. Each enqueue passes ``--no-create`` (where mailboxctl has it), so a mailbox deleted while
-it runs is not made again with the default bounds: its messages are given back (exit 66) until
-the mailbox is there again. An enqueue refused as a usage error (exit 64) gives the message
+start. Each enqueue passes ``--no-create`` (a mailboxctl older than this script, without it,
+is said in a line at the start), so a mailbox deleted while it runs is not made again with the
+default bounds: its messages are given back (exit 66) until the mailbox is there again. While
+an enqueue runs (waiting for room with ``--wait``), JetStream is told every half ack wait that
+the message is in progress, so it does not deliver it again meanwhile. An enqueue refused as a usage error (exit 64) gives the message
 back for later. A
 durable consumer or stream deleted while it runs, or a consumer made again with other settings
 (asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
@@ -142,6 +144,7 @@ class Consumer:
         self.status = 0  # the exit status: 78 once the set-up was found wrong
         self.window = asyncio.Semaphore(arguments.parallel)
         self.existing = []  # ["--no-create"] once mailboxctl enqueue is known to have it
+        self.ack_wait = arguments.ack_wait  # the durable consumer's, once it is known
 
     async def enqueue(self, message):
         try:
@@ -174,7 +177,11 @@ class Consumer:
                     message, f"its {common.PRIORITY} header is not a level from 0 to 9")
             if level != common.DEFAULT_PRIORITY:
                 command += ["--priority", str(level)]
-            status, stderr = await self.mailboxctl(*command, data=message.data or b"")
+            working = asyncio.create_task(self.keep_in_progress(message))
+            try:
+                status, stderr = await self.mailboxctl(*command, data=message.data or b"")
+            finally:
+                working.cancel()
             if status == 0:
                 await message.ack()
             elif status == DATA_ERROR and (why := await self.arguments_refused()):
@@ -198,6 +205,19 @@ class Consumer:
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
         finally:
             self.window.release()
+
+    async def keep_in_progress(self, message):
+        """Tells JetStream every half ack wait that `message` is still being enqueued (waiting
+        for room with ``--wait``, a slow disk), so it is not delivered again meanwhile: a second
+        copy, enqueued after the first was stored and consumed, was stored twice. A lost
+        connection ends it (JetStream then delivers again after the ack wait, as after a
+        crash)."""
+        while True:
+            await asyncio.sleep(self.ack_wait / 2)
+            try:
+                await message.in_progress()
+            except Exception:  # noqa: BLE001 - the connection is gone: nothing to keep
+                return
 
     async def unless_stopped(self, work):
         """(True, what `work` returned), or (False, None) when a stop signal came first (then
@@ -230,6 +250,10 @@ class Consumer:
         if why := await self.mailbox_unusable() or await self.arguments_refused():
             log.record(why)
             return CONFIGURATION_ERROR
+        if not self.existing:
+            log.record(f"note: --mailboxctl {self.arguments.mailboxctl} is older than consume.py "
+                       "(its enqueue has no --no-create): a mailbox deleted while consume.py "
+                       "runs is made again with the default bounds")
         loop = asyncio.get_running_loop()
         stops = STOP_SIGNALS
         for number in stops:
@@ -277,6 +301,7 @@ class Consumer:
         if not subscribed:
             await nc.close()
             return 0
+        self.ack_wait = found.config.ack_wait or self.arguments.ack_wait
         problems = common.consumer_problems(found.config, self.arguments.subject)
         if problems:
             await nc.close()
@@ -308,7 +333,10 @@ class Consumer:
                 if self.stopping.is_set():
                     self.window.release()
                     for rest in messages[index:]:
-                        await rest.nak()  # delivered again at once, to the next consumer
+                        # Delivered again at once, to the next consumer. (Messages nats-py
+                        # already holds for a fetch that timed out are not seen here: those
+                        # come again after the ack wait.)
+                        await rest.nak()
                     break
                 task = asyncio.create_task(self.enqueue(message))
                 tasks.add(task)

@@ -69,4 +69,51 @@ extension NATSConsumeStartTests {
     #expect(waitUntil(deadline: 60) { consumerExists(on: server) }, "\(text(takenStderr))")
     expectStopped(taken, by: SIGTERM, stderr: takenStderr)
   }
+
+  /// Found by a review: an enqueue waiting for room (`--wait`) longer than the ack wait was
+  /// delivered again by JetStream meanwhile, and the second copy was stored again once the
+  /// first had been stored and consumed. consume.py reports the message in progress now.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `A message whose enqueue outlasts the ack wait is not delivered again meanwhile`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let mailbox = try container.rawMailbox(namespace: "in", limits: .init(maxMessages: 1))
+    try mailbox.enqueue(Data("0".utf8))
+    // This mailboxctl, noting each enqueue it is asked for.
+    let noting = container.url.appendingPathComponent("noting-mailboxctl").path
+    let script = """
+      #!/bin/sh
+      [ "$1" = enqueue ] && echo enqueue >> '\(noting).calls'
+      exec '\(Mailboxctl.url.path)' "$@"
+
+      """
+    #expect(
+      FileManager.default.createFile(
+        atPath: noting, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+    let calls = URL(fileURLWithPath: noting + ".calls")
+    func count() -> Int { text(calls).split(separator: "\n").count }
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container, mailboxctl: noting,
+      options: ["--ack-wait", "2"], enqueueArguments: ["--wait", "60"])
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    #expect(waitUntil(deadline: 60) { consumerExists(on: server) }, "\(text(stderr))")
+    let before = count()  // the start's checks (--help, --dry-run)
+    let id = UUID().uuidString.lowercased()
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data((#"{"id":"\#(id)","message":1}"# + "\n").utf8))
+    #expect(waitUntil(deadline: 60) { count() == before + 1 }, "\(text(stderr))")
+    // Three ack waits: a correctness window (JetStream delivered it again after one).
+    #expect(!waitUntil(deadline: 6) { count() > before + 1 }, "\(text(stderr))")
+    let filler = try #require(try mailbox.claimPending(limit: 1).first)
+    try filler.acknowledge()
+    #expect(
+      waitUntil(deadline: 60) {
+        (try? mailbox.inspector.entries(in: [.pending]).map { $0.id?.uuidString.lowercased() })
+          == [id]
+      }, "\(text(stderr))")
+    #expect(count() == before + 1, "\(text(stderr))")
+    expectStopped(process, by: SIGTERM, stderr: stderr)
+  }
 }

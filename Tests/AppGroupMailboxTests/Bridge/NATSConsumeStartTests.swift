@@ -12,7 +12,8 @@ import Testing
   /// file of `container` (read while it runs).
   func startConsume(
     _ url: String, stream: String, in container: TemporaryContainer,
-    mailboxctl: String = Mailboxctl.url.path, enqueueArguments: [String] = []
+    mailboxctl: String = Mailboxctl.url.path, options: [String] = [],
+    enqueueArguments: [String] = []
   ) throws -> (process: Process, stderr: URL) {
     let stderr = container.url.appendingPathComponent("consume.stderr")
     #expect(FileManager.default.createFile(atPath: stderr.path, contents: nil))
@@ -22,7 +23,7 @@ import Testing
       [
         NATSBridge.script("consume.py"), "--server", url, "--stream", stream, "--durable",
         "local",
-      ] + enqueue + enqueueArguments, environment: [:])
+      ] + options + enqueue + enqueueArguments, environment: [:])
     process.standardError = try FileHandle(forWritingTo: stderr)
     process.standardOutput = FileHandle.nullDevice
     try process.run()

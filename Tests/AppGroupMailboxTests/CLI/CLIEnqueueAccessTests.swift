@@ -1,0 +1,58 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Found by a review of `enqueue --dry-run` and `--no-create`: a mailbox this user may read but
+/// not write passed the dry run (which only reads), so the NATS bridge started and retried every
+/// message for ever; and `--no-create` made a mailbox again in a namespace directory whose
+/// state and settings files were gone (one being deleted), with the default bounds.
+extension CLIPermissionTests {
+  @Test func `A dry run refuses a mailbox this user may read but not enqueue into`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    _ = try container.rawMailbox()
+    let opened = try Processes.start(
+      URL(fileURLWithPath: "/bin/chmod"), ["-R", "o+rX", container.url.path]
+    ).finish(deadline: 60)
+    #expect(opened.status == 0, "\(opened.stderr)")
+    let path = container.url.path + "/AppGroupMailbox/jobs"
+    for extra in [["--dry-run"], []] {
+      let result = try run(["enqueue"] + location + ["--no-create", "--data", "1"] + extra)
+      #expect(result.status == 69, "\(extra): \(result.stderr)")
+    }
+    let dry = try run(["enqueue"] + location + ["--no-create", "--data", "1", "--dry-run"])
+    #expect(
+      dry.stderr
+        == "mailboxctl: error: enqueue: cannot enqueue into the mailbox at \(path): state: "
+        + "Permission denied (errno 13)\n")
+    #expect(try container.rawMailbox().inspector.counts().depth == 0)
+  }
+}
+
+@Suite struct CLIEnqueueNoCreateTests {
+  @Test func `--no-create does not make again a mailbox whose state and settings are gone`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["create"] + location).status == 0)
+    for name in ["state", "settings"] {
+      try FileManager.default.removeItem(at: container.area(name))
+    }
+    let path = container.url.path + "/AppGroupMailbox/jobs"
+    for extra in [[], ["--dry-run"]] {
+      let refused = try Mailboxctl.run(
+        ["enqueue"] + location + ["--no-create", "--data", "1"] + extra)
+      #expect(refused.status == 66, "\(extra)")
+      #expect(
+        refused.stderr
+          == "mailboxctl: error: enqueue: no such mailbox: \(path) holds neither a state nor a "
+          + "settings file (being deleted, or never made: 'mailboxctl create' makes it)\n")
+    }
+    for name in ["state", "settings"] {
+      #expect(!FileManager.default.fileExists(atPath: container.area(name).path), "\(name)")
+    }
+  }
+}

@@ -137,8 +137,8 @@ import Testing
     #expect(whole > 0 && whole < ids.count)
     #expect(
       stderr.hasSuffix(
-        "mailboxctl: claim: stopped by SIGTERM; put back the \(ids.count - whole) of "
-          + "\(ids.count - whole) claimed messages not printed, their delivery not counted\n"))
+        "mailboxctl: claim: stopped by SIGTERM; \(ids.count - whole) of \(ids.count) claimed "
+          + "messages not printed, put back, their delivery not counted\n"))
     let left = try container.remaining()
     let claimed: Set<UUID> = Set(left.filter { $0.state == .claimed }.compactMap(\.id))
     #expect(claimed == Set(ids[..<whole]))

@@ -46,15 +46,9 @@ extension NATSConsumeStartTests {
     let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
     defer { server.stop() }
     // This mailboxctl with its help as an older one printed it.
-    let older = container.url.appendingPathComponent("older-mailboxctl").path
-    let script = """
-      #!/bin/sh
-      '\(Mailboxctl.url.path)' "$@" | grep -v -e --dry-run -e --no-create
-
-      """
-    #expect(
-      FileManager.default.createFile(
-        atPath: older, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+    let older = standIn("older-mailboxctl", in: container) { _ in
+      "'\(Mailboxctl.url.path)' \"$@\" | grep -v -e --dry-run -e --no-create"
+    }
     let (refused, refusedStderr) = try startConsume(
       server.url, stream: "MAILBOX", in: container, mailboxctl: older,
       enqueueArguments: ["--delay", "10"])
@@ -81,16 +75,12 @@ extension NATSConsumeStartTests {
     let mailbox = try container.rawMailbox(namespace: "in", limits: .init(maxMessages: 1))
     try mailbox.enqueue(Data("0".utf8))
     // This mailboxctl, noting each enqueue it is asked for.
-    let noting = container.url.appendingPathComponent("noting-mailboxctl").path
-    let script = """
-      #!/bin/sh
-      [ "$1" = enqueue ] && echo enqueue >> '\(noting).calls'
-      exec '\(Mailboxctl.url.path)' "$@"
-
+    let noting = standIn("noting-mailboxctl", in: container) { path in
       """
-    #expect(
-      FileManager.default.createFile(
-        atPath: noting, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+      [ "$1" = enqueue ] && echo enqueue >> '\(path).calls'
+      exec '\(Mailboxctl.url.path)' "$@"
+      """
+    }
     let calls = URL(fileURLWithPath: noting + ".calls")
     func count() -> Int { text(calls).split(separator: "\n").count }
     let (process, stderr) = try startConsume(

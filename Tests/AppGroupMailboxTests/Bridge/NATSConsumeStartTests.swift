@@ -32,6 +32,19 @@ import Testing
 
   func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
 
+  /// Writes an executable shell script `name` into `container`, standing in for mailboxctl:
+  /// `body(path)` after the `#!/bin/sh` line, `path` being the script's own. Returns the path.
+  func standIn(_ name: String, in container: TemporaryContainer, body: (String) -> String)
+    -> String
+  {
+    let path = container.url.appendingPathComponent(name).path
+    let script = "#!/bin/sh\n" + body(path) + "\n"
+    #expect(
+      FileManager.default.createFile(
+        atPath: path, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+    return path
+  }
+
   /// Whether the durable consumer `local` of stream `MAILBOX` exists (consume.py is consuming);
   /// asked with `Processes` directly, so a failure while polling records no issue.
   func consumerExists(on server: NATSServer) -> Bool {
@@ -283,19 +296,15 @@ import Testing
     // mailboxctl's own usage errors do. consume.py wrote the message into a pipe, which then
     // broke, and asyncio printed "Future exception was never retrieved" and a traceback for
     // each (the messages are larger than a pipe holds); it hands a file in memory now.
-    let older = container.url.appendingPathComponent("older-mailboxctl").path
-    let script = """
-      #!/bin/sh
+    let older = standIn("older-mailboxctl", in: container) { path in
+      """
       for argument in "$@"; do
         [ "$argument" = --priority ] && {
-          echo refused >> '\(older).refusals'; echo "unknown option '--priority'" >&2; exit 64; }
+          echo refused >> '\(path).refusals'; echo "unknown option '--priority'" >&2; exit 64; }
       done
       exec '\(Mailboxctl.url.path)' "$@"
-
       """
-    #expect(
-      FileManager.default.createFile(
-        atPath: older, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+    }
     let ids = (1...6).map { _ in UUID().uuidString.lowercased() }
     let large = String(repeating: "x", count: 200_000)
     let lines = ids.enumerated().map { index, id in

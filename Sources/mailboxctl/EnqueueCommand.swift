@@ -82,8 +82,8 @@ let enqueueCommand = Subcommand(
       `drain` report it.
       --dry-run makes every check above (the options, the input, the due times and dates
       against the message lifetime, the sizes against maxPayloadBytes: of the mailbox, or the
-      defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66; 69 for
-      a mailbox this user may not read or enqueue into), saying on stderr how many messages
+      defaults when it does not exist) and exits as the enqueue would (0, 64, 65 or 66; 69 or
+      74 for a mailbox this user may not read or enqueue into), saying on stderr how many messages
       would be enqueued; it only reads (it makes and repairs nothing), and does not check for
       room (a full mailbox can empty before the real enqueue) or whether a missing mailbox could
       be made.
@@ -173,7 +173,7 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
       ? inspector.settings.limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
       : try MailboxOptions.limits(arguments)
     if limits != assumed { try check(limits, creating: !existed) }
-    try requireWritable(try MailboxOptions.location(arguments))
+    try requireWritable(try MailboxOptions.location(arguments), delayed: notBefore != nil)
     return dryRunPassed(input.messages.count, into: "the mailbox")
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
@@ -276,21 +276,25 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   return .success
 }
 
-/// Refuses (exit 69, as the enqueue's open would) a mailbox this user may not enqueue into: its
-/// `state` file not readable and writable, or `tmp/`, `pending/` or `delayed/` not writable
-/// (faccessat(2) with the effective ids). A file missing, which an enqueue makes again, passes.
-private func requireWritable(_ location: MailboxOptions.Location) throws(CommandFailure) {
-  let needs = [
-    ("state", R_OK | W_OK), ("tmp", W_OK | X_OK), ("pending", W_OK | X_OK),
-    ("delayed", W_OK | X_OK),
+/// Refuses a mailbox this user may not enqueue into, with the exit status the enqueue would
+/// give: its `state` file not readable and writable (69, as opening it), or `tmp/`, `pending/`
+/// or, for a `delayed` message, `delayed/` not writable (74, as writing there). faccessat(2)
+/// with the effective ids; a file missing, which an enqueue makes again, passes.
+private func requireWritable(_ location: MailboxOptions.Location, delayed: Bool)
+  throws(CommandFailure)
+{
+  var needs: [(String, Int32, ExitStatus)] = [
+    ("state", R_OK | W_OK, .unavailable), ("tmp", W_OK | X_OK, .ioError),
+    ("pending", W_OK | X_OK, .ioError),
   ]
-  for (name, mode) in needs {
+  if delayed { needs.append(("delayed", W_OK | X_OK, .ioError)) }
+  for (name, mode, status) in needs {
     let path = location.directory.appendingPathComponent(name).path
     guard faccessat(AT_FDCWD, path, mode, AT_EACCESS) != 0 else { continue }
     let cause = Errno.current
     if cause == .noSuchFileOrDirectory { continue }
     throw CommandFailure(
-      .unavailable,
+      status,
       "cannot enqueue into the mailbox at \(location.directory.path): \(name): "
         + cause.explanation)
   }

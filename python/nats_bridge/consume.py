@@ -40,9 +40,10 @@ is refused with ``--delay`` or ``--not-before``); when an enqueue exits 65 and t
 fails too (the settings changed), the message is given back and it stops with exit 78 as at the
 start. Each enqueue passes ``--no-create`` (a mailboxctl older than this script, without it,
 is said in a line at the start), so a mailbox deleted while it runs is not made again with the
-default bounds: its messages are given back (exit 66) until the mailbox is there again. While
-an enqueue runs (waiting for room with ``--wait``), JetStream is told every half ack wait that
-the message is in progress, so it does not deliver it again meanwhile. An enqueue refused as a usage error (exit 64) gives the message
+default bounds: its messages are given back (exit 66) until the mailbox is there again. From
+its fetch until it is answered (waiting for a free enqueue, or for room with ``--wait``), each
+message is reported in progress to JetStream every half ack wait (at most every 0.5 s), so it
+is not delivered again meanwhile. An enqueue refused as a usage error (exit 64) gives the message
 back for later. A
 durable consumer or stream deleted while it runs, or a consumer made again with other settings
 (asked every 10 seconds), is said in one line, and it finishes the enqueues in progress and
@@ -146,7 +147,9 @@ class Consumer:
         self.existing = []  # ["--no-create"] once mailboxctl enqueue is known to have it
         self.ack_wait = arguments.ack_wait  # the durable consumer's, once it is known
 
-    async def enqueue(self, message):
+    async def enqueue(self, message, working):
+        """Enqueues `message`, then acknowledges, terminates or gives it back; `working` (the
+        task telling JetStream it is in progress, started when it was fetched) ends with it."""
         try:
             headers = message.headers or {}
             command = ["enqueue", *self.arguments.enqueue, *self.existing,
@@ -177,11 +180,7 @@ class Consumer:
                     message, f"its {common.PRIORITY} header is not a level from 0 to 9")
             if level != common.DEFAULT_PRIORITY:
                 command += ["--priority", str(level)]
-            working = asyncio.create_task(self.keep_in_progress(message))
-            try:
-                status, stderr = await self.mailboxctl(*command, data=message.data or b"")
-            finally:
-                working.cancel()
+            status, stderr = await self.mailboxctl(*command, data=message.data or b"")
             if status == 0:
                 await message.ack()
             elif status == DATA_ERROR and (why := await self.arguments_refused()):
@@ -204,6 +203,7 @@ class Consumer:
         except Exception as error:  # noqa: BLE001 - JetStream redelivers after ack_wait
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
         finally:
+            working.cancel()
             self.window.release()
 
     async def keep_in_progress(self, message):
@@ -213,7 +213,9 @@ class Consumer:
         connection ends it (JetStream then delivers again after the ack wait, as after a
         crash)."""
         while True:
-            await asyncio.sleep(self.ack_wait / 2)
+            # At least every half second apart: a consumer made with a tiny ack wait (below the
+            # 1 s --ack-wait allows) would otherwise turn this into a busy loop.
+            await asyncio.sleep(max(self.ack_wait / 2, 0.5))
             try:
                 await message.in_progress()
             except Exception:  # noqa: BLE001 - the connection is gone: nothing to keep
@@ -328,17 +330,22 @@ class Consumer:
                 log.say(f"fetch: {type(error).__name__}: {error}", kind="fetch")
                 await asyncio.sleep(0.5)
                 continue
+            # Each message is kept in progress from its fetch, also while it waits for a free
+            # enqueue: a message that waited out the ack wait was delivered again meanwhile.
+            working = [asyncio.create_task(self.keep_in_progress(message))
+                       for message in messages]
             for index, message in enumerate(messages):
                 await self.window.acquire()
                 if self.stopping.is_set():
                     self.window.release()
-                    for rest in messages[index:]:
+                    for rest, keeping in zip(messages[index:], working[index:]):
+                        keeping.cancel()
                         # Delivered again at once, to the next consumer. (Messages nats-py
                         # already holds for a fetch that timed out are not seen here: those
                         # come again after the ack wait.)
                         await rest.nak()
                     break
-                task = asyncio.create_task(self.enqueue(message))
+                task = asyncio.create_task(self.enqueue(message, working[index]))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         if tasks:
@@ -454,6 +461,7 @@ class Consumer:
             return f"{error.description} (deleted while consuming)"
         except Exception:  # noqa: BLE001 - not an answer that it is gone
             return None
+        self.ack_wait = info.config.ack_wait or self.arguments.ack_wait
         problems = common.consumer_problems(info.config, self.arguments.subject)
         if problems:
             return (f"it was made again with other settings while consuming: "

@@ -106,4 +106,58 @@ extension NATSConsumeStartTests {
     #expect(count() == before + 1, "\(text(stderr))")
     expectStopped(process, by: SIGTERM, stderr: stderr)
   }
+
+  /// Found by the third review: messages fetched together waited for a free enqueue
+  /// (`--parallel`) without being reported in progress, past the ack wait, and JetStream
+  /// delivered them again; a copy whose first had been consumed meanwhile was stored twice.
+  @Test(.enabled(if: NATSBridge.runs, NATSBridge.reason))
+  func `Messages waiting for a free enqueue are not delivered again meanwhile`() throws {
+    let container = try TemporaryContainer()
+    let server = try NATSBridge.serverWithStream(in: container, subject: "mailbox.jobs")
+    defer { server.stop() }
+    let mailbox = try container.rawMailbox(namespace: "in", limits: .init(maxMessages: 1))
+    try mailbox.enqueue(Data("0".utf8))
+    let (process, stderr) = try startConsume(
+      server.url, stream: "MAILBOX", in: container,
+      options: ["--ack-wait", "2", "--parallel", "1", "--batch", "16"],
+      enqueueArguments: ["--wait", "60"])
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    let ids = (1...3).map { _ in UUID().uuidString.lowercased() }
+    try NATSBridge.tool(
+      server, ["publish", "--subject", "mailbox.jobs"],
+      stdin: Data(ids.map { #"{"id":"\#($0)","message":1}"# + "\n" }.joined().utf8))
+    func state() -> [String: Any] {
+      (try? NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])) ?? [:]
+    }
+    #expect(
+      waitUntil(deadline: 60) { state()["numAckPending"] as? Int == 3 }, "\(text(stderr))")
+    // Three ack waits with every message held: the first waits for room, the others for it.
+    func redelivered() -> Bool { (state()["numRedelivered"] as? Int ?? 0) > 0 }
+    #expect(!waitUntil(deadline: 6) { redelivered() }, "\(text(stderr))")
+    // Room for one at a time: the first is stored; taken, the second is stored and the third
+    // waits for room, and consume.py fetches again: JetStream delivered the third, held past
+    // the ack wait, a second time then.
+    var taken: [String] = []
+    func takeOne() -> Bool {
+      guard let claim = (try? mailbox.claimPending(limit: 1))?.first else { return false }
+      try? claim.acknowledge()
+      taken.append(claim.id.uuidString.lowercased())
+      return true
+    }
+    #expect(takeOne())  // the filler
+    #expect(waitUntil(deadline: 60) { takeOne() }, "\(text(stderr))")  // the first
+    #expect(!waitUntil(deadline: 6) { redelivered() }, "\(state()) \(text(stderr))")
+    // Then each is taken as soon as it is stored, so a second copy would find its id gone.
+    #expect(
+      waitUntil(deadline: 60) {
+        _ = takeOne()
+        let now = state()
+        return taken.count >= 4 && now["numAckPending"] as? Int == 0
+          && now["numPending"] as? Int == 0
+      }, "\(taken) \(text(stderr))")
+    #expect(Array(taken.dropFirst()) == ids, "\(taken)")
+    #expect(state()["numRedelivered"] as? Int == 0, "\(state())")
+    #expect((try mailbox.inspector.counts()).pending == 0)
+    expectStopped(process, by: SIGTERM, stderr: stderr)
+  }
 }

@@ -31,6 +31,31 @@ extension CLIPermissionTests {
   }
 }
 
+extension CLIPermissionTests {
+  /// Found by the third review: the dry run required `delayed/` to be writable for every
+  /// message (the enqueue needs it only for a delayed one), and said 69 where the enqueue says
+  /// 74 (`tmp/` or `pending/` not writable).
+  @Test(arguments: [
+    ("delayed", [String](), 0), ("delayed", ["--delay", "5"], 74), ("tmp", [], 74),
+  ])
+  func `A dry run gives the enqueue's exit status for an area this user may not write`(
+    area: String, options: [String], status: Int32
+  ) throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    _ = try container.rawMailbox()
+    let opened = try Processes.start(
+      URL(fileURLWithPath: "/bin/chmod"), ["-R", "o+rwX", container.url.path]
+    ).finish(deadline: 60)
+    #expect(opened.status == 0, "\(opened.stderr)")
+    #expect(chmod(container.area(area).path, 0o755) == 0)
+    let dry = try run(["enqueue"] + location + ["--data", "1", "--dry-run"] + options)
+    let real = try run(["enqueue"] + location + ["--data", "1"] + options)
+    #expect(dry.status == status, "\(dry.stderr)")
+    #expect(real.status == status, "\(real.stderr)")
+  }
+}
+
 @Suite struct CLIEnqueueNoCreateTests {
   @Test func `--no-create does not make again a mailbox whose state and settings are gone`()
     throws

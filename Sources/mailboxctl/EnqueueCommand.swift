@@ -139,17 +139,16 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
         payloadVersion: payloadVersion, key: keyed?.0)
     }
   }
-  let existed = MailboxOptions.hasMailbox(try MailboxOptions.location(arguments))
-  let containerExisted = FileManager.default.fileExists(
-    atPath: try MailboxOptions.location(arguments).container.path)
+  let named = try MailboxOptions.location(arguments)
+  let existed = MailboxOptions.hasMailbox(named)
+  let containerExisted = FileManager.default.fileExists(atPath: named.container.path)
   // --no-create: no mailbox is made, nor one whose state and settings files are gone (a
   // namespace directory being deleted) made again.
   if arguments.flag("--no-create"), !existed {
-    let location = try MailboxOptions.location(arguments)
-    guard MailboxOptions.exists(location) else { throw MailboxOptions.missing(location, arguments) }
+    guard MailboxOptions.exists(named) else { throw MailboxOptions.missing(named, arguments) }
     throw CommandFailure(
       .noInput,
-      "no such mailbox: \(location.directory.path) holds neither a state nor a settings file "
+      "no such mailbox: \(named.directory.path) holds neither a state nor a settings file "
         + "(being deleted, or never made: 'mailboxctl create' makes it)")
   }
   // Input refused before the mailbox is made leaves no empty mailbox behind: checked against
@@ -162,18 +161,18 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
     if input.messages.isEmpty { return .success }
   }
   if arguments.flag("--dry-run") {
-    if !existed, !MailboxOptions.exists(try MailboxOptions.location(arguments)) {
+    if !existed, !MailboxOptions.exists(named) {
       let settings = MailboxOptions.givenSettings(arguments).isEmpty ? "default" : "given"
       return dryRunPassed(input.messages.count, into: "a new mailbox with the \(settings) settings")
     }
     // Read only: the stored settings, or for a mailbox storing none the ones it would take.
     let (inspector, _) = try MailboxOptions.openForReading(arguments)
     let limits =
-      MailboxOptions.storesSettings(try MailboxOptions.location(arguments))
+      MailboxOptions.storesSettings(named)
       ? inspector.settings.limits(claimTimeout: try arguments.seconds("--claim-timeout") ?? 600)
       : try MailboxOptions.limits(arguments)
     if limits != assumed { try check(limits, creating: !existed) }
-    try requireWritable(try MailboxOptions.location(arguments), delayed: notBefore != nil)
+    try requireWritable(named, delayed: notBefore != nil)
     return dryRunPassed(input.messages.count, into: "the mailbox")
   }
   // discard-oldest deletes a message to make room: say so, as the library's diagnostic does.
@@ -303,9 +302,9 @@ private func requireWritable(_ location: MailboxOptions.Location, delayed: Bool)
 /// Says on stderr that `count` messages passed every check of a `--dry-run` and would go
 /// `into` the mailbox; the status is success (nothing was written).
 private func dryRunPassed(_ count: Int, into: String) -> ExitStatus {
-  let messages = count == 1 ? "1 message" : "\(count) messages"
   Output.note(
-    "enqueue: dry run: \(messages) would be enqueued into \(into); nothing was written")
+    "enqueue: dry run: \(Output.counted(count, "message")) would be enqueued into \(into); "
+      + "nothing was written")
   return .success
 }
 

@@ -9,14 +9,20 @@ import Testing
 /// message for ever; and `--no-create` made a mailbox again in a namespace directory whose
 /// state and settings files were gone (one being deleted), with the default bounds.
 extension CLIPermissionTests {
-  @Test func `A dry run refuses a mailbox this user may read but not enqueue into`() throws {
+  /// A container holding the mailbox `jobs`, its modes given `chmod -R mode` (for others).
+  func openedToOthers(_ mode: String) throws -> TemporaryContainer {
     let container = try TemporaryContainer()
-    let location = container.arguments()
     _ = try container.rawMailbox()
     let opened = try Processes.start(
-      URL(fileURLWithPath: "/bin/chmod"), ["-R", "o+rX", container.url.path]
+      URL(fileURLWithPath: "/bin/chmod"), ["-R", mode, container.url.path]
     ).finish(deadline: 60)
     #expect(opened.status == 0, "\(opened.stderr)")
+    return container
+  }
+
+  @Test func `A dry run refuses a mailbox this user may read but not enqueue into`() throws {
+    let container = try openedToOthers("o+rX")
+    let location = container.arguments()
     let path = container.url.path + "/AppGroupMailbox/jobs"
     for extra in [["--dry-run"], []] {
       let result = try run(["enqueue"] + location + ["--no-create", "--data", "1"] + extra)
@@ -41,13 +47,8 @@ extension CLIPermissionTests {
   func `A dry run gives the enqueue's exit status for an area this user may not write`(
     area: String, options: [String], status: Int32
   ) throws {
-    let container = try TemporaryContainer()
+    let container = try openedToOthers("o+rwX")
     let location = container.arguments()
-    _ = try container.rawMailbox()
-    let opened = try Processes.start(
-      URL(fileURLWithPath: "/bin/chmod"), ["-R", "o+rwX", container.url.path]
-    ).finish(deadline: 60)
-    #expect(opened.status == 0, "\(opened.stderr)")
     #expect(chmod(container.area(area).path, 0o755) == 0)
     let dry = try run(["enqueue"] + location + ["--data", "1", "--dry-run"] + options)
     let real = try run(["enqueue"] + location + ["--data", "1"] + options)

@@ -12,8 +12,8 @@ enum EntryFormat {
     text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
   }
 
-  /// One text row: state, id, enqueue time, size, priority level, deliveries, due time (`-`
-  /// where unknown or not delayed).
+  /// One text row: state, id, enqueue time, size, priority level, deliveries, due time (a
+  /// delayed message's, or when a claimed message's lease runs out; `-` for the others).
   static func row(_ entry: AppGroupMailboxEntry) -> String {
     let id = entry.id?.uuidString.lowercased() ?? "unknown"
     let date = entry.enqueuedAt.map(ISO8601.format) ?? "-"
@@ -22,7 +22,7 @@ enum EntryFormat {
       + String(repeating: " ", count: max(0, 5 - size.count)) + size + "  "
       + pad(entry.priority.map(String.init) ?? "-", 5)
       + pad(entry.deliveryCount.map(String.init) ?? "-", 12)
-      + (entry.dueAt.map(ISO8601.format) ?? "-")
+      + ((entry.dueAt ?? entry.leaseExpiresAt).map(ISO8601.format) ?? "-")
   }
 
   /// The entry as a JSON object.

@@ -19,7 +19,8 @@ let listCommand = Subcommand(
       Pending, then claimed, each in claim order (the highest priority level first, oldest first
       within a level), then delayed by due time, then quarantined by quarantine time. PRI is the
       priority level, 0 to 9 ("-" for quarantined files). DUE AT is when a delayed message becomes
-      claimable ("-" for the others); for a message enqueued with a delay, ENQUEUED AT shows its
+      claimable, or when a claimed message's lease runs out (unless acknowledged, released or
+      renewed by then, it is claimable again: recovered), "-" for the others; for a message enqueued with a delay, ENQUEUED AT shows its
       place in line (its due time) and `show` the enqueue time; so for a message replaced by key,
       which keeps the replaced one's place, ENQUEUED AT shows that place and `show` the
       replacement's time. JSON: {"id", "state", "enqueuedAt", "size", "deliveryCount", "priority",

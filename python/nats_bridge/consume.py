@@ -22,7 +22,10 @@ ISO 8601 date from 1970 to 2286, or whose type headers name no
 tag a command line can carry (both headers, bad percent-encoding, not UTF-8, a NUL), is terminated in
 JetStream (never redelivered) and logged; any other failure (a full mailbox, exit 75) is
 redelivered after ``--retry-after`` seconds. Runs until SIGINT, SIGTERM or SIGHUP, then finishes the
-enqueues in progress, acknowledges them and exits 0; until the first connection succeeds it
+enqueues in progress, acknowledges them and exits 0 (a second such signal stops those enqueues
+with SIGTERM, one waiting for room with ``--wait`` too, and gives their messages back, at once;
+one stored just before gets a copy the next enqueue by id finds while it is still in the
+mailbox); until the first connection succeeds it
 keeps trying while no server answers, and a stop signal ends it at once (exit 0); any other error
 of the first connection (a credentials file that is missing or needs the ``nkeys`` module, an
 authorization refused) is said in one line and ends it with exit 78. When JetStream refuses the stream or
@@ -146,6 +149,24 @@ class Consumer:
         self.window = asyncio.Semaphore(arguments.parallel)
         self.existing = []  # ["--no-create"] once mailboxctl enqueue is known to have it
         self.ack_wait = arguments.ack_wait  # the durable consumer's, once it is known
+        self.enqueues = set()  # the mailboxctl enqueue processes running
+        self.hurried = False  # a second stop signal came: those are stopped
+
+    def stop_signal(self):
+        """The first stop signal ends the fetching; a second one also stops the enqueues in
+        progress (one waiting for room with ``--wait`` would hold the stop that long)."""
+        if self.stopping.is_set():
+            self.hurried = True
+            for process in self.enqueues:
+                try:
+                    process.terminate()
+                except ProcessLookupError:
+                    pass
+        elif self.enqueues:
+            count = len(self.enqueues)
+            log.record(f"stopping: waiting for {count} enqueue{'s' if count > 1 else ''} in "
+                       "progress (a second stop signal stops them)")
+        self.stopping.set()
 
     async def enqueue(self, message, working):
         """Enqueues `message`, then acknowledges, terminates or gives it back; `working` (the
@@ -180,9 +201,15 @@ class Consumer:
                     message, f"its {common.PRIORITY} header is not a level from 0 to 9")
             if level != common.DEFAULT_PRIORITY:
                 command += ["--priority", str(level)]
-            status, stderr = await self.mailboxctl(*command, data=message.data or b"")
+            status, stderr = await self.mailboxctl(
+                *command, data=message.data or b"", running=self.enqueues)
             if status == 0:
                 await message.ack()
+            elif self.hurried and status < 0:
+                # Stopped by us (a second stop signal): back at once, for the next consumer.
+                log.say(f"enqueue of message {message_id(message)} stopped by a second stop "
+                        "signal: given back", kind="stopped")
+                await message.nak()
             elif status == DATA_ERROR and (why := await self.arguments_refused()):
                 # Not this message's fault: the mailbox's settings changed under the arguments
                 # (a message lifetime now shorter than --delay), and every message would be
@@ -259,7 +286,7 @@ class Consumer:
         loop = asyncio.get_running_loop()
         stops = STOP_SIGNALS
         for number in stops:
-            loop.add_signal_handler(number, self.stopping.set)
+            loop.add_signal_handler(number, self.stop_signal)
         # A parent may have started us with them blocked (the mask is inherited across exec).
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         # The first connection is tried until it succeeds or a stop signal comes, which ends
@@ -418,11 +445,12 @@ class Consumer:
             return None
         return f"mailboxctl enqueue refuses the arguments after --: {stderr}"
 
-    async def mailboxctl(self, *arguments, data=None, output=False):
+    async def mailboxctl(self, *arguments, data=None, output=False, running=None):
         """Runs ``--mailboxctl`` with ``arguments``, ``data`` (bytes) on its stdin (nothing
-        without it); returns its exit status and its stderr as text, trimmed, and with
-        ``output`` its stdout as text between them (discarded without). Raises OSError when it
-        cannot be started."""
+        without it); returns its exit status (minus the signal's number when one ended it) and
+        its stderr as text, trimmed, and with ``output`` its stdout as text between them
+        (discarded without). The process is in the set ``running``, when given, while it runs.
+        Raises OSError when it cannot be started."""
         # The message goes in as a file in memory (memfd_create(2)), not a pipe: mailboxctl may
         # exit before it reads (a usage error), and asyncio then reports the broken pipe as
         # "Future exception was never retrieved" with a traceback on stderr.
@@ -442,7 +470,13 @@ class Consumer:
         finally:
             if data is not None:
                 os.close(stdin)
-        stdout, stderr = await process.communicate()
+        if running is not None:
+            running.add(process)
+        try:
+            stdout, stderr = await process.communicate()
+        finally:
+            if running is not None:
+                running.discard(process)
         stderr = stderr.decode(errors="replace").strip()
         if output:
             return process.returncode, stdout.decode(errors="replace"), stderr

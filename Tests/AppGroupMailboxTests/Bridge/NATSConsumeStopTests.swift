@@ -47,8 +47,9 @@ extension NATSConsumeStartTests {
       }, "\(text(stderr))")
     expectStopped(process, by: SIGTERM, stderr: stderr)
     #expect(
-      text(stderr).contains("consume.py: enqueue of message \(id) stopped by a second stop "
-        + "signal: given back\n"), "\(text(stderr))")
+      text(stderr).contains(
+        "consume.py: enqueue of message \(id) stopped by a second stop "
+          + "signal: given back\n"), "\(text(stderr))")
     #expect(try mailbox.inspector.entries(in: [.pending]).map(\.id) == [blocker])
     // Room made, the next run enqueues it at once: it was given back, not left to the ack wait.
     try #require(try mailbox.claimPending(limit: 1).first).acknowledge()

@@ -118,6 +118,13 @@ private func runEnqueue(_ arguments: ParsedArguments) throws -> ExitStatus {
   if let data = arguments.value("--data") {
     input = EnqueueInput(Array(data.utf8), lines: lines)
   } else {
+    // Typed at a terminal, nothing says when the input ends: said here, so the wait is not
+    // taken for a hang.
+    if isatty(0) == 1 {
+      Output.note(
+        "enqueue: reading the message\(lines ? "s, one a line," : "") from the terminal; end "
+          + "with Ctrl-D on a line of its own (--data gives one on the command line)")
+    }
     input = EnqueueInput(
       try EnqueueInput.readStandardInput(
         limit: lines ? nil : EnqueueInput.singleMessageInputLimit),

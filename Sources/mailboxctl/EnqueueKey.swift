@@ -16,7 +16,9 @@ enum EnqueueKey {
     message takes the pending one's place atomically (its id, position in line, lifetime and
     delivery count and priority level; the id printed is that message's), with keep the pending
     one stays and nothing is written (a note says so). A claimed message with KEY is not
-    touched: the new one is enqueued and waits behind it. --key takes one message and no --id,
+    touched: the new one is enqueued and waits behind it; once the claimed one comes back
+    (released, recovered, due after a delay) KEY has two pending messages, the older first,
+    until a claim takes one. --key takes one message and no --id,
     --enqueued-at, --delay or --not-before. With --json a keyed enqueue adds "keyOutcome":
     "enqueued", "kept" or "replaced".
     """

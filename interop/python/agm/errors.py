@@ -6,6 +6,11 @@ class MailboxFull(Exception):
     """The depth bound holds no room (rejectNewest), or nothing pending can be evicted."""
 
 
+class OrdinalExhausted(MailboxFull):
+    """No sequence is left to hand out (names.MAX_SEQUENCE) even counted from the names alone:
+    until the message holding the largest leaves the mailbox, as full; nothing was written."""
+
+
 class PayloadTooLarge(Exception):
     """The message file would exceed maxPayloadBytes; nothing was written."""
 

@@ -8,6 +8,9 @@ import os
 import re
 
 MAX_MICROS = 9_999_999_999_999_999
+# The largest sequence a producer hands out (2^63 - 1); a name may hold up to 2^64 - 1, and is a
+# message all the same, but does not move the counter (FORMAT.md, "Names").
+MAX_SEQUENCE = (1 << 63) - 1
 MAX_ATTEMPTS = 2_147_483_647
 NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

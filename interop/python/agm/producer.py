@@ -65,6 +65,7 @@ class Producer:
                     write_all(fd, encode(micros), 0)
                     if self.durable:
                         os.fsync(fd)
+                self.make_sequence_room(counters)
                 before = list(counters)
                 name = Name(due if due is not None else micros, counters[0] + 1, id, 0)
                 target = name.file if due is None else delayed_file(due, name)

@@ -6,8 +6,9 @@ import fcntl
 import os
 import stat
 
-from .names import MAX_MICROS, ClaimedName, Name, parse_delayed
-from .system import write_all
+from .errors import OrdinalExhausted
+from .names import MAX_MICROS, MAX_SEQUENCE, ClaimedName, Name, parse_delayed
+from .system import now_micros, write_all
 
 STATE_LENGTH = 65
 
@@ -20,7 +21,8 @@ def parse_state(raw):
     if raw[22:23] != b" " or raw[43:44] != b" " or not all(f.isdigit() for f in fields):
         return None
     sequence, depth, newest = (int(f) for f in fields)
-    if sequence >= 1 << 64 or depth > 2_147_483_647 or newest > MAX_MICROS:
+    # A sequence past what producers hand out is damage (a line written by hand): rebuilt.
+    if sequence > MAX_SEQUENCE or depth > 2_147_483_647 or newest > MAX_MICROS:
         return None
     return [sequence, depth, newest]
 
@@ -77,16 +79,20 @@ class State:
         write_all(self.state, state_line(counters), 0)
 
     def recount(self, stored):
-        """Counters rebuilt from the names (call under the lock)."""
+        """Counters rebuilt from the names (call under the lock). A name's sequence past
+        MAX_SEQUENCE does not move the counter, and `newest` comes only from names not later
+        than now: a future-dated import must never become the clock of later enqueues."""
         seen = set()
         sequence = stored[0] if stored else 0
         newest = stored[2] if stored else 0
+        now = now_micros()
 
         def count(name, implicit):
             nonlocal sequence, newest
             seen.add((name.micros, name.sequence, name.id))
-            sequence = max(sequence, name.sequence)
-            if implicit and stored is None:
+            if name.sequence <= MAX_SEQUENCE:
+                sequence = max(sequence, name.sequence)
+            if implicit and stored is None and name.micros <= now:
                 newest = max(newest, name.micros)
 
         def claimed(text):
@@ -109,6 +115,18 @@ class State:
                 if name:
                     count(name, implicit)
         return [sequence, len(seen), newest]
+
+    def make_sequence_room(self, counters):
+        """Before a sequence is handed out: when the counter leaves none (a line written near
+        MAX_SEQUENCE), rebuilds it from the names alone, so it is the largest sequence a message
+        holds; raises OrdinalExhausted when that leaves none either (FORMAT.md, "Names")."""
+        if counters[0] < MAX_SEQUENCE:
+            return
+        rebuilt = self.recount(None)
+        rebuilt[2] = max(rebuilt[2], counters[2])
+        counters[:] = rebuilt
+        if counters[0] >= MAX_SEQUENCE:
+            raise OrdinalExhausted()
 
     def recount_locked(self):
         """Rebuilds the counters under the lock (after entries left without lowering depth)."""

@@ -16,11 +16,28 @@ class Layout:
         self.set_modes(group_shared)
         self.path = os.path.join(container, "AppGroupMailbox", namespace)
         self._mkdirs(container)
-        self._mkdir(os.path.join(container, "AppGroupMailbox"))
+        # In a setgid container AppGroupMailbox/ is the group's whatever this namespace's mode,
+        # so a private namespace made first does not lock the group out (SECURITY.md).
+        root = os.path.join(container, "AppGroupMailbox")
+        if os.stat(container).st_mode & stat.S_ISGID:
+            self._mkdir(root, 0o2770)
+        else:
+            self._mkdir(root)
         created = self._mkdir(self.path)
         for area in AREAS:
             self._mkdir(os.path.join(self.path, area))
+        self._require_one_mount()
         return created
+
+    def _require_one_mount(self):
+        """Raises OSError (EXDEV) when an area or `state` is not on the namespace directory's
+        mount (another mount id, or another device: a btrfs subvolume): renames between them
+        would fail, and a quarantine move would become a delete (SECURITY.md)."""
+        home = _mount_of(self.path)
+        for name in AREAS + ("state",):
+            path = os.path.join(self.path, name)
+            if os.path.lexists(path) and _mount_of(path) != home:
+                raise OSError(errno.EXDEV, "an area of the mailbox is on another mount", name)
 
     def set_modes(self, group_shared):
         """The modes of what this opener creates: the mailbox's sharing mode."""
@@ -41,11 +58,12 @@ class Layout:
                 self._mkdirs(parent)
             self._mkdir(path)
 
-    def _mkdir(self, path):
+    def _mkdir(self, path, mode=None):
         created = False
+        mode = self.dir_mode if mode is None else mode
         try:
-            os.mkdir(path, self.dir_mode)
-            os.chmod(path, self.dir_mode)
+            os.mkdir(path, mode)
+            os.chmod(path, mode)
             created = True
         except FileExistsError:
             pass
@@ -67,3 +85,18 @@ class Layout:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def _mount_of(path):
+    """(mount id, device) of path itself, not followed if a symlink: the mount id from
+    /proc/self/fdinfo of an O_PATH descriptor (proc(5), "mnt_id")."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        device = os.fstat(fd).st_dev
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("mnt_id:"):
+                    return int(line.split()[1]), device
+        return None, device
+    finally:
+        os.close(fd)

@@ -26,7 +26,8 @@ ANY_UUID = re.compile(UUID_TEXT, re.ASCII | re.I)
 
 def valid_namespace(namespace):
     """Whether namespace is a valid namespace name (FORMAT.md, "Layout")."""
-    return bool(NAMESPACE.fullmatch(namespace)) and set(namespace) != {"."}
+    return (bool(NAMESPACE.fullmatch(namespace)) and set(namespace) != {"."}
+            and not namespace.startswith("-"))
 
 
 class Name:

@@ -55,3 +55,38 @@ struct PythonLayoutTests {
     #expect(container.names("pending") == [name])
   }
 }
+
+/// A message hard-linked under two pending names (found by the same review): the Swift reader
+/// quarantines one name as a copy and delivers the other once; the Python reader renamed the
+/// first link into quarantine, which left the second linked for ever, and it was never delivered.
+extension PythonLayoutTests {
+  @Test func `A message linked under two pending names is delivered once by the Python reader`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox()
+    let id = UUID()
+    let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    let first = pendingName(micros: now - 2_000_000, sequence: 1, id: id)
+    let second = pendingName(micros: now - 1_000_000, sequence: 2, id: id)
+    try container.plant(
+      "pending", first, envelope(id: id, micros: now - 2_000_000, text: "linked", type: ""))
+    #expect(link(container.path("pending", first), container.path("pending", second)) == 0)
+    // The links are passed over for a second after their last change (their grace), then the
+    // first name goes to quarantine as a copy and the second is delivered.
+    var delivered: [String] = []
+    let settled = waitUntil(deadline: 60) {
+      guard let drained = try? PythonSpool.run("drain", container) else { return false }
+      delivered += drained.lines
+      return container.names("pending").isEmpty
+    }
+    #expect(settled, "\(container.names("pending"))")
+    #expect(delivered.count == 1, "\(delivered)")
+    #expect(delivered.first?.contains(id.uuidString.lowercased()) == true)
+    #expect(container.quarantineReasons() == ["unsafe"])
+    var info = stat()
+    let quarantined = try #require(container.names("quarantine").first)
+    try #require(lstat(container.path("quarantine", quarantined), &info) == 0)
+    #expect(info.st_nlink == 1)
+  }
+}

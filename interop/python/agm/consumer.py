@@ -15,7 +15,7 @@ from .moves import read_at_most, same_entry
 from .names import (
     MAX_ATTEMPTS, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_file,
     trim_key)
-from .system import move_refusing_attributes, now_micros, rename_noreplace
+from .system import move_refusing_attributes, now_micros, rename_noreplace, write_all
 
 LINK_GRACE_MICROS = 1_000_000
 # The errors of a rename or unlink that may be the entry's own doing (FORMAT.md, "Moves"):
@@ -98,7 +98,7 @@ class Consumer:
         if info.st_nlink > 1:
             if now - info.st_ctime_ns // 1000 < LINK_GRACE_MICROS:
                 return None
-            return "removed" if self.quarantine("pending", name.file, name.id, "unsafe") else None
+            return "removed" if self.quarantine_linked(name.file, name.id) else None
         next_name = Name(name.micros, name.sequence, name.id, name.attempts + 1, name.level)
         claimed = ClaimedName(next_name, secrets.token_hex(8), now + self.claim_timeout)
         try:
@@ -306,6 +306,53 @@ class Consumer:
                 return "skipped"
             raise error
         return "unsafe" if self.quarantine(area, entry, id, "unsafe") else "skipped"
+
+    def quarantine_linked(self, entry, id):
+        """Quarantines the name `entry` of pending/, a regular file with more than one link, as
+        a copy: its bytes (at most largestPayloadBytes) go to a new file in tmp/ that goes to
+        quarantine, then the name is unlinked. Quarantine by rename would keep the inode linked,
+        and its other names would count as linked for ever; this way, when they were all names
+        in the spool, the last one is delivered once (FORMAT.md, "Consumer protocol"). A file
+        that cannot be copied (larger than the limit, unreadable) is quarantined by rename."""
+        source = self.area("pending", entry)
+        copy = self.area("tmp", f"{os.getpid()}-{secrets.token_hex(8)}.linked.tmp")
+        try:
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return self.quarantine("pending", entry, id, "unsafe")
+        limit = self.settings.largest_payload_bytes
+        try:
+            # Replaced since the look by something that is not a regular file: moved as it is.
+            data = read_at_most(fd, limit + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except OSError:
+            data = None
+        finally:
+            os.close(fd)
+        if data is None or len(data) > limit:
+            return self.quarantine("pending", entry, id, "unsafe")
+        out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      self.file_mode)
+        try:
+            os.fchmod(out, self.file_mode)
+            write_all(out, data)
+        except OSError:
+            os.close(out)
+            os.unlink(copy)
+            return self.quarantine("pending", entry, id, "unsafe")
+        os.close(out)
+        if not self.quarantine("tmp", os.path.basename(copy), id, "unsafe"):
+            try:
+                os.unlink(copy)
+            except FileNotFoundError:
+                pass
+            return False
+        try:
+            os.unlink(source)
+        except FileNotFoundError:
+            pass  # another consumer quarantined the same name: one copy too many, nothing lost
+        return True
 
     def quarantine(self, area, entry, id, reason):
         """Moves an entry into quarantine/ (or deletes it); True when it left its area."""

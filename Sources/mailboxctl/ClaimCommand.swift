@@ -68,7 +68,9 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
         + "mailbox's message lifetime), never delivered")
   }
   if removed.notMessages > 0 {
-    Output.note(QuarantineCounter.notMessagesNote("claim", removed.notMessages))
+    Output.note(
+      QuarantineCounter.notMessagesNote(
+        "claim", removed.notMessages, kept: mailbox.settings.maxQuarantinedFiles > 0))
   }
   for (index, claim) in claims.enumerated() {
     do {

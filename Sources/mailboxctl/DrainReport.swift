@@ -56,7 +56,10 @@ final class DrainReport {
     let delayed = waiting?.count ?? 0
     let nextDueAt = waiting?.compactMap(\.dueAt).min()
     if quarantined.notMessages > 0 {
-      Output.note(QuarantineCounter.notMessagesNote("drain", quarantined.notMessages))
+      Output.note(
+        QuarantineCounter.notMessagesNote(
+          "drain", quarantined.notMessages,
+          kept: context.mailbox.settings.maxQuarantinedFiles > 0))
     }
     if json {
       var object = JSONObject()
@@ -121,10 +124,15 @@ final class QuarantineCounter: Sendable {
   var expired: Int { value.withLock { $0.expired } }
 
   /// The note `command` (`claim`, `drain`) prints for the `count` files it moved to quarantine
-  /// as no message it can deliver.
-  static func notMessagesNote(_ command: String, _ count: Int) -> String {
-    "\(command): moved \(Output.counted(count, "file")) that \(count == 1 ? "is" : "are") no "
-      + "message it can deliver (malformed or unsafe) to quarantine ('mailboxctl quarantine "
-      + "list' shows \(count == 1 ? "it" : "them"))"
+  /// as no message it can deliver; `kept` false when the mailbox keeps no quarantined files
+  /// (`maxQuarantinedFiles` 0), which deletes them instead.
+  static func notMessagesNote(_ command: String, _ count: Int, kept: Bool) -> String {
+    let files = "\(Output.counted(count, "file")) that \(count == 1 ? "is" : "are") no message it "
+    guard kept else {
+      return "\(command): deleted \(files)can deliver (malformed or unsafe): the mailbox keeps "
+        + "no quarantined files (maxQuarantinedFiles 0)"
+    }
+    return "\(command): moved \(files)can deliver (malformed or unsafe) to quarantine "
+      + "('mailboxctl quarantine list' shows \(count == 1 ? "it" : "them"))"
   }
 }

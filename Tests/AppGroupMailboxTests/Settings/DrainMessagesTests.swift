@@ -77,6 +77,29 @@ import Testing
     )
   }
 
+  /// Found by a review of docs/SECURITY.md: with `maxQuarantinedFiles` 0 such a file is
+  /// deleted, but drain and claim said they moved it to quarantine, where nothing was listed.
+  @Test func `Drain and claim say a file that is no message was deleted when quarantine keeps none`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox(limits: .init(maxQuarantinedFiles: 0))
+    for command in ["drain", "claim"] {
+      try raw.enqueue(Data("1".utf8))
+      let name = try #require(container.names("pending").first)
+      let file = container.area("pending").appendingPathComponent(name)
+      try Data("{\"v\":1,".utf8).write(to: file)  // cut short: no message
+      let result = try Mailboxctl.run([command] + container.arguments())
+      #expect(result.status == 0, "\(result.stderr)")
+      #expect(
+        result.stderr.split(separator: "\n").first.map(String.init)
+          == "mailboxctl: \(command): deleted 1 file that is no message it can deliver "
+          + "(malformed or unsafe): the mailbox keeps no quarantined files (maxQuarantinedFiles 0)")
+      #expect(container.names("pending").isEmpty)
+      #expect(container.names("quarantine").isEmpty)
+    }
+  }
+
   /// Found by a new user's review: a dead letter the quarantine bound later deleted was
   /// reported as "moved to quarantine" and never mentioned again, and one deleted because
   /// quarantine keeps nothing was not reported at all.

@@ -79,7 +79,7 @@ import Testing
 
   /// Found by a review of docs/SECURITY.md: with `maxQuarantinedFiles` 0 such a file is
   /// deleted, but drain and claim said they moved it to quarantine, where nothing was listed.
-  @Test func `Drain and claim say a file that is no message was deleted when quarantine keeps none`()
+  @Test func `Drain and claim say a file that is no message was deleted when none are kept`()
     throws
   {
     let container = try TemporaryContainer()

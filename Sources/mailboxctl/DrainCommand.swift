@@ -65,7 +65,8 @@ let drainDetails = """
   handler, or mailboxctl claim/ack. A line not written whole (a full disk, a reader that
   closed the pipe mid-line) or an --output batch not flushed is no delivery: those messages
   and the rest of the batch are put back with their delivery count unchanged, and drain exits
-  74.
+  74. Two drains writing into one pipe interleave lines over 4096 bytes (PIPE_BUF, pipe(7)),
+  and both acknowledge: give each its own pipe or --output FILE.
   With --exec CMD gets the message JSON (its bytes as enqueued: a pretty-printed message keeps
   its line breaks, so read it whole, not with read) and a newline on stdin (written whole to
   whoever reads it: a process CMD leaves running with its stdin gets the rest after CMD

@@ -90,3 +90,26 @@ extension PythonLayoutTests {
     #expect(info.st_nlink == 1)
   }
 }
+
+/// A delayed message that outlived its lifetime before its due time (same review): the Swift
+/// library's maintenance deleted it, the Python reader kept it counted until it was due.
+extension PythonLayoutTests {
+  @Test func `The Python reader deletes a delayed message that expired before it was due`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    _ = try container.rawMailbox(limits: .init(messageLifetime: 86_400))
+    let id = UUID()
+    let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    let enqueued = now - 200_000_000_000  // 200,000 s ago: past the lifetime of a day
+    let name = DelayedName(
+      dueMicros: now + 3_600_000_000,
+      message: PendingName(key: MessageKey(micros: enqueued, sequence: 1), id: id, attempts: 1)
+    ).fileName
+    try container.plant("delayed", name, envelope(id: id, micros: enqueued, text: "old", type: ""))
+    let drained = try PythonSpool.run("drain", container)
+    #expect(drained.lines.isEmpty)
+    #expect(container.names("delayed").isEmpty)
+    #expect(container.names("quarantine").isEmpty)
+  }
+}

@@ -221,10 +221,14 @@ class Consumer:
         now, promoted = now_micros(), 0
         for entry in os.listdir(self.area("delayed")):
             delayed = parse_delayed(entry)
-            if not delayed or delayed[0] > now:
+            if not delayed:
                 continue
+            # Expired whether due or not: the lifetime counts from the name's enqueuedAt, so one
+            # that outlived it while it waited is deleted now, not counted until its due time.
             if now - delayed[1].micros >= self.settings.lifetime_micros:
                 self.expire("delayed", entry, delayed[1].id)
+                continue
+            if delayed[0] > now:
                 continue
             if self.move("delayed", entry, "pending", delayed[1].file, delayed[1].id,
                          passing=True) == "moved":

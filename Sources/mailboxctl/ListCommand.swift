@@ -20,13 +20,14 @@ let listCommand = Subcommand(
       within a level), then delayed by due time, then quarantined by quarantine time. PRI is the
       priority level, 0 to 9 ("-" for quarantined files). DUE AT is when a delayed message becomes
       claimable, or when a claimed message's lease runs out (unless acknowledged, released or
-      renewed by then, it is claimable again: recovered), "-" for the others; for a message enqueued with a delay, ENQUEUED AT shows its
-      place in line (its due time) and `show` the enqueue time; so for a message replaced by key,
-      which keeps the replaced one's place, ENQUEUED AT shows that place and `show` the
-      replacement's time. JSON: {"id", "state", "enqueuedAt", "size", "deliveryCount", "priority",
-      "fileName"} ("enqueuedAt", "deliveryCount" and "priority" null when quarantined; "-" in the
-      table), plus "leaseExpiresAt" when claimed, "dueAt"
-      when delayed, "quarantinedAt" and "reason" when quarantined.
+      renewed by then, it is claimable again: recovered), "-" for the others; for a message
+      enqueued with a delay, ENQUEUED AT shows its place in line (its due time) and `show` the
+      enqueue time; so for a message replaced by key, which keeps the replaced one's place,
+      ENQUEUED AT shows that place and `show` the replacement's time. JSON: {"id", "state",
+      "enqueuedAt", "size", "deliveryCount", "priority", "fileName"} ("enqueuedAt",
+      "deliveryCount" and "priority" null when quarantined; "-" in the table), plus
+      "leaseExpiresAt" when claimed, "dueAt" when delayed, "quarantinedAt" and "reason" when
+      quarantined.
       """),
   run: { arguments in
     var states = Set<AppGroupMailboxEntry.State>()

@@ -9,7 +9,7 @@ import os
 import secrets
 import stat
 
-from .envelope import decode_header, is_json
+from .envelope import MAX_HEADER_BYTES, decode_header, is_json
 from .errors import ClaimGone
 from .moves import read_at_most, same_entry
 from .names import (
@@ -311,6 +311,40 @@ class Consumer:
             raise error
         return "unsafe" if self.quarantine(area, entry, id, "unsafe") else "skipped"
 
+    def inspect_pending(self, name):
+        """What a pending message file is, looked at without claiming it, as a claim would judge
+        it: "valid", "gone", "young" (hard-linked, within its grace), "linked" (past it), or the
+        quarantine reason ("unsafe", "oversized", "malformed", "future"). Reads at most the
+        header's 4,096 bytes."""
+        path = self.area("pending", name.file)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            return "gone"
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK,
+                               errno.ENODEV, errno.EACCES):
+                return "unsafe"
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return "unsafe"
+            if info.st_nlink != 1:
+                young = now_micros() - info.st_ctime_ns // 1000 < LINK_GRACE_MICROS
+                return "young" if young else "linked"
+            if not self._accepts(info.st_size):
+                return "oversized"
+            data = read_at_most(fd, MAX_HEADER_BYTES)
+        finally:
+            os.close(fd)
+        try:
+            header, _ = decode_header(data)
+        except ValueError as error:
+            return str(error)
+        return "valid" if header["id"].lower() == name.id else "malformed"
+
     def quarantine_linked(self, entry, id):
         """Quarantines the name `entry` of pending/, a regular file with more than one link, as
         a copy: its bytes (at most largestPayloadBytes) go to a new file in tmp/ that goes to
@@ -319,6 +353,11 @@ class Consumer:
         in the spool, the last one is delivered once (FORMAT.md, "Consumer protocol"). A file
         that cannot be copied (larger than the limit, unreadable) is quarantined by rename."""
         source = self.area("pending", entry)
+        # A file whose own inode flags refuse its delete (chattr +i, +a) keeps this name
+        # whatever is done: a copy would be made again at every pass, pushing real records out
+        # of quarantine/. It is passed over instead, as the Swift reader does.
+        if move_refusing_attributes(source):
+            return False
         copy = self.area("tmp", f"{os.getpid()}-{secrets.token_hex(8)}.linked.tmp")
         try:
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -336,8 +375,13 @@ class Consumer:
             os.close(fd)
         if data is None or len(data) > limit:
             return self.quarantine("pending", entry, id, "unsafe")
-        out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      self.file_mode)
+        # A copy that cannot be made (no inode or space left in tmp/, a quota) or written:
+        # the name goes to quarantine by rename instead.
+        try:
+            out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                          | os.O_CLOEXEC, self.file_mode)
+        except OSError:
+            return self.quarantine("pending", entry, id, "unsafe")
         try:
             os.fchmod(out, self.file_mode)
             write_all(out, data)
@@ -356,6 +400,8 @@ class Consumer:
             os.unlink(source)
         except FileNotFoundError:
             pass  # another consumer quarantined the same name: one copy too many, nothing lost
+        except OSError:
+            return False  # flagged or mounted on since the look: passed over, as above
         return True
 
     def quarantine(self, area, entry, id, reason):

@@ -33,10 +33,19 @@ class Layout:
         """Raises OSError (EXDEV) when an area or `state` is not on the namespace directory's
         mount (another mount id, or another device: a btrfs subvolume): renames between them
         would fail, and a quarantine move would become a delete (SECURITY.md)."""
-        home = _mount_of(self.path)
+        home_mount, home_device = _mount_of(self.path)
         for name in AREAS + ("state",):
             path = os.path.join(self.path, name)
-            if os.path.lexists(path) and _mount_of(path) != home:
+            if not os.path.lexists(path):
+                continue
+            mount, device = _mount_of(path)
+            # A regular file is not held to the directory's device where the mount id is known:
+            # overlayfs gives it the device of the layer it comes from (without /proc the mount
+            # id is not known).
+            known = mount is not None and home_mount is not None
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+            if (known and mount != home_mount) or (
+                    (not regular or not known) and device != home_device):
                 raise OSError(errno.EXDEV, "an area of the mailbox is on another mount", name)
 
     def set_modes(self, group_shared):
@@ -93,10 +102,13 @@ def _mount_of(path):
     fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         device = os.fstat(fd).st_dev
-        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
-            for line in info:
-                if line.startswith("mnt_id:"):
-                    return int(line.split()[1]), device
+        try:
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                for line in info:
+                    if line.startswith("mnt_id:"):
+                        return int(line.split()[1]), device
+        except OSError:
+            pass  # no /proc: the device alone
         return None, device
     finally:
         os.close(fd)

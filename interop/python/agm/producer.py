@@ -132,7 +132,23 @@ class Producer:
         names = [Name.parse(e.name) for e in os.scandir(self.area("pending"))
                  if e.is_file(follow_symlinks=False)]
         names = [n for n in names if n]
-        names = [n for n in names if n.level <= level]
+        # Before a valid message is evicted, every pending file no claim would deliver goes to
+        # quarantine (a hard link as a copy): if that made room, nothing is evicted (FORMAT.md,
+        # "Producer protocol"; the Swift library's makeRoom does the same).
+        valid, contained = [], 0
+        for name in names:
+            verdict = self.inspect_pending(name)
+            if verdict == "valid":
+                valid.append(name)
+            elif verdict == "linked":
+                contained += self.quarantine_linked(name.file, name.id)
+            elif verdict not in ("gone", "young"):
+                contained += self.quarantine("pending", name.file, name.id, verdict)
+        if contained:
+            counters[:] = self.recount(counters)
+            if counters[1] < max_messages:
+                return
+        names = [n for n in valid if n.level <= level]
         # The victims are chosen before any is deleted: a file whose own inode flags refuse its
         # delete (chattr +i, +a) is passed over for the next, and when too few are left nothing
         # is evicted.

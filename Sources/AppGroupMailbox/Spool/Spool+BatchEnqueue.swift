@@ -49,6 +49,7 @@ extension Spool {
     try mapIO("enqueue") {
       try withStateLock { counters in
         try requireWithinPayloadLimit(files.map(\.count).max() ?? 0)
+        try makeSequenceRoom(files.count, in: &counters)  // before any eviction (see enqueue)
         discarded = try makeRoom(
           &counters, room: files.count, level: level, diagnostics: &diagnostics)
         if micros < counters.newestImplicitMicros {
@@ -60,7 +61,6 @@ extension Spool {
             try write(files[index], to: temporaries[index], creating: false)
           }
         }
-        try makeSequenceRoom(files.count, in: &counters)
         let before = counters
         // As for one message (see ``enqueue``): the counters of the whole batch go to disk
         // before the first rename, so a producer killed between renames never leaves a

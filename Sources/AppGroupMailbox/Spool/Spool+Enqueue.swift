@@ -121,13 +121,15 @@ extension Spool {
           {
             return (decided, 0)
           }
+          // The sequence first: a message refused for want of one must not have cost an
+          // eviction (deleting one and then refusing would lose it for nothing).
+          try makeSequenceRoom(1, in: &counters)
           let discarded = try makeRoom(
             &counters, level: level, mayDiscard: mayDiscard, diagnostics: &diagnostics)
           if explicitMicros == nil, micros < counters.newestImplicitMicros {
             micros = counters.newestImplicitMicros
             try rewrite(id)
           }
-          try makeSequenceRoom(1, in: &counters)
           let name = PendingName(
             key: MessageKey(
               micros: due ?? micros, sequence: counters.sequence + 1, level: level),

@@ -91,4 +91,41 @@ import Testing
     }
     #expect(try mailbox.claimPending().map(\.message) == ["A", "B", "C"])
   }
+
+  /// With discard-oldest, an enqueue refused for want of a sequence evicted a message first,
+  /// which was then lost for nothing (found by a review, in the library and interop/python
+  /// alike): the sequence is made sure of before any eviction.
+  @Test(arguments: ["swift", "batch", "python"])
+  func `A full discard-oldest mailbox refused a sequence evicts nothing`(producer: String)
+    throws
+  {
+    let container = try TemporaryContainer()
+    let mailbox = try AppGroupRawMailbox(
+      containerURL: container.url, namespace: "jobs", limits: .init(maxMessages: 2),
+      overflowPolicy: .discardOldest)
+    let victim = try mailbox.enqueue(Data("1".utf8)).id
+    let id = UUID()
+    // Newer than the victim: an eviction takes the victim and leaves the ceiling in place.
+    let micros = Int64(Date().timeIntervalSince1970 * 1_000_000)
+    try container.plant(
+      "pending", pendingName(micros: micros, sequence: ceiling, id: id),
+      envelope(id: id, micros: micros, text: "at the ceiling", type: ""))
+    try mailbox.spool.withStateLock { $0 = try mailbox.spool.recount(stored: $0) }
+    switch producer {
+    case "swift":
+      #expect(throws: AppGroupMailboxError.ordinalExhausted) {
+        try mailbox.enqueue(Data("3".utf8))
+      }
+    case "batch":
+      let typed = try AppGroupMailbox<String>(containerURL: container.url, namespace: "jobs")
+      #expect(throws: AppGroupMailboxError.ordinalExhausted) {
+        try typed.enqueue(contentsOf: ["3", "4"])
+      }
+    default:
+      let refused = try PythonSpool.start("enqueue", container, stdin: Data("3".utf8)).finish()
+      #expect(refused.status == 75, "\(refused.stderr)")
+    }
+    let pending = container.names("pending").compactMap(PendingName.init(parsing:))
+    #expect(Set(pending.map(\.id)) == [victim, id])
+  }
 }

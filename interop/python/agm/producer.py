@@ -58,6 +58,8 @@ class Producer:
                 nonlocal micros, published
                 if unique and self.contains(id):
                     return "duplicate"
+                # The sequence first: refused for want of one, nothing was evicted for it.
+                self.make_sequence_room(counters)
                 self.make_room(counters)
                 if enqueued_at is None and micros < counters[2]:
                     micros = counters[2]
@@ -65,7 +67,6 @@ class Producer:
                     write_all(fd, encode(micros), 0)
                     if self.durable:
                         os.fsync(fd)
-                self.make_sequence_room(counters)
                 before = list(counters)
                 name = Name(due if due is not None else micros, counters[0] + 1, id, 0)
                 target = name.file if due is None else delayed_file(due, name)

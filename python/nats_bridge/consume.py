@@ -150,20 +150,23 @@ class Consumer:
         self.existing = []  # ["--no-create"] once mailboxctl enqueue is known to have it
         self.ack_wait = arguments.ack_wait  # the durable consumer's, once it is known
         self.enqueues = set()  # the mailboxctl enqueue processes running
+        self.in_progress = 0  # enqueue() calls not yet ended
+        self.signals = 0  # stop signals received
         self.hurried = False  # a second stop signal came: those are stopped
 
     def stop_signal(self):
         """The first stop signal ends the fetching; a second one also stops the enqueues in
         progress (one waiting for room with ``--wait`` would hold the stop that long)."""
-        if self.stopping.is_set():
+        self.signals += 1
+        if self.signals > 1:  # not stopping.is_set(): a refused setting also sets that
             self.hurried = True
             for process in self.enqueues:
                 try:
                     process.terminate()
                 except ProcessLookupError:
                     pass
-        elif self.enqueues:
-            count = len(self.enqueues)
+        elif self.in_progress:
+            count = self.in_progress
             log.record(f"stopping: waiting for {count} enqueue{'s' if count > 1 else ''} in "
                        "progress (a second stop signal stops them)")
         self.stopping.set()
@@ -171,6 +174,7 @@ class Consumer:
     async def enqueue(self, message, working):
         """Enqueues `message`, then acknowledges, terminates or gives it back; `working` (the
         task telling JetStream it is in progress, started when it was fetched) ends with it."""
+        self.in_progress += 1
         try:
             headers = message.headers or {}
             command = ["enqueue", *self.arguments.enqueue, *self.existing,
@@ -230,6 +234,7 @@ class Consumer:
         except Exception as error:  # noqa: BLE001 - JetStream redelivers after ack_wait
             log.say(f"{type(error).__name__}: {error}", kind=type(error).__name__)
         finally:
+            self.in_progress -= 1
             working.cancel()
             self.window.release()
 
@@ -463,15 +468,19 @@ class Consumer:
                 while view:
                     view = view[os.write(stdin, view):]
                 os.lseek(stdin, 0, os.SEEK_SET)
+            # A session of its own: Ctrl-C at a terminal signals consume.py only, which
+            # lets the enqueues in progress finish (a second signal stops them).
             process = await asyncio.create_subprocess_exec(
                 self.arguments.mailboxctl, *arguments, stdin=stdin,
                 stdout=asyncio.subprocess.PIPE if output else asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE)
+                stderr=asyncio.subprocess.PIPE, start_new_session=True)
         finally:
             if data is not None:
                 os.close(stdin)
         if running is not None:
             running.add(process)
+            if self.hurried:  # started as the second stop signal came
+                process.terminate()
         try:
             stdout, stderr = await process.communicate()
         finally:

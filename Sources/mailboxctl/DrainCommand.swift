@@ -16,7 +16,7 @@ let drainCommand = Subcommand(
 
 private let drainOptions: [OptionSpec] =
   [
-    .value("--limit", "N", "Deliver at most N messages."),
+    .value("--limit", "N", "Deliver at most N messages (one put back unhandled does not count)."),
     .value(
       "--timeout", "SECONDS",
       "Stop claiming after SECONDS; running handlers finish (a line stdout's reader has not "

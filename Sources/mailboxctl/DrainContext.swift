@@ -208,7 +208,13 @@ final class DrainContext {
   /// nothing), without counting the delivery, so it never becomes a dead letter for that.
   func putBack(_ claim: AppGroupRawMailbox.Claim) {
     releaseUncounted(claim, after: 0)
+    putBackCount += 1
   }
+
+  /// How many claims ``putBack(_:)`` returned: no handler had them, so `--limit` does not
+  /// count them (a handler that died with messages unread in its pipe ended a `--limit 1`
+  /// drain having delivered none).
+  private(set) var putBackCount = 0
 
   /// Releases `claim` with its delivery count as before the claim, claimable after `after`
   /// seconds (0: at once); a claim another consumer recovered already is left alone.

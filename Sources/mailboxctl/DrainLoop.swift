@@ -50,7 +50,7 @@ final class Drainer {
       } catch {
         context.fail(error)
       }
-      let limitReached = limit.map { started >= $0 } ?? false
+      let limitReached = limit.map { handedOut >= $0 } ?? false
       if context.stopping || context.timeUp || limitReached { break }
       var empty = false
       var blocked = false
@@ -94,8 +94,11 @@ final class Drainer {
   /// 0.2 s run out under a handler still at work).
   private var renewalPoll: TimeInterval { context.renewInterval / 2 }
 
+  /// The claims `--limit` counts: those claimed and not put back unhandled.
+  private var handedOut: Int { started - context.putBackCount }
+
   /// How many more messages `--limit` allows.
-  private var remaining: Int { limit.map { max(0, $0 - started) } ?? Int.max }
+  private var remaining: Int { limit.map { max(0, $0 - handedOut) } ?? Int.max }
 
   /// Claims up to `count` pending messages (due delayed messages are made pending first),
   /// passing over those the handler asked to retry in this round (``DrainContext/retried``);

@@ -87,7 +87,7 @@ let drainDetails = """
   sends that one again), or deadletter. When it exits, crashes, writes garbage or exceeds
   --handler-timeout it is stopped; the answers it wrote until it is gone count, what it left
   unanswered is then released (a message of whose line it read no byte goes back with its
-  delivery count unchanged), and it is restarted (backoff 0.1 s to 10 s); after 5 ends in a
+  delivery count unchanged), and it is restarted (backoff 0.1 s, doubling); after 5 ends in a
   row without an answer drain stops with 69, and at once when the first handler ends, or stays
   silent 30 s, before it answers the greeting. After a stop signal drain finishes the line it
   is writing, then closes its stdin; its answers count until it exits. A message is its whole

@@ -50,8 +50,10 @@ final class Drainer {
       } catch {
         context.fail(error)
       }
+      // The limit ends the run once nothing is in flight: a message in flight may still come
+      // back unhandled (its handler ended before reading it), and is then claimed again.
       let limitReached = limit.map { handedOut >= $0 } ?? false
-      if context.stopping || context.timeUp || limitReached { break }
+      if context.stopping || context.timeUp || (limitReached && mode.inFlight == 0) { break }
       var empty = false
       var blocked = false
       // `--timeout` is looked at before every claim: a mode that takes message after message

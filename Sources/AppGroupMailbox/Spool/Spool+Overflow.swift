@@ -15,8 +15,9 @@ extension Spool {
   /// always `rejectNewest`'s.
   ///
   /// Before ``AppGroupMailboxOverflowPolicy/discardOldest`` evicts a valid message, every pending
-  /// entry that is not one (not a regular file, a persistent hard link, too large, or a file
-  /// whose envelope does not read) is quarantined; if that made room, nothing is evicted.
+  /// entry that is not one (expired or a dead letter by its name, not a regular file, a
+  /// persistent hard link, too large, or a file whose envelope does not read) is taken out of
+  /// line as a claim would (deleted or quarantined); if that made room, nothing is evicted.
   /// - Complexity: O(n) fstatat(2) calls in the depth when full, plus one open and a read of at
   ///   most 4 KiB per entry not checked before (``verifiedPending`` remembers the rest), and one
   ///   statx(2) per message chosen for eviction.
@@ -40,7 +41,17 @@ extension Spool {
     var contained = 0
     var verified: [String: FileStamp] = [:]
     let known = verifiedPending.withLock { $0 }
+    let clock = now
     for (name, entry) in names {
+      // Expired or a dead letter by its name: out of the line as a claim would take it, not
+      // left in place while a deliverable message is evicted.
+      switch try retireUndeliverable(name, entry.name, at: clock, diagnostics: &diagnostics) {
+      case .expired(let left), .deadLettered(let left):
+        if left { contained += 1 }
+        continue
+      case nil:
+        break
+      }
       switch inspectPending(name, entry, known: known) {
       case .gone, .young:
         continue

@@ -213,27 +213,10 @@ import Testing
   func `A mailbox on an overlay whose layers are on two filesystems opens`() throws {
     let container = try TemporaryContainer()
     let root = container.url.path
-    let lower = root + "/lower"
-    _ = try AppGroupRawMailbox(containerURL: URL(fileURLWithPath: lower), namespace: "jobs")
-    let layers = root + "/layers"
-    let merged = root + "/merged"
-    for directory in [layers, merged] {
-      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-    }
-    try mountTmpfs(layers, size: "4m")
-    defer { unmount(layers) }
-    for directory in ["upper", "work"] {
-      try FileManager.default.createDirectory(
-        atPath: layers + "/" + directory, withIntermediateDirectories: false)
-    }
-    let mounted = try Processes.run(
-      "/bin/mount",
-      [
-        "-t", "overlay", "overlay", "-o",
-        "lowerdir=\(lower),upperdir=\(layers)/upper,workdir=\(layers)/work", merged,
-      ])
-    try #require(mounted.status == 0, "mount -t overlay failed: \(mounted.stderr)")
-    defer { unmount(merged) }
+    _ = try AppGroupRawMailbox(
+      containerURL: URL(fileURLWithPath: root + "/lower"), namespace: "jobs")
+    let merged = try mountTwoFilesystemOverlay(in: root)
+    defer { unmountOverlay(in: root) }
     let mailbox = try AppGroupRawMailbox(
       containerURL: URL(fileURLWithPath: merged), namespace: "jobs")
     try mailbox.enqueue(Data("1".utf8))

@@ -89,6 +89,38 @@ func mountTmpfs(_ directory: String, size: String) throws {
   try #require(result.status == 0, "mount -t tmpfs failed: \(result.stderr)")
 }
 
+/// Mounts an overlay at `root`/merged whose lower layer, `root`/lower, stays on the test's
+/// filesystem and whose upper layer is on a tmpfs: overlayfs then gives a regular file the
+/// device of the layer it comes from, not the overlay's. Make what the lower layer should hold
+/// first. Returns the merged directory; `unmountOverlay(in:)` takes both mounts down.
+func mountTwoFilesystemOverlay(in root: String) throws -> String {
+  let layers = root + "/layers"
+  let merged = root + "/merged"
+  for directory in [layers, merged] {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+  }
+  try mountTmpfs(layers, size: "4m")
+  for directory in ["upper", "work"] {
+    try FileManager.default.createDirectory(
+      atPath: layers + "/" + directory, withIntermediateDirectories: false)
+  }
+  let mounted = try Processes.run(
+    "/bin/mount",
+    [
+      "-t", "overlay", "overlay", "-o",
+      "lowerdir=\(root)/lower,upperdir=\(layers)/upper,workdir=\(layers)/work", merged,
+    ])
+  if mounted.status != 0 { unmount(layers) }
+  try #require(mounted.status == 0, "mount -t overlay failed: \(mounted.stderr)")
+  return merged
+}
+
+/// Takes down what ``mountTwoFilesystemOverlay(in:)`` mounted in `root`.
+func unmountOverlay(in root: String) {
+  unmount(root + "/merged")
+  unmount(root + "/layers")
+}
+
 /// Unmounts what ``mountTmpfs(_:size:)`` mounted.
 func unmount(_ directory: String) {
   _ = try? Processes.run("/bin/umount", ["-l", directory])

@@ -81,14 +81,23 @@ class Consumer:
             self.recount_locked()
         return claims
 
+    def retire_undeliverable(self, name):
+        """Takes the pending message `name` out of the line when no claim would deliver it, by
+        its name alone: expired (its lifetime counted from the name's time) or a dead letter
+        (claimed as often as maxDeliveryAttempts allows). None when it is deliverable, else
+        whether it left pending/. The one decision of a claim and of discard-oldest."""
+        if now_micros() - name.micros >= self.settings.lifetime_micros:
+            return self.expire("pending", name.file, name.id)
+        if name.attempts >= min(self.settings.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
+            return self.quarantine("pending", name.file, name.id, "deadletter")
+        return None
+
     def _take(self, name):
         now = now_micros()
         path = self.area("pending", name.file)
-        if now - name.micros >= self.settings.lifetime_micros:
-            return "removed" if self.expire("pending", name.file, name.id) else None
-        if name.attempts >= min(self.settings.max_attempts or MAX_ATTEMPTS, MAX_ATTEMPTS):
-            moved = self.quarantine("pending", name.file, name.id, "deadletter")
-            return "removed" if moved else None
+        retired = self.retire_undeliverable(name)
+        if retired is not None:
+            return "removed" if retired else None
         try:
             info = os.lstat(path)
         except FileNotFoundError:
@@ -127,16 +136,9 @@ class Consumer:
 
     def _read(self, claimed):
         """The Claim, or why it is not delivered (a reason, linked, othertype, vanished or expired)."""
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-        try:
-            fd = os.open(self.area("claimed", claimed.file), flags)
-        except FileNotFoundError:
-            return "vanished"
-        except OSError as error:
-            if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK,
-                               errno.ENODEV, errno.EACCES):
-                return "unsafe"
-            raise
+        fd = _open_entry(self.area("claimed", claimed.file))
+        if isinstance(fd, str):
+            return fd
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -316,17 +318,9 @@ class Consumer:
         it: "valid", "gone", "young" (hard-linked, within its grace), "linked" (past it), or the
         quarantine reason ("unsafe", "oversized", "malformed", "future"). Reads at most the
         header's 4,096 bytes."""
-        path = self.area("pending", name.file)
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-        try:
-            fd = os.open(path, flags)
-        except FileNotFoundError:
-            return "gone"
-        except OSError as error:
-            if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK,
-                               errno.ENODEV, errno.EACCES):
-                return "unsafe"
-            raise
+        fd = _open_entry(self.area("pending", name.file))
+        if isinstance(fd, str):
+            return "gone" if fd == "vanished" else fd
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -490,3 +484,18 @@ class Consumer:
             os.close(child)
         os.rmdir(name, dir_fd=parent)
 
+
+def _open_entry(path):
+    """A read-only descriptor of the message file at path, never following a link or waiting
+    on a FIFO; "vanished" when it is gone, "unsafe" when it is no file a reader may open (a
+    symlink, a FIFO or device, a directory, one this user may not read)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        return os.open(path, flags)
+    except FileNotFoundError:
+        return "vanished"
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK,
+                           errno.ENODEV, errno.EACCES):
+            return "unsafe"
+        raise

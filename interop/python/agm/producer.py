@@ -138,6 +138,10 @@ class Producer:
         # "Producer protocol"; the Swift library's makeRoom does the same).
         valid, contained = [], 0
         for name in names:
+            retired = self.retire_undeliverable(name)
+            if retired is not None:
+                contained += retired
+                continue
             verdict = self.inspect_pending(name)
             if verdict == "valid":
                 valid.append(name)

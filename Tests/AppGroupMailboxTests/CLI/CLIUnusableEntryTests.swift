@@ -213,8 +213,6 @@ import Testing
   func `A mailbox on an overlay whose layers are on two filesystems opens`() throws {
     let container = try TemporaryContainer()
     let root = container.url.path
-    _ = try AppGroupRawMailbox(
-      containerURL: URL(fileURLWithPath: root + "/lower"), namespace: "jobs")
     let merged = try mountTwoFilesystemOverlay(in: root)
     defer { unmountOverlay(in: root) }
     let mailbox = try AppGroupRawMailbox(

@@ -91,9 +91,11 @@ func mountTmpfs(_ directory: String, size: String) throws {
 
 /// Mounts an overlay at `root`/merged whose lower layer, `root`/lower, stays on the test's
 /// filesystem and whose upper layer is on a tmpfs: overlayfs then gives a regular file the
-/// device of the layer it comes from, not the overlay's. Make what the lower layer should hold
-/// first. Returns the merged directory; `unmountOverlay(in:)` takes both mounts down.
+/// device of the layer it comes from, not the overlay's. The lower layer holds a mailbox
+/// `jobs` made first. Returns the merged directory; `unmountOverlay(in:)` takes both mounts
+/// down.
 func mountTwoFilesystemOverlay(in root: String) throws -> String {
+  _ = try AppGroupRawMailbox(containerURL: URL(fileURLWithPath: root + "/lower"), namespace: "jobs")
   let layers = root + "/layers"
   let merged = root + "/merged"
   for directory in [layers, merged] {

@@ -91,8 +91,6 @@ struct PythonLinkedTests {
   func `A mailbox on an overlay whose layers are two filesystems opens in Python`() throws {
     let container = try TemporaryContainer()
     let root = container.url.path
-    _ = try AppGroupRawMailbox(
-      containerURL: URL(fileURLWithPath: root + "/lower"), namespace: "jobs")
     let merged = try mountTwoFilesystemOverlay(in: root)
     defer { unmountOverlay(in: root) }
     for message in ["1", "2"] {

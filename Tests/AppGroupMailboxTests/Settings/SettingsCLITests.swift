@@ -217,7 +217,7 @@ import Testing
 
   /// Found by an adversarial review: the notes counted claimed messages as ones a claim would
   /// expire, and promised a discard-oldest enqueue would delete pending messages when deleting
-  /// them all would not make room (it then deletes nothing and refuses).
+  /// them all would not make room (it then evicts nothing deliverable and refuses).
   @Test func `config's notes leave claimed messages to their holders`() throws {
     let container = try TemporaryContainer()
     let location = container.arguments()
@@ -242,9 +242,13 @@ import Testing
         + "mailboxctl: config: the depth (6) is over the new bound of 3: enqueues are refused "
         + "until claimed or delayed messages leave: deleting every pending message would not "
         + "make room (overflow discard-oldest)\n")
-    // As said: the enqueue is refused and deletes nothing.
+    // As said: the enqueue is refused and evicts nothing deliverable; the three pending
+    // messages it found expired it deleted as a claim would (discard-oldest takes what no
+    // claim would deliver out of line first), and the claimed ones stay with their holders.
     let refused = try Mailboxctl.run(["enqueue"] + location + ["--data", "7"])
     #expect(refused.status == 75)
-    #expect(try container.rawMailbox().inspector.entries(in: [.pending]).count == 3)
+    let inspector = try container.rawMailbox().inspector
+    #expect(try inspector.entries(in: [.pending]).isEmpty)
+    #expect(try inspector.entries(in: [.claimed]).count == 3)
   }
 }

@@ -140,9 +140,11 @@ extension TemporaryContainer {
   }
 
   /// An untyped mailbox here (the CLI's view).
-  func rawMailbox(namespace: String = "jobs", limits: AppGroupMailboxLimits = .init())
-    throws -> AppGroupRawMailbox
-  {
-    try AppGroupRawMailbox(containerURL: url, namespace: namespace, limits: limits)
+  func rawMailbox(
+    namespace: String = "jobs", limits: AppGroupMailboxLimits = .init(),
+    overflowPolicy: AppGroupMailboxOverflowPolicy = .rejectNewest
+  ) throws -> AppGroupRawMailbox {
+    try AppGroupRawMailbox(
+      containerURL: url, namespace: namespace, limits: limits, overflowPolicy: overflowPolicy)
   }
 }

@@ -15,8 +15,7 @@ import Testing
   ) throws {
     if producer == "python" { try #require(PythonSpool.available, "python3 is not installed") }
     let container = try TemporaryContainer()
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: container.url, namespace: "jobs",
+    let mailbox = try container.rawMailbox(
       limits: .init(maxMessages: 3, maxDeliveryAttempts: 1), overflowPolicy: .discardOldest)
     let ids = try (1...3).map { try mailbox.enqueue(Data("\($0)".utf8)).id }
     // The newest becomes a dead letter: claimed once, as a consumer that crashed left it.

@@ -100,9 +100,8 @@ import Testing
     throws
   {
     let container = try TemporaryContainer()
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: container.url, namespace: "jobs", limits: .init(maxMessages: 2),
-      overflowPolicy: .discardOldest)
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest)
     let victim = try mailbox.enqueue(Data("1".utf8)).id
     let id = UUID()
     // Newer than the victim: an eviction takes the victim and leaves the ceiling in place.

@@ -32,9 +32,8 @@ struct PythonLinkedTests {
     throws
   {
     let container = try TemporaryContainer()
-    let mailbox = try AppGroupRawMailbox(
-      containerURL: container.url, namespace: "jobs", limits: .init(maxMessages: 2),
-      overflowPolicy: .discardOldest)
+    let mailbox = try container.rawMailbox(
+      limits: .init(maxMessages: 2), overflowPolicy: .discardOldest)
     let valid = try mailbox.enqueue(Data("1".utf8)).id
     try mailbox.enqueue(Data("2".utf8))
     _ = try linkNewest(container)

@@ -354,10 +354,12 @@ class Consumer:
             return False
         copy = self.area("tmp", f"{os.getpid()}-{secrets.token_hex(8)}.linked.tmp")
         try:
-            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return False
+            fd = _open_entry(source)
         except OSError:
+            fd = "unsafe"
+        if fd == "vanished":
+            return False
+        if fd == "unsafe":
             return self.quarantine("pending", entry, id, "unsafe")
         limit = self.settings.largest_payload_bytes
         try:

@@ -56,6 +56,9 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   // A stop signal must not end the process while it holds claims it has not printed (they
   // would wait out their lease with a delivery counted): it ends the writing instead.
   let signals = Signals.install()
+  // A wait for the namespace lock that another process holds for long (stopped, or by hand)
+  // ends at the first stop signal: the claims made before it are printed, nothing else waits.
+  LockWait.decide { [signals] in signals.stopCount > 0 ? .giveUp : .wait }
   let claims: [AppGroupRawMailbox.Claim]
   do {
     claims = try mailbox.claimPending(limit: limit)

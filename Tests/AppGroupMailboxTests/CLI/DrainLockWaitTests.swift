@@ -64,4 +64,47 @@ import Testing
     #expect(left.map(\.id) == [id])
     #expect(left.map(\.state) == [.claimed])
   }
+
+  /// Whether process `pid` is blocked in flock(2) now (/proc/PID/syscall: the number of the
+  /// system call it waits in first; proc(5)).
+  static func isInFlock(_ pid: Int32) -> Bool {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8),
+      let number = text.split(separator: " ").first.flatMap({ Int($0) })
+    else { return false }
+    return number == Self.flockNumber
+  }
+
+  /// flock(2)'s system call number (Linux's unistd.h; Swift's Glibc does not export SYS_flock).
+  #if arch(x86_64)
+    static let flockNumber = 73
+  #elseif arch(arm64)
+    static let flockNumber = 32
+  #endif
+
+  /// Found by a review: `mailboxctl claim` waiting for a lock another process held went on
+  /// waiting past SIGTERM (its wait was retried on every signal); it now gives up at the first.
+  @Test func `A held lock ends a claim at the first stop signal, nothing claimed`() throws {
+    let container = try TemporaryContainer()
+    let due = Date().addingTimeInterval(0.2)
+    let id = try container.rawMailbox().enqueue(Data("1".utf8), notBefore: due).id
+    // Once due, the claim makes it pending first, which takes the lock.
+    #expect(waitUntil(deadline: 30) { Date() > due.addingTimeInterval(0.05) })
+    let lock = try HeldLock(container)
+    let claim = try Mailboxctl.start(["claim"] + container.arguments())
+    let pid = claim.process.processIdentifier
+    #expect(waitUntil(deadline: 60) { Self.isInFlock(pid) }, "\(claim.stderr)")
+    claim.signal(SIGTERM)
+    // 30 s: a bound on a hang (the lock stays held until the end of the test).
+    let finished = try claim.finish(deadline: 30)
+    _ = consume lock
+    #expect(finished.status == 74, "\(finished.stderr)")
+    #expect(finished.stdout.isEmpty)
+    #expect(
+      finished.stderr.contains(
+        "gave up waiting for the mailbox's lock (the flock(2) on its state file), which "
+          + "another process holds\n"), "\(finished.stderr)")
+    let left = try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
+    #expect(left.map(\.id) == [id])
+    #expect(left.map(\.state) == [.delayed])
+  }
 }

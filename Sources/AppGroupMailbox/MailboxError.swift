@@ -101,7 +101,7 @@ public enum AppGroupMailboxError: Error, Sendable, Equatable, Hashable, Localize
     /// holds"`. What the operation did before it needed the lock stays done (a claim has
     /// already deleted the expired messages it met, a dead letter is already in quarantine).
     public var failure: String {
-      if systemCall == "flock", errno == EINTR {
+      if systemCall == "flock", Errno(rawValue: errno) == .interrupted {
         let on = role.isEmpty ? "" : " on its \(role)"
         return "gave up waiting for the mailbox's lock (the flock(2)\(on)), which another "
           + "process holds"

@@ -24,7 +24,9 @@ let claimCommand = Subcommand(
     When a line cannot be written whole (a closed pipe, a full disk), that message and the
     ones after it are put back without counting the delivery, and the command exits 74.
     SIGINT, SIGTERM or SIGHUP (also while a write waits for a reader) puts back alike the
-    messages not printed yet (exit 130 for SIGINT, else 0).
+    messages not printed yet (exit 130 for SIGINT, else 0). One that comes while the claim
+    waits for the namespace lock another process holds (a stopped producer) ends the wait and
+    the claiming: what was claimed before is printed as above; with none, the exit is 74.
     What a claim removes instead of delivering is said on stderr: messages past the lifetime
     (deleted), dead letters (a line each, as drain's; with other processes dead-lettering at
     the same time the lines may name theirs too) and files that are no message (moved to

@@ -116,7 +116,7 @@ final class SpoolDirectories: Sendable {
       // Explicit mode whatever the umask, only on what this call created.
       if created {
         try? Syscall.chmod(fd.rawValue, mode.directoryMode)
-        if let owner { _ = Glibc.fchown(fd.rawValue, owner.uid, owner.gid) }
+        if let owner { try? Syscall.chown(fd.rawValue, owner.uid, owner.gid) }
       }
       return fd
     }
@@ -225,7 +225,7 @@ final class SpoolDirectories: Sendable {
   /// owner and group (see ``owner``; nothing when not running as root for another user).
   /// fchown(2) failing leaves the file as it is.
   func adoptOwner(_ fd: Int32) {
-    if let owner { _ = Glibc.fchown(fd, owner.uid, owner.gid) }
+    if let owner { try? Syscall.chown(fd, owner.uid, owner.gid) }
   }
 
   /// Opens `state` (read-only when `readOnly`), creating it with `mode` when missing; an
@@ -243,7 +243,7 @@ final class SpoolDirectories: Sendable {
           namespace, stateName, flags | O_CREAT | O_EXCL, mode: mode, role: .stateFile)
         // Explicit mode whatever the umask.
         try? Syscall.chmod(fd.rawValue, mode)
-        if let owner { _ = Glibc.fchown(fd.rawValue, owner.uid, owner.gid) }
+        if let owner { try? Syscall.chown(fd.rawValue, owner.uid, owner.gid) }
         return fd
       } catch let error as SystemCallError where error.errno == .fileExists {
         return try FileDescriptor.open(namespace, stateName, flags, role: .stateFile)
@@ -253,15 +253,19 @@ final class SpoolDirectories: Sendable {
 
   /// Creates the directory `path` and any missing parents, each with exactly `mode` (whatever
   /// the umask); existing directories are left as they are. Returns nil when `path` exists
-  /// now, else the failed mkdir(2).
+  /// now, else the failed mkdirat(2).
   static func createMissing(_ path: String, mode: mode_t) -> SystemCallError? {
     var prefix = path.hasPrefix("/") ? "" : "."
     for component in path.split(separator: "/", omittingEmptySubsequences: true) {
       prefix += "/" + component
-      if mkdir(prefix, mode) == 0 {
-        _ = Glibc.chmod(prefix, mode)
-      } else if Errno.current != .fileExists {
-        return SystemCallError.current("mkdir")
+      do {
+        try Syscall.makeDirectory(AT_FDCWD, prefix, mode: mode)
+        try? Syscall.chmod(AT_FDCWD, prefix, mode)
+      } catch let error as SystemCallError where error.errno == .fileExists {
+        continue
+      } catch {
+        return error as? SystemCallError
+          ?? SystemCallError(call: "mkdirat", errno: Errno(rawValue: EIO))
       }
     }
     return nil

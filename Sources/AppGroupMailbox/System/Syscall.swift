@@ -259,6 +259,17 @@ enum Syscall {
     _ = try retrying("fchmod", at: fd) { fchmod(fd, mode) }
   }
 
+  /// fchmodat(2) of `name` relative to `directory` (`AT_FDCWD`: a path), following a symbolic
+  /// link as chmod(2) does: sets exact permission bits, whatever the umask did.
+  static func chmod(_ directory: Int32, _ name: String, _ mode: mode_t) throws {
+    _ = try retrying("fchmodat", at: directory) { fchmodat(directory, name, mode, 0) }
+  }
+
+  /// fchown(2): gives the open file `fd` to `uid` and `gid`.
+  static func chown(_ fd: Int32, _ uid: uid_t, _ gid: gid_t) throws {
+    _ = try retrying("fchown", at: fd) { fchown(fd, uid, gid) }
+  }
+
   /// flock(2) with `operation` (`LOCK_EX`, `LOCK_UN`). A wait a signal interrupts goes on; a
   /// ``LockWait`` check, when set, decides before and during each wait whether to block, poll
   /// or give up (`EINTR`): a lock that is free is taken whatever it says.

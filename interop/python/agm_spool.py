@@ -23,11 +23,14 @@ Command line (used by Tests/AppGroupMailboxTests/Interop):
             an existing mailbox whose settings differ they are ignored, with a note on stderr.
 
 Exit status: 0; 2 for a usage error (argparse; also a --payload-version outside 1 to
-2**31 - 1, an --id that is not a UUID, an invalid namespace, or a limit out of range such as
---lifetime under 0.000001: one usage line and one error line, nothing written); 65 when a message
-is over the stored maxPayloadBytes (prints "too-large")
-or is not one JSON value as every consumer reads it (prints "not-json"; nothing written), or its
-header line would be over 4,096 bytes (prints "header-too-long"; nothing written); 69 when the
+2**31 - 1, an --enqueued-at-us outside 0 to 9999999999999999 (1970 to 2286), an --id that is
+not a UUID, an invalid namespace, or a limit out of range such as --lifetime under 0.000001, a
+--claim-timeout outside 0.000001 to 31622400 or a count over 8999999999999999: one usage line
+and one error line, nothing written); 65 when a message is over the stored maxPayloadBytes
+(prints "too-large") or is not one JSON value as every consumer reads it (prints "not-json";
+nothing written), or its header line would be over 4,096 bytes (prints "header-too-long";
+nothing written), or it would be expired when due, or at its --enqueued-at-us already (prints
+"<id> expired"; nothing written); 69 when the
 mailbox cannot be opened or used: its settings file cannot be used or has a format newer than 2,
 or a system call failed while opening it (permission denied, a symlink where a directory or the
 settings file should be, a `state` file that is not a regular file with one link...); 74 for an
@@ -50,6 +53,7 @@ sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
 from agm import (  # noqa: E402
     HeaderTooLong, MailboxFull, NotJSON, PayloadTooLarge, SettingsUnreadable, Spool, now_micros)
+from agm.names import MAX_MICROS  # noqa: E402
 
 # The settings options: (destination, option, stored member, default).
 SETTINGS_OPTIONS = (
@@ -119,6 +123,8 @@ def main(argv):
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.payload_version <= 2**31 - 1:
         parser.error("--payload-version needs an integer from 1 to 2147483647")
+    if arguments.enqueued_at_us is not None and not 0 <= arguments.enqueued_at_us <= MAX_MICROS:
+        parser.error("--enqueued-at-us needs an integer from 0 to %d (1970 to 2286)" % MAX_MICROS)
     if arguments.id is not None:
         try:
             uuid.UUID(arguments.id)
@@ -185,6 +191,8 @@ def _run(arguments, spool):
                     print("header-too-long", flush=True)
                     return 65
             print(id, outcome, flush=True)
+            if outcome == "expired":
+                return 65
     elif arguments.command in ("drain", "hold"):
         delivered = 0
         while arguments.count is None or delivered < arguments.count:

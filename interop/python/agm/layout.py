@@ -11,8 +11,9 @@ class Layout:
     """<container>/AppGroupMailbox/<namespace>/ and its areas; a mixin of Spool."""
 
     def create_layout(self, container, namespace, group_shared):
-        """Creates the missing directories (mode 0700, or 2770 when group_shared); returns
-        whether this call created the namespace directory."""
+        """Creates the missing directories (mode 0700, or 2770 when group_shared or when the
+        namespace directory exists group-shared); returns whether this call created the
+        namespace directory."""
         self.set_modes(group_shared)
         self.path = os.path.join(container, "AppGroupMailbox", namespace)
         self._mkdirs(container)
@@ -24,6 +25,10 @@ class Layout:
         else:
             self._mkdir(root)
         created = self._mkdir(self.path)
+        if not created and self.directory_shared():
+            # The group's mailbox (a creator may still be making its areas): what this opener
+            # makes, areas included, is the group's too, whatever it was asked for.
+            self.set_modes(True)
         for area in AREAS:
             self._mkdir(os.path.join(self.path, area))
         self._require_one_mount()

@@ -16,15 +16,22 @@ class Producer:
 
     def enqueue(self, payload, id=None, enqueued_at=None, not_before=None, message_type="",
                 payload_version=1):
-        """Publishes one message; returns (id, outcome): published, delayed, duplicate, expired.
+        """Publishes one message; returns (id, outcome): published, delayed, duplicate, or expired
+        (nothing written: due, or at a given enqueued_at, later than messageLifetime after it).
         The bounds are the stored settings, re-read first when `settings` changed (and again
         under the lock). payload_version (1 to 2**31 - 1) is recorded in the header. Raises
-        ValueError for another payload version, NotJSON for a payload that is not one JSON value
-        as every consumer reads it (envelope.is_json: a consumer would quarantine it),
-        PayloadTooLarge over maxPayloadBytes, HeaderTooLong for a header line over 4,096 bytes
-        (a long type tag), MailboxFull; nothing is written then."""
+        ValueError for another payload version or an enqueued_at (microseconds) outside 0 to
+        MAX_MICROS (1970 to 2286), NotJSON for a payload that is not one JSON value as every
+        consumer reads it (envelope.is_json: a consumer would quarantine it), PayloadTooLarge
+        over maxPayloadBytes, HeaderTooLong for a header line over 4,096 bytes (a long type
+        tag), MailboxFull; nothing is written then."""
         if type(payload_version) is not int or not 1 <= payload_version <= envelope.MAX_PAYLOAD_VERSION:
             raise ValueError("payload_version must be 1 to 2**31 - 1")
+        # A name holds 16 digits of microseconds (1970 to 2286): another date makes a name no
+        # reader parses, quarantined as foreign by the first claim after "published".
+        if enqueued_at is not None and (
+                type(enqueued_at) is not int or not 0 <= enqueued_at <= MAX_MICROS):
+            raise ValueError("enqueued_at must be 0 to %d microseconds (1970 to 2286)" % MAX_MICROS)
         if not envelope.is_json(payload):
             raise NotJSON()
         self.refresh_settings()
@@ -33,7 +40,9 @@ class Producer:
         now = now_micros()
         micros = enqueued_at if enqueued_at is not None else now
         due = min(not_before, MAX_MICROS) if not_before is not None and not_before > now else None
-        if due is not None and due - micros >= self.settings.lifetime_micros:
+        # Expired when due, or (a given date) already: the first claim would only delete it, so
+        # nothing is written (FORMAT.md, producer protocol, step 5).
+        if (due if due is not None else now) - micros >= self.settings.lifetime_micros:
             return id, "expired"
 
         def encode(micros):

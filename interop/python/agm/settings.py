@@ -16,7 +16,9 @@ from .system import rename_noreplace, write_all
 FORMAT = 2  # the newest format read (and written: 2 only while held)
 MAX_BYTES = 4096
 PAYLOAD_CEILING = 64 * 1024 * 1024
-RESOLUTION = 0.000_001  # seconds: the shortest messageLifetime (1 µs)
+RESOLUTION = 0.000_001  # seconds: the shortest messageLifetime and claim timeout (1 µs)
+COUNT_CEILING = 8_999_999_999_999_999  # the largest count bound (AppGroupMailboxLimits.countCeiling)
+CLAIM_TIMEOUT_CEILING = 31_622_400  # seconds (366 days): a longer lease reads as forged
 CREATOR_GRACE = 2.0  # seconds an opener waits for the settings of a namespace being created
 
 
@@ -52,7 +54,9 @@ class Settings:
     def validate(self):
         """Raises SettingsUnreadable naming the first bound out of range (as the library's
         AppGroupMailboxLimits.validate())."""
-        if self.max_messages < 1:
+        # Counts as the library bounds them: a larger one stores a number no reader takes as an
+        # integer (FORMAT.md: below 9 * 10^15), so the file would lock every opener out.
+        if not 1 <= self.max_messages <= COUNT_CEILING:
             raise SettingsUnreadable("'maxMessages' is out of range")
         if not 1 <= self.max_payload_bytes <= PAYLOAD_CEILING:
             raise SettingsUnreadable("'maxPayloadBytes' is out of range")
@@ -61,9 +65,9 @@ class Settings:
         # be one this side reads (or writes) and then expires every message by.
         if not RESOLUTION <= self.lifetime < float("inf"):
             raise SettingsUnreadable("'messageLifetime' is out of range")
-        if self.max_quarantined < 0:
+        if not 0 <= self.max_quarantined <= COUNT_CEILING:
             raise SettingsUnreadable("'maxQuarantinedFiles' is out of range")
-        if self.max_attempts is not None and self.max_attempts < 1:
+        if self.max_attempts is not None and not 1 <= self.max_attempts <= COUNT_CEILING:
             raise SettingsUnreadable("'maxDeliveryAttempts' is out of range")
 
     def encode(self):

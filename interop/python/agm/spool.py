@@ -8,7 +8,7 @@ from .errors import SettingsUnreadable
 from .layout import Layout
 from .names import valid_namespace
 from .producer import Producer
-from .settings import Settings, StoredSettings
+from .settings import CLAIM_TIMEOUT_CEILING, RESOLUTION, Settings, StoredSettings
 from .state import State
 
 
@@ -35,11 +35,16 @@ class Spool(Producer, Consumer, StoredSettings, State, Layout):
             opener.validate()
         except SettingsUnreadable as error:
             raise ValueError("invalid limit: %s" % error) from None
+        # 1 µs to 366 days, as AppGroupMailboxLimits.validate(): a shorter lease has ended when
+        # it is taken, and every reader recovers a longer one at once as forged, so either would
+        # hand the message to a second consumer while the first still holds it.
+        if not RESOLUTION <= claim_timeout <= CLAIM_TIMEOUT_CEILING:
+            raise ValueError("invalid limit: 'claimTimeout' is out of range")
         self.claim_timeout = int(claim_timeout * 1_000_000)
         self.message_type, self.durable = message_type, durable
+        # Makes what is missing of a group-shared namespace for the group, the state file
+        # below too.
         created = self.create_layout(container, namespace, group_shared)
-        if not created and self.directory_shared():
-            self.set_modes(True)  # a missing state file is made for the group too
         self.open_state()
         requested = copy.copy(opener)  # open_settings may adopt the directory's sharing mode
         self.open_settings(opener, created)

@@ -6,7 +6,7 @@ let ackCommand = tokenCommand(
   name: "ack", summary: "Acknowledge a claimed message (from 'claim'): it is deleted.",
   options: MailboxOptions.writing([]),
   details: "TOKEN is a claim token printed by 'mailboxctl claim'. The message is deleted."
-) { claim, _ in
+) { claim, _, _ in
   try claim.acknowledge()
 }
 
@@ -20,10 +20,20 @@ let releaseCommand = tokenCommand(
     TOKEN is a claim token printed by 'mailboxctl claim'. The message goes back to its original
     position, first in line if it was the oldest; its delivery count is kept, its lifetime is not
     extended. With --retry-after it waits in delayed/ (still counting toward --max-messages)
-    and returns to its original position when due.
+    and returns to its original position when due. A --retry-after that ends past the
+    message's lifetime (it would expire before it is due) is refused with exit 65 and the
+    message stays claimed.
     """
-) { claim, arguments in
+) { claim, arguments, mailbox in
   if let delay = try arguments.seconds("--retry-after") {
+    let lifetime = mailbox.limits.messageLifetime
+    // Delayed past its lifetime, it would expire unseen: refused, as such an enqueue is.
+    if Date().addingTimeInterval(delay).timeIntervalSince(claim.enqueuedAt) >= lifetime {
+      throw EnqueueChecks.expired(
+        dueTooLate: true, lifetime: lifetime, creating: false,
+        message: EnqueueChecks.name(claim.id),
+        outcome: "it stays claimed (release it with a shorter --retry-after, or without one)")
+    }
     try claim.release(retryAfter: delay)
   } else {
     try claim.release()
@@ -39,7 +49,7 @@ let renewCommand = tokenCommand(
     --claim-timeout seconds (default 600) from now. Prints the new lease deadline (with --json:
     {"token", "leaseUntil"}).
     """
-) { claim, arguments in
+) { claim, arguments, _ in
   try claim.renew()
   let lease = claim.leaseDeadline.map(ISO8601.format)
   if arguments.flag("--json") {
@@ -64,7 +74,9 @@ private let tokenTries = 5
 /// ran out) exits 66 and changes nothing, in particular not a later claim of the same message.
 private func tokenCommand(
   name: String, summary: String, options: [OptionSpec], details: String,
-  body: @escaping @Sendable (AppGroupRawMailbox.Claim, ParsedArguments) throws -> Void
+  body:
+    @escaping @Sendable (AppGroupRawMailbox.Claim, ParsedArguments, AppGroupRawMailbox) throws
+    -> Void
 ) -> Subcommand {
   Subcommand(
     spec: CommandSpec(
@@ -72,9 +84,9 @@ private func tokenCommand(
       maxPositionals: 1, options: options,
       details: details + """
 
-        Exit status: 0 done, 64 TOKEN is not a claim token, 66 no such mailbox or the claim no
-        longer exists (acknowledged, released, or recovered after its lease ran out; nothing
-        was changed), 74 I/O error.
+        Exit status: 0 done, 64 TOKEN is not a claim token, 65 (release) refused as above, 66 no
+        such mailbox or the claim no longer exists (acknowledged, released, or recovered after
+        its lease ran out; nothing was changed), 74 I/O error.
         """),
     run: { arguments in
       guard let token = AppGroupRawMailbox.ClaimToken(arguments.positionals[0]) else {
@@ -95,7 +107,7 @@ private func tokenCommand(
         var tries = 0
         while true {
           do {
-            try body(try mailbox.claim(token: token), arguments)
+            try body(try mailbox.claim(token: token), arguments, mailbox)
             break
           } catch AppGroupMailboxError.claimNoLongerExists where tries < tokenTries - 1 {
             tries += 1

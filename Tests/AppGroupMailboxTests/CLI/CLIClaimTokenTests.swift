@@ -131,6 +131,31 @@ import Testing
     #expect(try #require(due).timeIntervalSinceNow > 3500)
   }
 
+  /// Found by a new user: a --retry-after ending past the message's lifetime was accepted, and
+  /// the message then expired in delayed/ without being delivered again.
+  @Test func `Release --retry-after past the lifetime is refused and the claim stands`() throws {
+    let container = try TemporaryContainer()
+    #expect(
+      try run("create", container, ["--message-lifetime", "3600"]).status == 0)
+    try enqueue(container, 1)
+    let first = try #require(try claim(container).first)
+    let held = container.names("claimed")
+    let refused = try run("release", container, ["--retry-after", "3601", first.token])
+    #expect(refused.status == 65)
+    #expect(
+      refused.stderr
+        == "mailboxctl: error: release: message \(first.id) would expire before it is due "
+        + "(the mailbox's message lifetime is 3600 s); it stays claimed (release it with a "
+        + "shorter --retry-after, or without one) ('mailboxctl config --message-lifetime "
+        + "SECONDS' raises it)\n")
+    #expect(container.names("claimed") == held)
+    #expect(container.names("delayed").isEmpty)
+    // Within the lifetime it waits in delayed/ as usual.
+    #expect(try run("release", container, ["--retry-after", "1800", first.token]).status == 0)
+    #expect(container.names("delayed").count == 1)
+    #expect(container.names("claimed").isEmpty)
+  }
+
   @Test func `Renew starts a fresh lease and keeps the token`() throws {
     let container = try TemporaryContainer()
     try enqueue(container, 1)

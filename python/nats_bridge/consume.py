@@ -108,7 +108,11 @@ def parse_arguments():
         enqueue = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
     parser = argparse.ArgumentParser(
-        description="Enqueue JetStream messages into a local mailbox (mailboxctl enqueue --id).")
+        usage="%(prog)s [options] -- MAILBOX-OPTIONS",
+        description="Enqueue JetStream messages into a local mailbox (mailboxctl enqueue --id).",
+        epilog="Everything after -- goes to each 'mailboxctl enqueue' and chooses the mailbox "
+               "(required): for example -- --container /srv/app --namespace jobs, or "
+               "-- --app-group ID (the namespace is 'default' unless given).")
     common.add_connection_arguments(parser)
     parser.add_argument("--stream", required=True, help="the stream to consume")
     parser.add_argument("--durable", required=True, help="the durable consumer's name")

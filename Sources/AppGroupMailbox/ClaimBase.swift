@@ -87,6 +87,12 @@ public class AppGroupMailboxClaimBase: @unchecked Sendable {
     try core.release(retryAfter: retryAfter, countingDelivery: false)
   }
 
+  /// When the message expires: the mailbox's ``AppGroupMailboxLimits/messageLifetime`` after
+  /// the earlier of the time its name holds (a keyed replacement keeps the replaced message's)
+  /// and ``enqueuedAt``; a release whose retry delay ends then or later lets it expire before it
+  /// is due. Nil once the claim was finished or found gone.
+  package var expiresAt: Date? { core.expiresAtMicros.map { Date(mailboxMicros: $0) } }
+
   /// Starts a fresh lease of ``AppGroupMailboxLimits/claimTimeout`` seconds from now.
   /// - Throws: as ``acknowledge()``.
   public func renew() throws {

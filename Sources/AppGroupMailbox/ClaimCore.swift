@@ -51,6 +51,18 @@ final class ClaimCore: Sendable {
   /// The lease deadline in microseconds of the mailbox clock; nil once finished or found gone.
   var leaseUntilMicros: Int64? { withName { $0?.leaseUntilMicros } }
 
+  /// When the message expires (microseconds of the mailbox clock): the mailbox's lifetime after
+  /// the earlier of its name's time (what `delayed/` and `pending/` expire it by; a keyed
+  /// replacement keeps the replaced message's) and its header's `enqueuedAt` (what a claim
+  /// expires it by). Nil once the claim was finished or found gone, or its mailbox released.
+  var expiresAtMicros: Int64? {
+    guard let owner else { return nil }
+    let lifetime = owner.spool.limits.messageLifetime.microseconds
+    return withName { name in
+      name.map { min($0.message.key.micros, enqueuedAtMicros).addingMicros(lifetime) }
+    }
+  }
+
   /// Deletes the message (``Spool/acknowledge(_:)``).
   func acknowledge() throws { try finish { spool, name in try spool.acknowledge(name) } }
 

@@ -1,5 +1,6 @@
 import AppGroupMailbox
 import Foundation
+import Synchronization
 
 /// `mailboxctl claim`: claims pending messages and prints each with its claim token and lease
 /// deadline, so a script can handle a message and only then acknowledge it (`ack TOKEN`), put
@@ -26,7 +27,9 @@ let claimCommand = Subcommand(
     SIGINT, SIGTERM or SIGHUP (also while a write waits for a reader) puts back alike the
     messages not printed yet (exit 130 for SIGINT, else 0). One that comes while the claim
     waits for the namespace lock another process holds (a stopped producer) ends the wait and
-    the claiming: what was claimed before is printed as above; with none, the exit is 74.
+    the claiming (exit 74 when nothing was claimed yet). The put-back takes that lock once it
+    is free, or gives up at a second signal or after 30 s: what it could not put back stays
+    claimed until its lease runs out (said on stderr, exit 74).
     What a claim removes instead of delivering is said on stderr: messages past the lifetime
     (deleted), dead letters (a line each, as drain's; with other processes dead-lettering at
     the same time the lines may name theirs too) and files that are no message (moved to
@@ -45,6 +48,10 @@ private let claimOptions: [OptionSpec] = [
       + "\"deliveryCount\", \"messageType\", \"payloadVersion\", \"priority\", \"message\"}."),
 ]
 
+/// Seconds the put-back of claimed messages not printed waits, after a stop signal, for the
+/// namespace lock another process holds (drain's default `--shutdown-timeout`).
+private let putBackTimeout: TimeInterval = 30
+
 private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   let limit = try arguments.integer("--limit", in: 1...Int(Int32.max)) ?? 1
   let json = arguments.flag("--json")
@@ -59,11 +66,21 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
   // would wait out their lease with a delivery counted): it ends the writing instead.
   let signals = Signals.install()
   // A wait for the namespace lock that another process holds for long (stopped, or by hand)
-  // ends at the first stop signal: the claims made before it are printed, nothing else waits.
-  LockWait.decide { [signals] in signals.stopCount > 0 ? .giveUp : .wait }
+  // ends at the first stop signal while claiming (what was claimed by then is put back below);
+  // putting back what was not printed polls a lock that is only busy, and gives up on a second
+  // signal or after `putBackTimeout`.
+  let claiming = Atomic<Bool>(true)
+  let putBackWait = StoppingLockWait(signals: signals, timeout: putBackTimeout)
+  LockWait.decide { [signals] in
+    guard !claiming.load(ordering: .acquiring) else {
+      return signals.stopCount > 0 ? .giveUp : .wait
+    }
+    return putBackWait.verdict()
+  }
   let claims: [AppGroupRawMailbox.Claim]
   do {
     claims = try mailbox.claimPending(limit: limit)
+    claiming.store(false, ordering: .releasing)
   } catch {
     throw CommandFailure(error, while: "")
   }
@@ -85,13 +102,22 @@ private func runClaim(_ arguments: ParsedArguments) throws -> ExitStatus {
       // the lease, and uncounted, so --max-delivery-attempts counts only lines printed.
       let unwritten = claims[index...]
       let putBack = unwritten.filter { (try? $0.releaseUndelivered()) != nil }.count
-      let back = putBack == unwritten.count ? "put back" : "\(putBack) of them put back"
+      let stranded = unwritten.count - putBack
+      let back =
+        stranded == 0
+        ? "put back, their delivery not counted"
+        : "\(putBack) of them put back uncounted, \(stranded) left claimed until the lease "
+          + "runs out (the put-back failed; their delivery counted)"
       let what =
         "\(unwritten.count) of \(Output.counted(claims.count, "claimed message")) not printed, "
-        + "\(back), their delivery not counted"
+        + back
       if let name = signals.stopSignalName {
-        Output.note("claim: stopped by \(name); \(what)")
-        return signals.stoppedStatus
+        // Some still claimed is an I/O failure (74), whatever the signal.
+        guard stranded > 0 else {
+          Output.note("claim: stopped by \(name); \(what)")
+          return signals.stoppedStatus
+        }
+        throw CommandFailure(.ioError, "stopped by \(name); \(what)")
       }
       throw CommandFailure(error.status, "\(error.message); \(what)")
     }

@@ -28,7 +28,7 @@ let releaseCommand = tokenCommand(
   if let delay = try arguments.seconds("--retry-after") {
     let lifetime = mailbox.limits.messageLifetime
     // Delayed past its lifetime, it would expire unseen: refused, as such an enqueue is.
-    if Date().addingTimeInterval(delay).timeIntervalSince(claim.enqueuedAt) >= lifetime {
+    if let expiry = claim.expiresAt, Date().addingTimeInterval(delay) >= expiry {
       throw EnqueueChecks.expired(
         dueTooLate: true, lifetime: lifetime, creating: false,
         message: EnqueueChecks.name(claim.id),

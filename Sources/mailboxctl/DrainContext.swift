@@ -74,16 +74,8 @@ final class DrainContext {
     // A wait for the namespace lock that another process holds for long (stopped, or by hand)
     // ends as the run does: polled once a stop signal came, given up on a second one or
     // --shutdown-timeout after the first.
-    let firstSeen = Locked<Date?>(nil)
-    LockWait.decide { [signals] in
-      guard signals.stopCount > 0 else { return .wait }
-      let seen = firstSeen.withLock { seen in
-        if seen == nil { seen = Date() }
-        return seen ?? Date()
-      }
-      let late = Date().timeIntervalSince(seen) >= shutdownTimeout
-      return signals.stopCount > 1 || late ? .giveUp : .poll
-    }
+    let wait = StoppingLockWait(signals: signals, timeout: shutdownTimeout)
+    LockWait.decide { wait.verdict() }
   }
 
   /// When `--timeout` ends the drain (set by ``Drainer``), nil without one.

@@ -156,6 +156,31 @@ import Testing
     #expect(container.names("claimed").isEmpty)
   }
 
+  /// Found by a review of the fix above: a keyed replacement keeps the replaced message's place
+  /// (the time in its name), and delayed/ expires it by that time, so the check counts from the
+  /// earlier of the two; counted from the header's date, a delay it would not outlive passed.
+  @Test func `Release --retry-after counts a keyed replacement's lifetime from its place`()
+    throws
+  {
+    let container = try TemporaryContainer()
+    #expect(try run("create", container, ["--message-lifetime", "3600"]).status == 0)
+    let earlier = FakeClock(start: Date().addingTimeInterval(-1800))
+    let first = try AppGroupRawMailbox(
+      containerURL: container.url, namespace: "jobs", limits: .init(),
+      overflowPolicy: .rejectNewest,
+      diagnostic: nil, durability: .full, permissions: .private, clock: earlier.mailboxClock)
+    _ = try first.enqueue(Data("1".utf8), key: "k", onConflict: .replace)
+    _ = try container.rawMailbox().enqueue(Data("2".utf8), key: "k", onConflict: .replace)
+    let claimed = try #require(try claim(container).first)
+    #expect(claimed.message == 2)
+    // Due 2,000 s from now: 3,800 s after its place, 2,000 s after its header's date.
+    let refused = try run("release", container, ["--retry-after", "2000", claimed.token])
+    #expect(refused.status == 65, "\(refused.stderr)")
+    #expect(container.names("delayed").isEmpty)
+    #expect(try run("release", container, ["--retry-after", "1000", claimed.token]).status == 0)
+    #expect(container.names("delayed").count == 1)
+  }
+
   @Test func `Renew starts a fresh lease and keeps the token`() throws {
     let container = try TemporaryContainer()
     try enqueue(container, 1)

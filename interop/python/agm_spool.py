@@ -53,7 +53,7 @@ sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 
 from agm import (  # noqa: E402
     HeaderTooLong, MailboxFull, NotJSON, PayloadTooLarge, SettingsUnreadable, Spool, now_micros)
-from agm.names import MAX_MICROS  # noqa: E402
+from agm.names import MAX_MICROS, micros_after  # noqa: E402
 
 # The settings options: (destination, option, stored member, default).
 SETTINGS_OPTIONS = (
@@ -123,6 +123,8 @@ def main(argv):
     arguments = parser.parse_args(argv)
     if not 1 <= arguments.payload_version <= 2**31 - 1:
         parser.error("--payload-version needs an integer from 1 to 2147483647")
+    if arguments.delay != arguments.delay:
+        parser.error("--delay needs a number of seconds, not NaN")
     if arguments.enqueued_at_us is not None and not 0 <= arguments.enqueued_at_us <= MAX_MICROS:
         parser.error("--enqueued-at-us needs an integer from 0 to %d (1970 to 2286)" % MAX_MICROS)
     if arguments.id is not None:
@@ -170,7 +172,7 @@ def _run(arguments, spool):
                 try:
                     not_before = None
                     if arguments.delay > 0:
-                        not_before = now_micros() + int(arguments.delay * 1_000_000)
+                        not_before = micros_after(now_micros(), arguments.delay)
                     id, outcome = spool.enqueue(
                         message, id=arguments.id, enqueued_at=arguments.enqueued_at_us,
                         not_before=not_before, message_type=arguments.type or "",

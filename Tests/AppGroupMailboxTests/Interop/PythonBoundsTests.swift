@@ -106,4 +106,26 @@ struct PythonBoundsTests {
       ])
     #expect(try container.rawMailbox().settings.permissions == .groupShared)
   }
+
+  /// Found by a review of the above: a retry delay of infinity raised OverflowError out of the
+  /// Python release (and enqueue); the library clamps it to the last representable instant.
+  @Test func `An infinite delay is clamped to 2286 and NaN is refused`() throws {
+    let container = try TemporaryContainer()
+    _ = try PythonSpool.enqueue(["1"], into: container)
+    let released = try PythonSpool.run("release-delay", container, ["--delay", "inf"])
+    #expect(released.lines.count == 1)
+    #expect(container.names("delayed").map { String($0.prefix(17)) } == ["9999999999999999-"])
+    let expired = try PythonSpool.start(
+      "enqueue", container, ["--delay", "inf"], stdin: Data("2".utf8)
+    ).finish()
+    #expect(expired.status == 65, "\(expired.stderr)")
+    #expect(expired.lines.map { $0.split(separator: " ").last } == ["expired"])
+    let refused = try PythonSpool.start(
+      "release-delay", container, ["--delay", "nan"]
+    ).finish()
+    #expect(refused.status == 2)
+    #expect(
+      refused.stderr.hasSuffix("agm_spool.py: error: --delay needs a number of seconds, not NaN\n"))
+    #expect(container.names("delayed").count == 1)
+  }
 }

@@ -13,7 +13,7 @@ from .envelope import MAX_HEADER_BYTES, decode_header, is_json
 from .errors import ClaimGone
 from .moves import read_at_most, same_entry
 from .names import (
-    MAX_ATTEMPTS, MAX_MICROS, ClaimedName, Name, delayed_file, parse_delayed, quarantined_file,
+    MAX_ATTEMPTS, ClaimedName, micros_after, Name, delayed_file, parse_delayed, quarantined_file,
     trim_key)
 from .system import move_refusing_attributes, now_micros, rename_noreplace, write_all
 
@@ -181,10 +181,11 @@ class Consumer:
             raise ClaimGone()
 
     def release(self, claim, delay=0.0):
-        """Back to its place in pending/, or into delayed/ for delay seconds."""
+        """Back to its place in pending/, or into delayed/ for delay seconds (clamped to 2286;
+        ValueError for NaN, the claim kept)."""
         name = claim.claimed.name
-        target = ("pending", name.file) if delay <= 0 else (
-            "delayed", delayed_file(min(now_micros() + int(delay * 1_000_000), MAX_MICROS), name))
+        due = micros_after(now_micros(), delay)
+        target = ("pending", name.file) if delay <= 0 else ("delayed", delayed_file(due, name))
         outcome = self.move("claimed", claim.claimed.file, *target, name.id)
         if outcome == "vanished":
             raise ClaimGone()

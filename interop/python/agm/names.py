@@ -12,6 +12,16 @@ MAX_MICROS = 9_999_999_999_999_999
 # message all the same, but does not move the counter (FORMAT.md, "Names").
 MAX_SEQUENCE = (1 << 63) - 1
 MAX_ATTEMPTS = 2_147_483_647
+
+
+def micros_after(now, seconds):
+    """The time `seconds` after `now` (microseconds), clamped to MAX_MICROS (2286, as the
+    library clamps a delay up to infinity); raises ValueError for NaN."""
+    if seconds != seconds:
+        raise ValueError("a delay must be a number of seconds, not NaN")
+    if seconds * 1_000_000 >= MAX_MICROS - now:
+        return MAX_MICROS
+    return now + int(seconds * 1_000_000)
 NAMESPACE = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 DEFAULT_LEVEL = 5

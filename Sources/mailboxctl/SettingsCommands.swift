@@ -90,8 +90,9 @@ let configCommand = Subcommand(
     over a lower --max-quarantined-files loses its oldest files at the next quarantine or
     maintain; with discard-oldest, the next enqueue deletes pending messages until the
     depth is under a lower --max-messages (with reject-newest, enqueues are refused until
-    then); messages already delivered as often as a lower --max-delivery-attempts become
-    dead letters at their next claim. The sharing mode is fixed at creation (--group-shared
+    then; choosing discard-oldest for a mailbox over its bound is said the same way);
+    messages already delivered as often as a lower --max-delivery-attempts become dead
+    letters at their next claim. The sharing mode is fixed at creation (--group-shared
     is refused here).
     """,
   run: { arguments in

@@ -8,9 +8,12 @@ enum SettingsConsequences {
   /// One sentence for each lowered bound that what the mailbox holds is over: messages older
   /// than a shorter lifetime (by the time in their names: a delayed message's is its due time,
   /// so it is not counted), a quarantine over its new bound, a depth over a lower
-  /// `maxMessages`, messages delivered as often as a lower `maxDeliveryAttempts`. None when no
-  /// bound was lowered, or when the areas cannot be listed (the change itself was made).
-  /// - Complexity: one listing of the four areas, O(n), only when a bound was lowered.
+  /// `maxMessages` (or over the bound when the overflow policy becomes discard-oldest, which
+  /// then deletes), messages delivered as often as a lower `maxDeliveryAttempts`. None when no
+  /// bound was lowered nor discard-oldest chosen, or when the areas cannot be listed (the change
+  /// itself was made).
+  /// - Complexity: one listing of the four areas, O(n), only when a bound was lowered or
+  ///   discard-oldest chosen.
   static func notes(
     _ mailbox: AppGroupRawMailbox, before: AppGroupMailboxSettings,
     after: AppGroupMailboxSettings
@@ -19,7 +22,10 @@ enum SettingsConsequences {
     let smallerQuarantine = after.maxQuarantinedFiles < before.maxQuarantinedFiles
     let lowerDepth = after.maxMessages < before.maxMessages
     let fewerDeliveries = (after.maxDeliveryAttempts ?? .max) < (before.maxDeliveryAttempts ?? .max)
-    guard shorterLifetime || smallerQuarantine || lowerDepth || fewerDeliveries,
+    // A mailbox over its bound (lowered before, or messages moved in by hand) that now evicts.
+    let nowDiscarding =
+      after.overflowPolicy == .discardOldest && before.overflowPolicy != after.overflowPolicy
+    guard shorterLifetime || smallerQuarantine || lowerDepth || fewerDeliveries || nowDiscarding,
       let entries = try? mailbox.inspector.entries(in: [.pending, .claimed, .delayed, .quarantined])
     else { return [] }
     let messages = entries.filter { $0.state != .quarantined }
@@ -47,7 +53,7 @@ enum SettingsConsequences {
           + "\(after.maxQuarantinedFiles): the next \(when) deletes the oldest "
           + "\(quarantined - after.maxQuarantinedFiles)")
     }
-    if lowerDepth, messages.count > after.maxMessages {
+    if lowerDepth || nowDiscarding, messages.count > after.maxMessages {
       // Room for one more: discard-oldest deletes only pending messages, and nothing when
       // deleting every one it may would not make that room.
       let needed = messages.count - after.maxMessages + 1
@@ -61,7 +67,8 @@ enum SettingsConsequences {
           : "enqueues are refused until claimed or delayed messages leave: deleting every "
             + "pending message would not make room (overflow discard-oldest)"
       notes.append(
-        "the depth (\(messages.count)) is over the new bound of \(after.maxMessages): "
+        "the depth (\(messages.count)) is over the \(lowerDepth ? "new " : "")bound of "
+          + "\(after.maxMessages): "
           + consequence)
     }
     if fewerDeliveries, let maximum = after.maxDeliveryAttempts {

@@ -251,4 +251,27 @@ import Testing
     #expect(try inspector.entries(in: [.pending]).isEmpty)
     #expect(try inspector.entries(in: [.claimed]).count == 3)
   }
+
+  /// Found by an adversarial review: choosing discard-oldest for a mailbox over its bound (lowered
+  /// before, under reject-newest) said nothing, and the next enqueue deleted the difference.
+  @Test func `config says what choosing discard-oldest over the bound deletes`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    #expect(try Mailboxctl.run(["create"] + location + ["--max-messages", "50"]).status == 0)
+    for number in 0..<6 {
+      #expect(try Mailboxctl.run(["enqueue"] + location + ["--data", "\(number)"]).status == 0)
+    }
+    #expect(try Mailboxctl.run(["config"] + location + ["--max-messages", "3"]).status == 0)
+    let chosen = try Mailboxctl.run(["config"] + location + ["--overflow", "discard-oldest"])
+    #expect(chosen.status == 0)
+    #expect(
+      chosen.stderr
+        == "mailboxctl: config: the depth (6) is over the bound of 3: the next enqueue deletes "
+        + "up to 4 pending messages, the oldest of its priority level or lower first (overflow "
+        + "discard-oldest)\n")
+    // Choosing it again, or reject-newest, says nothing new.
+    let again = try Mailboxctl.run(["config"] + location + ["--overflow", "discard-oldest"])
+    #expect(again.status == 0 && again.stderr == "")
+    #expect(try container.rawMailbox().inspector.entries(in: [.pending]).count == 6)
+  }
 }

@@ -162,7 +162,8 @@ extension MailboxOptions {
         .unavailable,
         "\(context): its settings file cannot be used: " + name.dropFirst("settings: ".count)
           + "; to recover, move \(path)/settings away (the mailbox then has the default "
-          + "settings) and set yours again with 'mailboxctl config'")
+          + "settings, and no hold; its messages stay readable) and set yours again with "
+          + "'mailboxctl config' (and 'hold')")
     default:
       return nil
     }

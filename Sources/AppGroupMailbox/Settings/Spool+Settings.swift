@@ -170,9 +170,14 @@ extension Spool {
 
   /// Writes the settings this spool holds as the mailbox's file, unless another process did
   /// first (then reads theirs). Used when a mailbox (or a spool made before settings files) has
-  /// none.
+  /// none: also one whose damaged file was moved away, so its `largestPayloadBytes` is raised
+  /// to the largest message file stored in `pending/`, `claimed/` and `delayed/` (up to
+  /// ``AppGroupMailboxLimits/payloadCeiling``): readers accept them all, rather than quarantine
+  /// as oversized what an earlier, higher limit admitted.
+  /// - Complexity: one listing of the three areas and an lstat(2) per entry.
   func createSettings() throws {
-    let mine = settings
+    var mine = settings
+    mine.largestPayloadBytes = max(mine.largestPayloadBytes, largestStoredMessage())
     do {
       try writeSettings(mine, otherMembers: [], replacing: false)
     } catch let error as SystemCallError where error.errno == .fileExists {
@@ -183,6 +188,22 @@ extension Spool {
     if let stored = try Self.readSettings(directories.namespace) {
       settingsCache.withLock { $0 = stored }
     }
+  }
+
+  /// The size in bytes of the largest regular file in `pending/`, `claimed/` and `delayed/`,
+  /// at most ``AppGroupMailboxLimits/payloadCeiling``; 0 when there is none (entries that
+  /// cannot be looked at are left out).
+  private func largestStoredMessage() -> Int {
+    var largest = 0
+    for area in [directories.pending, directories.claimed, directories.delayed] {
+      for entry in (try? Syscall.list(area)) ?? [] {
+        guard let info = try? Syscall.lstat(area, entry.exactName),
+          info.st_mode & S_IFMT == S_IFREG
+        else { continue }
+        largest = max(largest, min(Int(info.st_size), AppGroupMailboxLimits.payloadCeiling))
+      }
+    }
+    return largest
   }
 
   /// Changes the stored settings under the namespace lock (the lock the depth bound uses):

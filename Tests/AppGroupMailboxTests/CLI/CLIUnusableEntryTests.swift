@@ -88,8 +88,9 @@ import Testing
           69,
           "mailboxctl: error: status: cannot open the mailbox at \(namespace): its settings "
             + "file cannot be used: a symbolic link, not a regular file; to recover, move "
-            + "\(namespace)/settings away (the mailbox then has the default settings) and set "
-            + "yours again with 'mailboxctl config'\n"
+            + "\(namespace)/settings away (the mailbox then has the default settings, and no "
+            + "hold; its messages stay readable) and set yours again with 'mailboxctl config' "
+            + "(and 'hold')\n"
         ))
   }
 

@@ -179,6 +179,10 @@ class StoredSettings:
             if not created:
                 opener.group_shared = bool(os.stat(self.path).st_mode & stat.S_ISGID)
                 self.set_modes(opener.group_shared)
+                # A namespace whose file was moved away (damaged) may hold messages an earlier,
+                # higher limit admitted: readers must accept them, not quarantine them.
+                opener.largest_payload_bytes = max(
+                    opener.largest_payload_bytes, self._largest_stored_message())
             try:
                 self._write_settings(opener)
             except FileExistsError:
@@ -186,6 +190,24 @@ class StoredSettings:
             found = self.read_settings()
         if found is not None:
             self.settings, self.settings_stamp = found
+
+    def _largest_stored_message(self):
+        """Bytes of the largest regular file in pending/, claimed/ and delayed/, at most
+        PAYLOAD_CEILING; 0 when none (entries that cannot be looked at are left out)."""
+        largest = 0
+        for area in ("pending", "claimed", "delayed"):
+            try:
+                names = os.listdir(self.area(area))
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    info = os.lstat(self.area(area, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    largest = max(largest, min(info.st_size, PAYLOAD_CEILING))
+        return largest
 
     def read_settings(self):
         """(Settings, stamp) from the file, or None when there is none."""

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+@testable import AppGroupMailbox
+
+/// Found by an adversarial review: following the advice for a damaged settings file (move it
+/// away, the mailbox then has the default settings) let the first consumer write settings with
+/// the default `largestPayloadBytes`, and a stored message larger than that, admitted by the
+/// earlier limit, went to quarantine as oversized. The writer now raises the limit to the
+/// largest stored message file, in the Swift library and in interop/python alike.
+@Suite struct SettingsRecoveryTests {
+  /// A mailbox whose bound admitted a message of about 100 KB, its settings file then moved
+  /// away; returns the message's id and its file's size in bytes.
+  func largeMessageWithoutSettings(_ container: TemporaryContainer) throws -> (UUID, Int) {
+    let limits = AppGroupMailboxLimits(maxPayloadBytes: 200_000)
+    let payload = Data(("\"" + String(repeating: "x", count: 100_000) + "\"").utf8)
+    let id = try container.rawMailbox(limits: limits).enqueue(payload).id
+    let settings = container.url.path + "/AppGroupMailbox/jobs/settings"
+    try FileManager.default.moveItem(atPath: settings, toPath: settings + ".damaged")
+    let name = try #require(container.names("pending").first)
+    let size =
+      try FileManager.default.attributesOfItem(
+        atPath: container.area("pending").path + "/" + name)[.size] as? Int
+    return (id, try #require(size))
+  }
+
+  @Test func `The library's new settings keep a stored large message readable`() throws {
+    let container = try TemporaryContainer()
+    let (id, size) = try largeMessageWithoutSettings(container)
+    let mailbox = try container.rawMailbox()
+    #expect(mailbox.settings.maxPayloadBytes == 65_536)
+    #expect(mailbox.settings.largestPayloadBytes == size)
+    let claims = try mailbox.claimPending()
+    #expect(claims.map(\.id) == [id])
+    #expect(container.names("quarantine").isEmpty)
+  }
+
+  @Test(.enabled(if: PythonSpool.available, "python3 is not installed"))
+  func `Python's new settings keep a stored large message readable`() throws {
+    let container = try TemporaryContainer()
+    let (id, size) = try largeMessageWithoutSettings(container)
+    let drained = try PythonSpool.run("drain", container)
+    let ids = try jsonLines(drained.stdout).map { $0["id"] as? String }
+    #expect(ids == [id.uuidString.lowercased()])
+    #expect(container.names("quarantine").isEmpty)
+    #expect(try container.rawMailbox().settings.largestPayloadBytes == size)
+  }
+}

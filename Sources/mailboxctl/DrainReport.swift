@@ -90,6 +90,8 @@ final class DrainReport {
           + ISO8601.format(due)
       }
       if let stopped { text += "; stopped by \(stopped)" }
+      // A hold that began during the run ends it as an empty mailbox would, silently otherwise.
+      if context.mailbox.isHeld { text += "; the mailbox is held until 'mailboxctl resume'" }
       Output.note(text)
     }
   }

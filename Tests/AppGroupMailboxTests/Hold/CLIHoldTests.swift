@@ -94,6 +94,25 @@ import Testing
     #expect(try jsonLines(delivered.stdout).map { $0["message"] as? Int } == [1, 2])
   }
 
+  /// Found by an adversarial review: a plain drain that a hold stopped midway exited 0 with its
+  /// counts alone, as if the mailbox were empty, messages still pending.
+  @Test func `A drain a hold stops midway says the mailbox is held`() throws {
+    let container = try TemporaryContainer()
+    let location = container.arguments()
+    let raw = try container.rawMailbox()
+    for number in 1...3 { try raw.enqueue(Data("\(number)".utf8)) }
+    // The first message's handler holds the mailbox: the drain claims nothing more.
+    let hold = ([Mailboxctl.url.path, "hold"] + location).joined(separator: " ")
+    let drained = try Mailboxctl.run(
+      ["drain"] + location + ["--exec", "/bin/sh", "-c", "cat >/dev/null; \(hold) >/dev/null"])
+    #expect(drained.status == 0, "\(drained.stderr)")
+    #expect(drained.stderr.hasPrefix("mailboxctl: drain: delivered 1, released 0, quarantined 0"))
+    #expect(
+      drained.stderr.hasSuffix("; the mailbox is held until 'mailboxctl resume'\n"),
+      "\(drained.stderr)")
+    #expect(try raw.inspector.status().pending == 2)
+  }
+
   @Test func `Hold of a missing mailbox exits 66 and creates nothing`() throws {
     let container = try TemporaryContainer()
     let result = try Mailboxctl.run(["hold"] + container.arguments())

@@ -352,13 +352,20 @@ private func progress(_ failure: CommandFailure, _ input: EnqueueInput, stored: 
 private func fullFailure(_ mailbox: AppGroupRawMailbox, waited: Double, lines: Bool)
   -> CommandFailure
 {
-  let depth = (try? mailbox.inspector.counts().depth).map(String.init) ?? "unknown"
-  var text = "the mailbox is full (depth \(depth), maxMessages \(mailbox.settings.maxMessages))"
+  // Counted after the refusal, outside the lock: consumers may have made room since.
+  let depth = try? mailbox.inspector.counts().depth
+  let maximum = mailbox.settings.maxMessages
+  var text =
+    if let depth, depth < maximum {
+      "the mailbox was full (maxMessages \(maximum); room was made since: depth \(depth) now)"
+    } else {
+      "the mailbox is full (depth \(depth.map(String.init) ?? "unknown"), maxMessages \(maximum))"
+    }
   if waited > 0 { text += " after waiting \(Output.seconds(waited)) s" }
   if mailbox.settings.overflowPolicy == .discardOldest {
     text +=
-      " (discard-oldest deletes only a pending message of this message's priority level or "
-      + "lower, and no such message was pending that could be deleted)"
+      " (discard-oldest deletes only pending messages of this message's priority level or "
+      + "lower, and too few of them were pending that could be deleted)"
   }
   if !lines { text += "; nothing was enqueued" }
   return CommandFailure(.temporaryFailure, text)

@@ -94,8 +94,9 @@ import Testing
     #expect(
       low.stderr
         == "mailboxctl: error: enqueue: the mailbox is full (depth 1, maxMessages 1) "
-        + "(discard-oldest deletes only a pending message of this message's priority level or "
-        + "lower, and no such message was pending that could be deleted); nothing was enqueued\n")
+        + "(discard-oldest deletes only pending messages of this message's priority level or "
+        + "lower, and too few of them were pending that could be deleted); nothing was "
+        + "enqueued\n")
     #expect(container.names("pending").count == 1)
   }
 

@@ -239,7 +239,7 @@ extension Spool {
       guard AppGroupRawMailbox.isJSON(read.message) else { return .notAMessage }
       header = read.header
     case .failure(.vanished): return .notFound
-    case .failure: return .notAMessage
+    case .failure: return quarantined(fileName) ? .notAMessage : .notFound
     }
     guard let id = UUID(uuidString: header.id) else { return .notAMessage }
     var events: [AppGroupMailboxDiagnostic] = []
@@ -272,7 +272,8 @@ extension Spool {
         case .duplicate, .conflict:
           // A leftover held the fresh name: the move policy dropped or quarantined the copy.
           return .alreadyPresent(id)
-        case .stuck: return .notAMessage  // replaced by an entry that is no file since the read
+        case .stuck:  // replaced by an entry that is no file since the read, or purged
+          return quarantined(fileName) ? .notAMessage : .notFound
         }
       }
     }
@@ -284,6 +285,18 @@ extension Spool {
       configuration.onPending?()
     }
     return outcome
+  }
+
+  /// Whether `fileName` is still in `quarantine/` (a purge racing a requeue deletes it while
+  /// the requeue reads or moves it: that file is not found, not "no message"); true when it
+  /// cannot be looked at.
+  private func quarantined(_ fileName: String) -> Bool {
+    do {
+      _ = try Syscall.lstat(directories.quarantine, fileName)
+    } catch let error as SystemCallError where error.isNotFound {
+      return false
+    } catch {}
+    return true
   }
 
   /// See ``AppGroupMailboxInspector/purgeQuarantined(_:)``.

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 
@@ -145,6 +146,29 @@ import Testing
     #expect(back.id == id)
     #expect(back.deliveryCount == 1)
     #expect(back.messageType == "Other")
+  }
+
+  /// Found by an adversarial review: a requeue racing a purge of the same file said the file
+  /// stays in quarantine as no message (`notAMessage`) though the purge had deleted it.
+  @Test(arguments: ["openat", "renameat2"])
+  func `Requeue of a file purged meanwhile finds nothing`(call: String) throws {
+    let container = try TemporaryContainer()
+    let raw = try container.rawMailbox()
+    let id = try raw.enqueue(Data("1".utf8), messageType: "Other").id
+    let typed: AppGroupMailbox<String> = try container.mailbox(messageType: "Other")
+    #expect(try typed.claimPending().isEmpty)
+    let quarantined = try #require(try raw.inspector.entries(in: [.quarantined]).first)
+    #expect(quarantined.id == id)
+    let path = container.area("quarantine").path + "/" + quarantined.fileName
+    // The purge deletes the file just before the requeue opens it, or just before its move.
+    let recorder = SystemCallRecording.Recorder { made in
+      if made.name == call, made.path == quarantined.fileName { unlink(path) }
+    }
+    let outcome = try SystemCallRecording.recording(recorder) {
+      try raw.inspector.requeueQuarantined(quarantined.fileName)
+    }
+    #expect(outcome == .notFound)
+    #expect(container.names("pending").isEmpty && container.names("quarantine").isEmpty)
   }
 
   @Test func `Requeue keeps a file whose message is not one JSON value in quarantine`() throws {

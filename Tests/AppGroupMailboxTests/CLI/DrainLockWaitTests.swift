@@ -55,6 +55,15 @@ import Testing
     // 30 s: a bound on a hang (the lock stays held until the end of the test).
     let finished = try drain.finish(deadline: 30)
     _ = consume lock
+    try expectGaveUp(finished, container, leaving: id, as: .claimed)
+  }
+
+  /// That the process exited 74 saying it gave up the lock, and left message `id` alone in the
+  /// mailbox, in `state`.
+  func expectGaveUp(
+    _ finished: Finished, _ container: TemporaryContainer, leaving id: UUID,
+    as state: AppGroupMailboxEntry.State
+  ) throws {
     #expect(finished.status == 74, "\(finished.stderr)")
     #expect(
       finished.stderr.contains(
@@ -62,24 +71,8 @@ import Testing
           + "another process holds\n"), "\(finished.stderr)")
     let left = try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
     #expect(left.map(\.id) == [id])
-    #expect(left.map(\.state) == [.claimed])
+    #expect(left.map(\.state) == [state])
   }
-
-  /// Whether process `pid` is blocked in flock(2) now (/proc/PID/syscall: the number of the
-  /// system call it waits in first; proc(5)).
-  static func isInFlock(_ pid: Int32) -> Bool {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8),
-      let number = text.split(separator: " ").first.flatMap({ Int($0) })
-    else { return false }
-    return number == Self.flockNumber
-  }
-
-  /// flock(2)'s system call number (Linux's unistd.h; Swift's Glibc does not export SYS_flock).
-  #if arch(x86_64)
-    static let flockNumber = 73
-  #elseif arch(arm64)
-    static let flockNumber = 32
-  #endif
 
   /// Found by a review: `mailboxctl claim` waiting for a lock another process held went on
   /// waiting past SIGTERM (its wait was retried on every signal); it now gives up at the first.
@@ -92,20 +85,13 @@ import Testing
     let lock = try HeldLock(container)
     let claim = try Mailboxctl.start(["claim"] + container.arguments())
     let pid = claim.process.processIdentifier
-    #expect(waitUntil(deadline: 60) { Self.isInFlock(pid) }, "\(claim.stderr)")
+    #expect(waitUntil(deadline: 60) { Self.isIn(pid, Self.flockNumber) }, "\(claim.stderr)")
     claim.signal(SIGTERM)
     // 30 s: a bound on a hang (the lock stays held until the end of the test).
     let finished = try claim.finish(deadline: 30)
     _ = consume lock
-    #expect(finished.status == 74, "\(finished.stderr)")
     #expect(finished.stdout.isEmpty)
-    #expect(
-      finished.stderr.contains(
-        "gave up waiting for the mailbox's lock (the flock(2) on its state file), which "
-          + "another process holds\n"), "\(finished.stderr)")
-    let left = try container.rawMailbox().inspector.entries(in: [.pending, .claimed, .delayed])
-    #expect(left.map(\.id) == [id])
-    #expect(left.map(\.state) == [.delayed])
+    try expectGaveUp(finished, container, leaving: id, as: .delayed)
   }
 
   /// Whether process `pid` is in the system call `number` now (/proc/PID/syscall, proc(5)).
@@ -116,11 +102,14 @@ import Testing
     return first == number
   }
 
-  /// write(2)'s and clock_nanosleep(2)'s numbers (a lock wait polls with usleep(3)).
+  /// The numbers of flock(2), write(2) and clock_nanosleep(2) (a lock wait polls with
+  /// usleep(3)), from Linux's unistd.h: Swift's Glibc exports no SYS_ constants.
   #if arch(x86_64)
+    static let flockNumber = 73
     static let writeNumber = 1
     static let sleepNumber = 230
   #elseif arch(arm64)
+    static let flockNumber = 32
     static let writeNumber = 64
     static let sleepNumber = 115
   #endif

@@ -190,17 +190,25 @@ extension Spool {
     }
   }
 
-  /// The size in bytes of the largest regular file in `pending/`, `claimed/` and `delayed/`,
-  /// at most ``AppGroupMailboxLimits/payloadCeiling``; 0 when there is none (entries that
-  /// cannot be looked at are left out).
+  /// The size in bytes of the largest message file in `pending/`, `claimed/` and `delayed/`:
+  /// a regular file under its area's message name, counted at most as the bytes it occupies on
+  /// disk (a sparse file planted to look large counts as what it holds) and at most
+  /// ``AppGroupMailboxLimits/payloadCeiling``; 0 when there is none (entries that cannot be
+  /// looked at are left out).
   private func largestStoredMessage() -> Int {
+    let areas: [(Int32, (String) -> Bool)] = [
+      (directories.pending, { PendingName(parsing: $0) != nil }),
+      (directories.claimed, { ClaimedName(parsing: $0) != nil }),
+      (directories.delayed, { DelayedName(parsing: $0) != nil }),
+    ]
     var largest = 0
-    for area in [directories.pending, directories.claimed, directories.delayed] {
-      for entry in (try? Syscall.list(area)) ?? [] {
+    for (area, isMessageName) in areas {
+      for entry in (try? Syscall.list(area)) ?? [] where isMessageName(entry.name) {
         guard let info = try? Syscall.lstat(area, entry.exactName),
           info.st_mode & S_IFMT == S_IFREG
         else { continue }
-        largest = max(largest, min(Int(info.st_size), AppGroupMailboxLimits.payloadCeiling))
+        let stored = min(Int(info.st_size), Int(info.st_blocks) * 512)
+        largest = max(largest, min(stored, AppGroupMailboxLimits.payloadCeiling))
       }
     }
     return largest

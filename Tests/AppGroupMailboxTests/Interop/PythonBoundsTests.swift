@@ -120,6 +120,10 @@ struct PythonBoundsTests {
     ).finish()
     #expect(expired.status == 65, "\(expired.stderr)")
     #expect(expired.lines.map { $0.split(separator: " ").last } == ["expired"])
+    // A delay of minus infinity is no delay: back in line at once (found by a review).
+    _ = try PythonSpool.enqueue(["3"], into: container)
+    #expect(try PythonSpool.run("release-delay", container, ["--delay=-inf"]).lines.count == 1)
+    #expect(container.names("pending").count == 1)
     let refused = try PythonSpool.start(
       "release-delay", container, ["--delay", "nan"]
     ).finish()

@@ -184,8 +184,8 @@ class Consumer:
         """Back to its place in pending/, or into delayed/ for delay seconds (clamped to 2286;
         ValueError for NaN, the claim kept)."""
         name = claim.claimed.name
-        due = micros_after(now_micros(), delay)
-        target = ("pending", name.file) if delay <= 0 else ("delayed", delayed_file(due, name))
+        target = ("pending", name.file) if delay <= 0 else (
+            "delayed", delayed_file(micros_after(now_micros(), delay), name))
         outcome = self.move("claimed", claim.claimed.file, *target, name.id)
         if outcome == "vanished":
             raise ClaimGone()

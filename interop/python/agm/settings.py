@@ -11,6 +11,7 @@ import time
 
 from .errors import SettingsFormatTooNew, SettingsUnreadable
 from .jsontext import RepeatedName, loads_object
+from .names import ClaimedName, Name, parse_delayed
 from .system import rename_noreplace, write_all
 
 FORMAT = 2  # the newest format read (and written: 2 only while held)
@@ -192,21 +193,27 @@ class StoredSettings:
             self.settings, self.settings_stamp = found
 
     def _largest_stored_message(self):
-        """Bytes of the largest regular file in pending/, claimed/ and delayed/, at most
-        PAYLOAD_CEILING; 0 when none (entries that cannot be looked at are left out)."""
+        """Bytes of the largest message file in pending/, claimed/ and delayed/ (a regular file
+        under its area's message name), counted at most as the bytes it occupies on disk (a
+        sparse file planted to look large counts as what it holds) and at most PAYLOAD_CEILING;
+        0 when none (entries that cannot be looked at are left out)."""
         largest = 0
-        for area in ("pending", "claimed", "delayed"):
+        for area, parse in (("pending", Name.parse), ("claimed", ClaimedName.parse),
+                            ("delayed", parse_delayed)):
             try:
                 names = os.listdir(self.area(area))
             except OSError:
                 continue
             for name in names:
+                if parse(name) is None:
+                    continue
                 try:
                     info = os.lstat(self.area(area, name))
                 except OSError:
                     continue
                 if stat.S_ISREG(info.st_mode):
-                    largest = max(largest, min(info.st_size, PAYLOAD_CEILING))
+                    stored = min(info.st_size, info.st_blocks * 512)
+                    largest = max(largest, min(stored, PAYLOAD_CEILING))
         return largest
 
     def read_settings(self):

@@ -122,7 +122,8 @@ import Testing
     ]
     let recovery =
       "; to recover, move \(container.url.path)/AppGroupMailbox/jobs/settings away (the mailbox "
-      + "then has the default settings) and set yours again with 'mailboxctl config'"
+      + "then has the default settings, and no hold; its messages stay readable) and set yours "
+      + "again with 'mailboxctl config' (and 'hold')"
     for (text, message) in cases {
       try Data((text + "\n").utf8).write(to: settings)
       let result = try Mailboxctl.run(["status"] + container.arguments())

@@ -157,7 +157,8 @@ private func requeue(
     case .requeued(let id): try report(name, id, "requeued", json: json)
     case .alreadyPresent(let id):
       try report(name, id, "alreadyPresent", json: json)
-      Output.note("quarantine: message \(id.uuidString.lowercased()) is already pending or claimed")
+      Output.note(
+        "quarantine: message \(id.uuidString.lowercased()) is already pending, delayed or claimed")
     case .expired(let id):
       try report(name, id, "expired", json: json)
       Output.note(
@@ -172,8 +173,8 @@ private func requeue(
       try report(name, ids[name], "notAMessage", json: json)
       Output.note(
         "quarantine: \(name) stays in quarantine: it is not a message this mailbox can deliver "
-          + "(not a regular file, malformed, a newer format, larger than the payload limit, or "
-          + "not one JSON value); "
+          + "(not a regular file, hard-linked, malformed, a newer format, larger than the payload "
+          + "limit, or not one JSON value); "
           + "'quarantine show' tells which, 'mailboxctl config --max-payload-bytes' raises the "
           + "limit")
       status = .dataError

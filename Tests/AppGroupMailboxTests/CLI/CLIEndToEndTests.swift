@@ -465,8 +465,8 @@ import Testing
     #expect(
       notAMessage.stderr
         == "mailboxctl: quarantine: \(malformed) stays in quarantine: it is not a message this "
-        + "mailbox can deliver (not a regular file, malformed, a newer format, larger than "
-        + "the payload limit, or not one JSON value); 'quarantine show' tells which, "
+        + "mailbox can deliver (not a regular file, hard-linked, malformed, a newer format, "
+        + "larger than the payload limit, or not one JSON value); 'quarantine show' tells which, "
         + "'mailboxctl config --max-payload-bytes' raises the limit\n")
     let missing = try Mailboxctl.run(
       ["quarantine"] + container.arguments() + ["purge", UUID().uuidString])

@@ -154,6 +154,26 @@ import Testing
     #expect(container.names("pending") == [])
   }
 
+  /// Found by an adversarial review: mailboxctl's note said "already pending or claimed" for an
+  /// id that waits in delayed/.
+  @Test func `mailboxctl's requeue note names delayed among where the id is`() throws {
+    let container = try TemporaryContainer()
+    let id = try container.rawMailbox().enqueue(Data("1".utf8), delay: 3_600).id
+    let delayedName = try #require(container.names("delayed").first)
+    let copy = "0000000000000001-malformed-\(id.uuidString.lowercased())-00000001.q"
+    try FileManager.default.copyItem(
+      at: container.area("delayed").appendingPathComponent(delayedName),
+      to: container.area("quarantine").appendingPathComponent(copy))
+    let requeued = try Mailboxctl.run(
+      ["quarantine"] + container.arguments() + ["requeue", copy])
+    #expect(requeued.stdout == "alreadyPresent \(copy)\n")
+    #expect(
+      requeued.stderr
+        == "mailboxctl: quarantine: message \(id.uuidString.lowercased()) is already pending, "
+        + "delayed or claimed\n")
+    #expect(container.names("quarantine") == [copy])
+  }
+
   @Test func `The untyped watcher wakes on an enqueue and wait wakes when a message is due`()
     throws
   {

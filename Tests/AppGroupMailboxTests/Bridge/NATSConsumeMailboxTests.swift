@@ -127,7 +127,7 @@ extension NATSConsumeStartTests {
       server, ["publish", "--subject", "mailbox.jobs"],
       stdin: Data(ids.map { #"{"id":"\#($0)","message":1}"# + "\n" }.joined().utf8))
     func state() -> [String: Any] {
-      (try? NATSBridge.info(server, ["--name", "MAILBOX", "--durable", "local"])) ?? [:]
+      NATSBridge.infoIfPresent(server, ["--name", "MAILBOX", "--durable", "local"]) ?? [:]
     }
     #expect(
       waitUntil(deadline: 60) { state()["numAckPending"] as? Int == 3 }, "\(text(stderr))")
